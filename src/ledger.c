@@ -1,0 +1,1 @@
+typedef int sp_stub_ledger;

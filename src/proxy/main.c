@@ -1,0 +1,67 @@
+/* sealed-probe-proxy: dispatches verbs from a table, one file per verb.  */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "verbs.h"
+
+struct verb
+{
+  const char *name;
+  int (*run) (int argc, char **argv);
+  const char *summary;
+};
+
+static const struct verb verbs[] = {
+  { "config", sp_verb_config, "validate a sealedProbes config and print the effective settings" },
+};
+
+void
+sp_verb_report (const char *verb, const char *fmt, ...)
+{
+  va_list ap;
+
+  fprintf (stderr, "sealed-probe-proxy: %s: ", verb);
+  va_start (ap, fmt);
+  vfprintf (stderr, fmt, ap);
+  va_end (ap);
+  fputc ('\n', stderr);
+}
+
+static void
+usage (FILE *out)
+{
+  fprintf (out, "usage: sealed-probe-proxy VERB [OPTIONS]\n\nverbs:\n");
+  for (size_t i = 0; i < sizeof (verbs) / sizeof (verbs[0]); i++)
+    fprintf (out, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
+  fprintf (out, "\nsee docs/operations.md\n");
+}
+
+int
+main (int argc, char **argv)
+{
+  if (argc < 2)
+    {
+      usage (stderr);
+      return SP_EXIT_USAGE;
+    }
+  if (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0)
+    {
+      usage (stdout);
+      return SP_EXIT_OK;
+    }
+  if (strcmp (argv[1], "--version") == 0)
+    {
+      printf ("sealed-probe-proxy %s\n", PACKAGE_VERSION);
+      return SP_EXIT_OK;
+    }
+  for (size_t i = 0; i < sizeof (verbs) / sizeof (verbs[0]); i++)
+    if (strcmp (argv[1], verbs[i].name) == 0)
+      return verbs[i].run (argc - 1, argv + 1);
+
+  fprintf (stderr, "sealed-probe-proxy: unknown verb `%s`\n", argv[1]);
+  usage (stderr);
+  return SP_EXIT_USAGE;
+}

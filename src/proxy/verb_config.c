@@ -1,0 +1,6 @@
+#include "verbs.h"
+int
+sp_verb_config (int argc, char **argv)
+{
+  return SP_EXIT_FAIL;
+}

@@ -1,0 +1,16 @@
+/* One function per sealed-probe-proxy verb, one file per verb, as crun does.
+   A verb returns the process exit status: 0 success, 1 failure, 2 bad usage.  */
+#ifndef SEALED_PROBE_PROXY_VERBS_H
+#define SEALED_PROBE_PROXY_VERBS_H
+
+#define SP_EXIT_OK    0
+#define SP_EXIT_FAIL  1
+#define SP_EXIT_USAGE 2
+
+int sp_verb_config (int argc, char **argv);
+
+/* Prints "sealed-probe-proxy: <verb>: <message>" on stderr.  Only main and the
+   verbs print.  */
+void sp_verb_report (const char *verb, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+
+#endif

@@ -1,0 +1,7 @@
+#include "sp_check.h"
+static Suite *
+make_suite (void)
+{
+  return suite_create ("check_result_corpus");
+}
+SP_CHECK_MAIN (make_suite)
