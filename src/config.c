@@ -1,1 +1,341 @@
-typedef int sp_stub_config;
+/* The config loader: see include/sealed-probe/config.h and docs/config.md.
+   Parsing (sp_config_parse) is pure; sp_config_load only adds the read.  */
+#define _GNU_SOURCE
+#include <sealed-probe/config.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sealed-probe/bounds.h>
+#include <sealed-probe/cleanup.h>
+#include <sealed-probe/fileio.h>
+#include <sealed-probe/json.h>
+#include <sealed-probe/repo_name.h>
+
+#define BLOCK "sealedProbes"
+
+/* The reasons, quoted by docs/config.md and the tests.  */
+#define STR_(x)        #x
+#define STR(x)         STR_ (x)
+#define REASON_ENABLED "must be true or false"
+#define REASON_REPOS   "must be an array of \"owner/repo\" strings"
+#define REASON_RUNTIME "must be one of \"docker\", \"gvisor\", \"sbx\", \"runc\""
+#define REASON_TIMEOUT                                                                                       \
+  "must be an integer from " STR (SP_TIMEOUT_MIN_SECONDS) " to " STR (SP_TIMEOUT_MAX_SECONDS)
+#define REASON_MEMORY                                                                                        \
+  "must be a string of digits then \"m\" or \"g\", from \"64m\" to \"8g\" (no leading zeros)"
+#define REASON_INTERP   "must be \"python3\""
+#define REASON_INVOKE   "must be an integer from " STR (SP_INVOCATIONS_MIN) " to " STR (SP_INVOCATIONS_MAX)
+#define REASON_MAXREPOS "must hold at most " STR (SP_CONFIG_MAX_REPOS) " repositories"
+
+static const char *const runtime_names[] = {
+  [SP_RUNTIME_DOCKER] = "docker",
+  [SP_RUNTIME_GVISOR] = "gvisor",
+  [SP_RUNTIME_SBX] = "sbx",
+  [SP_RUNTIME_RUNC] = "runc",
+};
+
+const char *
+sp_runtime_name (enum sp_runtime runtime)
+{
+  if ((size_t)runtime < sizeof (runtime_names) / sizeof (runtime_names[0]))
+    return runtime_names[runtime];
+  return "unknown";
+}
+
+const char *
+sp_interpreter_name (enum sp_interpreter interpreter)
+{
+  return interpreter == SP_INTERPRETER_PYTHON3 ? "python3" : "unknown";
+}
+
+void
+sp_config_free (struct sp_config *config)
+{
+  if (config == NULL)
+    return;
+  for (size_t i = 0; i < config->n_private_repos; i++)
+    free (config->private_repos[i]);
+  free (config->private_repos);
+  free (config->memory_limit);
+  free (config);
+}
+
+bool
+sp_config_allows_repo (const struct sp_config *config, const uint8_t *repo, size_t len)
+{
+  if (config == NULL || !config->enabled || repo == NULL)
+    return false;
+  for (size_t i = 0; i < config->n_private_repos; i++)
+    {
+      const char *r = config->private_repos[i];
+      if (strlen (r) == len && memcmp (r, repo, len) == 0)
+        return true;
+    }
+  return false;
+}
+
+static int
+key_error (sp_error_t *err, const char *key, const char *reason)
+{
+  return sp_make_error (err, 0, BLOCK ".%s: %s", key, reason);
+}
+
+static bool
+is_string (const struct sp_json *v, const char *s)
+{
+  return v->type == SP_JSON_STRING && strcmp (v->u.string.data, s) == 0;
+}
+
+/* "<digits><unit>": no sign, no leading zero, unit "m" (MiB) or "g" (GiB).
+   Pure arithmetic with an early stop, so no text can overflow it.  */
+static int
+parse_memory (const struct sp_json *v, uint64_t *bytes)
+{
+  const char *s;
+  size_t len;
+  uint64_t n = 0;
+  unsigned shift;
+
+  if (v->type != SP_JSON_STRING)
+    return -1;
+  s = v->u.string.data;
+  len = v->u.string.len;
+  if (len < 2 || s[0] < '1' || s[0] > '9')
+    return -1;
+  if (s[len - 1] == 'm')
+    shift = 20;
+  else if (s[len - 1] == 'g')
+    shift = 30;
+  else
+    return -1;
+  for (size_t i = 0; i + 1 < len; i++)
+    {
+      if (s[i] < '0' || s[i] > '9')
+        return -1;
+      n = n * 10 + (uint64_t)(s[i] - '0');
+      if (n > (SP_MEMORY_MAX_BYTES >> shift))
+        return -1;
+    }
+  n <<= shift;
+  if (n < SP_MEMORY_MIN_BYTES || n > SP_MEMORY_MAX_BYTES)
+    return -1;
+  *bytes = n;
+  return 0;
+}
+
+static int
+compare_repo_ptrs (const void *a, const void *b)
+{
+  const char *const *ra = *(const char *const *const *)a;
+  const char *const *rb = *(const char *const *const *)b;
+  int r = strcmp (*ra, *rb);
+
+  if (r != 0)
+    return r;
+  return (ra > rb) - (ra < rb); /* same array: document order */
+}
+
+/* Sorting pointers into the list keeps this O(n log n) and still lets the
+   message name both indexes: `privateRepos[1]: duplicate of privateRepos[0]`.  */
+static int
+check_repo_duplicates (char **repos, size_t n, sp_error_t *err)
+{
+  cleanup_free char ***sorted = NULL;
+  char **later = NULL, **earlier = NULL;
+
+  if (n < 2)
+    return 0;
+  sorted = calloc (n, sizeof (*sorted));
+  if (sorted == NULL)
+    return sp_make_error (err, ENOMEM, BLOCK ".privateRepos");
+  for (size_t i = 0; i < n; i++)
+    sorted[i] = &repos[i];
+  qsort (sorted, n, sizeof (*sorted), compare_repo_ptrs);
+  for (size_t i = 0; i + 1 < n; i++)
+    if (strcmp (*sorted[i], *sorted[i + 1]) == 0 && (later == NULL || sorted[i + 1] < later))
+      {
+        /* Only the first pair of a run can lower `later`, so sorted[i] is
+           the first occurrence.  */
+        later = sorted[i + 1];
+        earlier = sorted[i];
+      }
+  if (later == NULL)
+    return 0;
+  return sp_make_error (err, 0, BLOCK ".privateRepos[%zu]: duplicate of " BLOCK ".privateRepos[%zu]",
+                        (size_t)(later - repos), (size_t)(earlier - repos));
+}
+
+static int
+parse_repos (const struct sp_json *v, struct sp_config *c, sp_error_t *err)
+{
+  size_t n;
+
+  if (v->type != SP_JSON_ARRAY)
+    return key_error (err, "privateRepos", REASON_REPOS);
+  n = v->u.array.len;
+  if (n > SP_CONFIG_MAX_REPOS)
+    return key_error (err, "privateRepos", REASON_MAXREPOS);
+  c->private_repos = calloc (n ? n : 1, sizeof (char *));
+  if (c->private_repos == NULL)
+    return sp_make_error (err, ENOMEM, BLOCK ".privateRepos");
+  for (size_t i = 0; i < n; i++)
+    {
+      const struct sp_json *item = v->u.array.items[i];
+
+      if (item->type != SP_JSON_STRING)
+        return sp_make_error (err, 0, BLOCK ".privateRepos[%zu]: must be a string \"owner/repo\"", i);
+      if (sp_repo_name_check (item->u.string.data, item->u.string.len, err) < 0)
+        return sp_error_wrap (err, BLOCK ".privateRepos[%zu]", i);
+      c->private_repos[i] = strdup (item->u.string.data);
+      if (c->private_repos[i] == NULL)
+        return sp_make_error (err, ENOMEM, BLOCK ".privateRepos[%zu]", i);
+      c->n_private_repos = i + 1;
+    }
+  return check_repo_duplicates (c->private_repos, n, err);
+}
+
+/* One member of the block.  Every key is known; each is checked even when
+   the block is disabled, so that the loader and the schema agree.  */
+static int
+parse_member (const char *key, const struct sp_json *v, struct sp_config *c, bool *saw_repos, sp_error_t *err)
+{
+  int64_t n;
+
+  if (strcmp (key, "enabled") == 0)
+    {
+      if (v->type != SP_JSON_BOOL)
+        return key_error (err, key, REASON_ENABLED);
+      c->enabled = v->u.boolean;
+      return 0;
+    }
+  if (strcmp (key, "privateRepos") == 0)
+    {
+      *saw_repos = true;
+      return parse_repos (v, c, err);
+    }
+  if (strcmp (key, "runtime") == 0)
+    {
+      for (size_t i = 0; i < sizeof (runtime_names) / sizeof (runtime_names[0]); i++)
+        if (is_string (v, runtime_names[i]))
+          {
+            c->runtime = (enum sp_runtime)i;
+            return 0;
+          }
+      return key_error (err, key, REASON_RUNTIME);
+    }
+  if (strcmp (key, "timeout") == 0)
+    {
+      if (sp_json_integer (v, SP_TIMEOUT_MIN_SECONDS, SP_TIMEOUT_MAX_SECONDS, &n) < 0)
+        return key_error (err, key, REASON_TIMEOUT);
+      c->timeout_seconds = (uint32_t)n;
+      return 0;
+    }
+  if (strcmp (key, "memoryLimit") == 0)
+    {
+      char *copy;
+
+      if (parse_memory (v, &c->memory_limit_bytes) < 0)
+        return key_error (err, key, REASON_MEMORY);
+      copy = strdup (v->u.string.data);
+      if (copy == NULL)
+        return sp_make_error (err, ENOMEM, BLOCK ".memoryLimit");
+      free (c->memory_limit);
+      c->memory_limit = copy;
+      return 0;
+    }
+  if (strcmp (key, "interpreter") == 0)
+    {
+      if (!is_string (v, "python3"))
+        return key_error (err, key, REASON_INTERP);
+      c->interpreter = SP_INTERPRETER_PYTHON3;
+      return 0;
+    }
+  if (strcmp (key, "maxInvocations") == 0)
+    {
+      if (sp_json_integer (v, SP_INVOCATIONS_MIN, SP_INVOCATIONS_MAX, &n) < 0)
+        return key_error (err, key, REASON_INVOKE);
+      c->max_invocations = (uint32_t)n;
+      return 0;
+    }
+  {
+    /* Echoing a key is fine (it is not a value), but quoted and bounded.  */
+    cleanup_free char *quoted = sp_json_quote (key, strlen (key));
+    if (quoted == NULL)
+      return sp_make_error (err, ENOMEM, BLOCK);
+    return sp_make_error (err, 0, BLOCK ": unknown key %s", quoted);
+  }
+}
+
+static void
+drop_repos (struct sp_config *c)
+{
+  for (size_t i = 0; i < c->n_private_repos; i++)
+    free (c->private_repos[i]);
+  free (c->private_repos);
+  c->private_repos = NULL;
+  c->n_private_repos = 0;
+}
+
+int
+sp_config_parse (const char *buf, size_t len, struct sp_config **out, sp_error_t *err)
+{
+  cleanup_json struct sp_json *doc = NULL;
+  cleanup_config struct sp_config *c = NULL;
+  const struct sp_json *block;
+  bool saw_repos = false;
+
+  *out = NULL;
+  if (sp_json_parse (buf, len, SP_CONFIG_MAX_DEPTH, &doc, err) < 0)
+    return -1;
+  if (doc->type != SP_JSON_OBJECT)
+    return sp_make_error (err, 0, SP_JSON_ROOT_PATH ": must be an object");
+
+  c = calloc (1, sizeof (*c));
+  if (c == NULL)
+    return sp_make_error (err, ENOMEM, "allocate the config");
+  c->runtime = SP_RUNTIME_DOCKER;
+  c->timeout_seconds = SP_TIMEOUT_DEFAULT_SECONDS;
+  c->memory_limit_bytes = SP_MEMORY_DEFAULT_BYTES;
+  c->memory_limit = strdup (SP_MEMORY_DEFAULT_TEXT);
+  c->interpreter = SP_INTERPRETER_PYTHON3;
+  c->max_invocations = SP_INVOCATIONS_DEFAULT;
+  if (c->memory_limit == NULL)
+    return sp_make_error (err, ENOMEM, "allocate the config");
+
+  /* Other top-level keys are the host application's business.  */
+  block = sp_json_object_get (doc, BLOCK);
+  if (block != NULL)
+    {
+      if (block->type != SP_JSON_OBJECT)
+        return sp_make_error (err, 0, BLOCK ": must be an object");
+      for (size_t i = 0; i < block->u.object.len; i++)
+        if (parse_member (block->u.object.members[i].key, block->u.object.members[i].value, c, &saw_repos,
+                          err)
+            < 0)
+          return -1;
+    }
+
+  if (c->enabled && !saw_repos)
+    return sp_make_error (err, 0, BLOCK ".privateRepos: required when enabled is true");
+  if (c->enabled && c->n_private_repos == 0)
+    return sp_make_error (err, 0, BLOCK ".privateRepos: must not be empty when enabled is true");
+  if (!c->enabled)
+    drop_repos (c); /* nothing is enabled, so nothing is allowed */
+
+  *out = get_and_reset (&c);
+  return 0;
+}
+
+int
+sp_config_load (const char *path, struct sp_config **out, sp_error_t *err)
+{
+  cleanup_free char *buf = NULL;
+  size_t len = 0;
+
+  *out = NULL;
+  if (sp_read_path_capped (path, SP_CONFIG_MAX_BYTES, &buf, &len, err) < 0)
+    return -1;
+  return sp_config_parse (buf, len, out, err);
+}

@@ -1,1 +1,700 @@
-typedef int sp_stub_json;
+/* The strict JSON tree: see include/sealed-probe/json.h.  The tree is built
+   from yajl's callback API; every node is attached to its parent the moment it
+   is created, so freeing the root frees everything on every error path.  */
+#define _GNU_SOURCE
+#include <sealed-probe/json.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sealed-probe/cleanup.h>
+#include <sealed-probe/json_text.h>
+#include <sealed-probe/utf8.h>
+#include <sealed-probe/yajl_util.h>
+
+/* The tree is freed recursively, so the depth must stay modest whatever the
+   caller asks for.  */
+#define SP_JSON_DEPTH_LIMIT 1024
+
+/* One open array or object.  Its capacity lives here rather than in the node,
+   because only an open container ever grows.  */
+struct frame
+{
+  struct sp_json *node;
+  size_t cap;
+};
+
+struct builder
+{
+  struct sp_json *root;
+  struct frame *frames;
+  size_t depth;
+  size_t frames_cap;
+  sp_error_t *err;
+  bool failed; /* a callback set *err */
+};
+
+/* ---- path rendering ------------------------------------------------------ */
+
+struct strbuf
+{
+  char *data;
+  size_t len;
+  size_t cap;
+  bool oom;
+};
+
+static void
+sb_append (struct strbuf *sb, const char *s, size_t n)
+{
+  if (sb->oom)
+    return;
+  if (sb->cap - sb->len < n + 1)
+    {
+      size_t next = sb->cap ? sb->cap : 64;
+      char *grown;
+
+      while (next - sb->len < n + 1)
+        {
+          if (next > SIZE_MAX / 2)
+            {
+              sb->oom = true;
+              return;
+            }
+          next *= 2;
+        }
+      grown = realloc (sb->data, next);
+      if (grown == NULL)
+        {
+          sb->oom = true;
+          return;
+        }
+      sb->data = grown;
+      sb->cap = next;
+    }
+  memcpy (sb->data + sb->len, s, n);
+  sb->len += n;
+  sb->data[sb->len] = '\0';
+}
+
+static void
+sb_puts (struct strbuf *sb, const char *s)
+{
+  sb_append (sb, s, strlen (s));
+}
+
+static char *
+sb_finish (struct strbuf *sb)
+{
+  if (sb->oom || sb->data == NULL)
+    {
+      free (sb->data);
+      return NULL;
+    }
+  return sb->data;
+}
+
+/* Appends s quoted, JSON-style, as printable ASCII only: control characters
+   and every non-ASCII scalar are written as \uXXXX (so a key can carry no
+   terminal escape or bidi trick into a log), and at most
+   SP_JSON_ECHO_MAX_CHARS characters are shown.  */
+static void
+sb_quote (struct strbuf *sb, const char *s, size_t len)
+{
+  const uint8_t *p = (const uint8_t *)s;
+  size_t shown = 0;
+  size_t i = 0;
+
+  sb_append (sb, "\"", 1);
+  while (i < len)
+    {
+      uint32_t cp;
+      size_t n;
+      char tmp[16];
+
+      if (shown == SP_JSON_ECHO_MAX_CHARS)
+        {
+          sb_puts (sb, "...");
+          break;
+        }
+      n = sp_utf8_decode (p + i, len - i, &cp);
+      if (n == 0)
+        {
+          /* Not reachable for parsed text; keep going byte by byte.  */
+          cp = 0xFFFD;
+          n = 1;
+        }
+      if (cp == '"' || cp == '\\')
+        {
+          tmp[0] = '\\';
+          tmp[1] = (char)cp;
+          sb_append (sb, tmp, 2);
+        }
+      else if (cp >= 0x20 && cp < 0x7F)
+        {
+          tmp[0] = (char)cp;
+          sb_append (sb, tmp, 1);
+        }
+      else if (cp < 0x10000)
+        {
+          snprintf (tmp, sizeof tmp, "\\u%04X", (unsigned)cp);
+          sb_puts (sb, tmp);
+        }
+      else
+        {
+          uint32_t v = cp - 0x10000;
+          snprintf (tmp, sizeof tmp, "\\u%04X\\u%04X", (unsigned)(0xD800 + (v >> 10)),
+                    (unsigned)(0xDC00 + (v & 0x3FF)));
+          sb_puts (sb, tmp);
+        }
+      shown++;
+      i += n;
+    }
+  sb_append (sb, "\"", 1);
+}
+
+char *
+sp_json_quote (const char *s, size_t len)
+{
+  struct strbuf sb = { 0 };
+
+  sb_quote (&sb, s, len);
+  return sb_finish (&sb);
+}
+
+/* A key that reads unambiguously after a dot; anything else is bracketed.  */
+static bool
+key_is_plain (const char *key)
+{
+  if (*key == '\0' || strlen (key) > SP_JSON_ECHO_MAX_CHARS)
+    return false;
+  for (const char *p = key; *p; p++)
+    {
+      char c = *p;
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'
+            || c == '$'))
+        return false;
+    }
+  return true;
+}
+
+static void
+sb_path_key (struct strbuf *sb, const char *key)
+{
+  if (key_is_plain (key))
+    {
+      if (sb->len > 0)
+        sb_append (sb, ".", 1);
+      sb_puts (sb, key);
+      return;
+    }
+  sb_append (sb, "[", 1);
+  sb_quote (sb, key, strlen (key));
+  sb_append (sb, "]", 1);
+}
+
+static void
+sb_path_index (struct strbuf *sb, size_t index)
+{
+  char tmp[32];
+
+  snprintf (tmp, sizeof tmp, "[%zu]", index);
+  sb_puts (sb, tmp);
+}
+
+char *
+sp_json_path_key (const char *parent, const char *key)
+{
+  struct strbuf sb = { 0 };
+
+  if (parent && strcmp (parent, SP_JSON_ROOT_PATH) != 0)
+    sb_puts (&sb, parent);
+  sb_path_key (&sb, key);
+  return sb_finish (&sb);
+}
+
+char *
+sp_json_path_index (const char *parent, size_t index)
+{
+  struct strbuf sb = { 0 };
+
+  /* An array at the root reads as "(document)[3]".  */
+  sb_puts (&sb, parent ? parent : SP_JSON_ROOT_PATH);
+  sb_path_index (&sb, index);
+  return sb_finish (&sb);
+}
+
+/* The path of the value being parsed: the open containers, then, when
+   with_pending is set, the key or index that the innermost one is waiting on.
+   Built only when an error is reported.  */
+static char *
+builder_path (const struct builder *b, size_t depth, bool with_pending)
+{
+  struct strbuf sb = { 0 };
+
+  for (size_t i = 0; i < depth; i++)
+    {
+      const struct sp_json *c = b->frames[i].node;
+      bool last = i + 1 == depth;
+
+      if (last && !with_pending)
+        break;
+      if (c->type == SP_JSON_OBJECT)
+        {
+          /* A pending key sits in the last member with no value yet.  */
+          if (c->u.object.len == 0 || (last && c->u.object.members[c->u.object.len - 1].value != NULL))
+            break;
+          sb_path_key (&sb, c->u.object.members[c->u.object.len - 1].key);
+        }
+      else
+        {
+          size_t idx = c->u.array.len;
+          /* An open child is the last item; a failing scalar would be next.  */
+          if (!last)
+            idx--;
+          if (sb.len == 0)
+            sb_puts (&sb, SP_JSON_ROOT_PATH);
+          sb_path_index (&sb, idx);
+        }
+    }
+  if (sb.len == 0)
+    sb_puts (&sb, SP_JSON_ROOT_PATH);
+  return sb_finish (&sb);
+}
+
+/* ---- tree building ------------------------------------------------------- */
+
+/* Grows *array of elem-sized items to hold one more than len.  */
+static int
+grow (void **array, size_t *cap, size_t len, size_t elem)
+{
+  size_t next;
+  void *grown;
+
+  if (len < *cap)
+    return 0;
+  next = *cap ? *cap * 2 : 4;
+  if (next < *cap || next > SIZE_MAX / elem)
+    return -1;
+  grown = realloc (*array, next * elem);
+  if (grown == NULL)
+    return -1;
+  *array = grown;
+  *cap = next;
+  return 0;
+}
+
+static int
+fail_oom (struct builder *b)
+{
+  if (!b->failed)
+    sp_make_error (b->err, ENOMEM, "parse JSON");
+  b->failed = true;
+  return 0; /* tells yajl to stop */
+}
+
+static char *
+copy_text (const void *s, size_t len)
+{
+  char *p;
+
+  if (len == SIZE_MAX)
+    return NULL;
+  p = malloc (len + 1);
+  if (p == NULL)
+    return NULL;
+  memcpy (p, s, len);
+  p[len] = '\0';
+  return p;
+}
+
+/* Hangs a new node on the innermost open container (or makes it the root).
+   On failure the node is freed here.  */
+static int
+attach (struct builder *b, struct sp_json *node)
+{
+  struct frame *top;
+  struct sp_json *c;
+
+  if (b->depth == 0)
+    {
+      b->root = node;
+      return 0;
+    }
+  top = &b->frames[b->depth - 1];
+  c = top->node;
+  if (c->type == SP_JSON_OBJECT)
+    {
+      /* yajl always delivers a key before the value.  */
+      c->u.object.members[c->u.object.len - 1].value = node;
+      return 0;
+    }
+  if (grow ((void **)&c->u.array.items, &top->cap, c->u.array.len, sizeof (struct sp_json *)) < 0)
+    {
+      sp_json_free (node);
+      return -1;
+    }
+  c->u.array.items[c->u.array.len++] = node;
+  return 0;
+}
+
+static struct sp_json *
+new_node (enum sp_json_type type)
+{
+  struct sp_json *node = calloc (1, sizeof (*node));
+
+  if (node)
+    node->type = type;
+  return node;
+}
+
+static int
+on_scalar (struct builder *b, struct sp_json *node)
+{
+  if (node == NULL || attach (b, node) < 0)
+    return fail_oom (b);
+  return 1;
+}
+
+static int
+cb_null (void *ctx)
+{
+  return on_scalar (ctx, new_node (SP_JSON_NULL));
+}
+
+static int
+cb_boolean (void *ctx, int value)
+{
+  struct sp_json *node = new_node (SP_JSON_BOOL);
+
+  if (node)
+    node->u.boolean = value != 0;
+  return on_scalar (ctx, node);
+}
+
+static int
+cb_number (void *ctx, const char *text, size_t len)
+{
+  struct sp_json *node = new_node (SP_JSON_NUMBER);
+
+  if (node && (node->u.number = copy_text (text, len)) == NULL)
+    {
+      free (node);
+      node = NULL;
+    }
+  return on_scalar (ctx, node);
+}
+
+static int
+cb_string (void *ctx, const unsigned char *s, size_t len)
+{
+  struct sp_json *node = new_node (SP_JSON_STRING);
+
+  if (node && (node->u.string.data = copy_text (s, len)) == NULL)
+    {
+      free (node);
+      node = NULL;
+    }
+  if (node)
+    node->u.string.len = len;
+  return on_scalar (ctx, node);
+}
+
+static int
+open_container (struct builder *b, enum sp_json_type type)
+{
+  struct sp_json *node = new_node (type);
+
+  if (node == NULL || attach (b, node) < 0)
+    return fail_oom (b);
+  if (grow ((void **)&b->frames, &b->frames_cap, b->depth, sizeof (struct frame)) < 0)
+    return fail_oom (b);
+  b->frames[b->depth].node = node;
+  b->frames[b->depth].cap = 0;
+  b->depth++;
+  return 1;
+}
+
+static int
+cb_start_map (void *ctx)
+{
+  return open_container (ctx, SP_JSON_OBJECT);
+}
+
+static int
+cb_start_array (void *ctx)
+{
+  return open_container (ctx, SP_JSON_ARRAY);
+}
+
+static int
+cb_map_key (void *ctx, const unsigned char *key, size_t len)
+{
+  struct builder *b = ctx;
+  struct frame *top = &b->frames[b->depth - 1];
+  struct sp_json *c = top->node;
+  char *copy = copy_text (key, len);
+
+  if (copy == NULL)
+    return fail_oom (b);
+  if (grow ((void **)&c->u.object.members, &top->cap, c->u.object.len, sizeof (struct sp_json_member)) < 0)
+    {
+      free (copy);
+      return fail_oom (b);
+    }
+  c->u.object.members[c->u.object.len].key = copy;
+  c->u.object.members[c->u.object.len].value = NULL;
+  c->u.object.len++;
+  return 1;
+}
+
+static int
+compare_members (const void *a, const void *b)
+{
+  const struct sp_json_member *ma = *(const struct sp_json_member *const *)a;
+  const struct sp_json_member *mb = *(const struct sp_json_member *const *)b;
+  int r = strcmp (ma->key, mb->key);
+
+  if (r != 0)
+    return r;
+  /* Same array, so address order is document order.  */
+  return (ma > mb) - (ma < mb);
+}
+
+/* Sorting a copy keeps the check O(n log n): a 1 MiB config can hold some
+   100 000 keys in one object.  Reports the duplicate that occurs first.  */
+static int
+check_duplicates (struct builder *b, const struct sp_json *obj)
+{
+  size_t n = obj->u.object.len;
+  cleanup_free const struct sp_json_member **sorted = NULL;
+  const struct sp_json_member *first_dup = NULL;
+  cleanup_free char *path = NULL;
+  cleanup_free char *quoted = NULL;
+
+  if (n < 2)
+    return 1;
+  sorted = calloc (n, sizeof (*sorted));
+  if (sorted == NULL)
+    return fail_oom (b);
+  for (size_t i = 0; i < n; i++)
+    sorted[i] = &obj->u.object.members[i];
+  qsort (sorted, n, sizeof (*sorted), compare_members);
+  for (size_t i = 0; i + 1 < n; i++)
+    if (strcmp (sorted[i]->key, sorted[i + 1]->key) == 0 && (first_dup == NULL || sorted[i + 1] < first_dup))
+      first_dup = sorted[i + 1];
+  if (first_dup == NULL)
+    return 1;
+
+  path = builder_path (b, b->depth, false);
+  quoted = sp_json_quote (first_dup->key, strlen (first_dup->key));
+  if (path == NULL || quoted == NULL)
+    return fail_oom (b);
+  sp_make_error (b->err, 0, "%s: duplicate key %s", path, quoted);
+  b->failed = true;
+  return 0;
+}
+
+static void
+shrink_top (struct builder *b)
+{
+  struct sp_json *c = b->frames[b->depth - 1].node;
+  void *smaller;
+
+  /* Give back the slack of geometric growth; failure to shrink is harmless.  */
+  if (c->type == SP_JSON_OBJECT && c->u.object.len > 0)
+    {
+      smaller = realloc (c->u.object.members, c->u.object.len * sizeof (struct sp_json_member));
+      if (smaller)
+        c->u.object.members = smaller;
+    }
+  else if (c->type == SP_JSON_ARRAY && c->u.array.len > 0)
+    {
+      smaller = realloc (c->u.array.items, c->u.array.len * sizeof (struct sp_json *));
+      if (smaller)
+        c->u.array.items = smaller;
+    }
+}
+
+static int
+cb_end_map (void *ctx)
+{
+  struct builder *b = ctx;
+
+  if (check_duplicates (b, b->frames[b->depth - 1].node) == 0)
+    return 0;
+  shrink_top (b);
+  b->depth--;
+  return 1;
+}
+
+static int
+cb_end_array (void *ctx)
+{
+  struct builder *b = ctx;
+
+  shrink_top (b);
+  b->depth--;
+  return 1;
+}
+
+static const yajl_callbacks callbacks = {
+  .yajl_null = cb_null,
+  .yajl_boolean = cb_boolean,
+  .yajl_number = cb_number, /* raw text: no lossy conversion to double */
+  .yajl_string = cb_string,
+  .yajl_start_map = cb_start_map,
+  .yajl_map_key = cb_map_key,
+  .yajl_end_map = cb_end_map,
+  .yajl_start_array = cb_start_array,
+  .yajl_end_array = cb_end_array,
+};
+
+static int
+yajl_failure (struct builder *b, yajl_handle h, size_t offset)
+{
+  cleanup_free char *msg = sp_yajl_error_line (h);
+  cleanup_free char *path = builder_path (b, b->depth, true);
+
+  return sp_make_error (b->err, 0, "%s: invalid JSON at byte %zu (%s)", path ? path : SP_JSON_ROOT_PATH,
+                        offset, msg ? msg : "parse error");
+}
+
+int
+sp_json_parse (const char *buf, size_t len, unsigned max_depth, struct sp_json **out, sp_error_t *err)
+{
+  cleanup_yajl yajl_handle h = NULL;
+  struct builder b = { .err = err };
+  yajl_status st;
+  size_t offset;
+  int ret = -1;
+
+  *out = NULL;
+  if (max_depth > SP_JSON_DEPTH_LIMIT)
+    max_depth = SP_JSON_DEPTH_LIMIT;
+  if (sp_json_text_check (buf, len, max_depth, err) < 0)
+    return sp_error_wrap (err, SP_JSON_ROOT_PATH);
+
+  h = sp_yajl_strict_alloc (&callbacks, &b);
+  if (h == NULL)
+    return sp_make_error (err, ENOMEM, "allocate the JSON parser");
+
+  st = yajl_parse (h, (const unsigned char *)buf, len);
+  offset = yajl_get_bytes_consumed (h);
+  if (st == yajl_status_ok)
+    {
+      /* Always, so that a truncated document is an error.  */
+      st = yajl_complete_parse (h);
+      offset = len;
+    }
+  if (b.failed)
+    goto out; /* a callback stopped yajl and said why */
+  if (st != yajl_status_ok)
+    {
+      yajl_failure (&b, h, offset);
+      goto out;
+    }
+  if (b.root == NULL || b.depth != 0)
+    {
+      sp_make_error (err, 0, "%s: incomplete JSON document", SP_JSON_ROOT_PATH);
+      goto out;
+    }
+  *out = get_and_reset (&b.root);
+  ret = 0;
+
+out:
+  sp_json_free (b.root);
+  free (b.frames);
+  return ret;
+}
+
+void
+sp_json_free (struct sp_json *value)
+{
+  if (value == NULL)
+    return;
+  switch (value->type)
+    {
+    case SP_JSON_NUMBER:
+      free (value->u.number);
+      break;
+    case SP_JSON_STRING:
+      free (value->u.string.data);
+      break;
+    case SP_JSON_ARRAY:
+      for (size_t i = 0; i < value->u.array.len; i++)
+        sp_json_free (value->u.array.items[i]);
+      free (value->u.array.items);
+      break;
+    case SP_JSON_OBJECT:
+      for (size_t i = 0; i < value->u.object.len; i++)
+        {
+          free (value->u.object.members[i].key);
+          sp_json_free (value->u.object.members[i].value);
+        }
+      free (value->u.object.members);
+      break;
+    case SP_JSON_NULL:
+    case SP_JSON_BOOL:
+    default:
+      break;
+    }
+  free (value);
+}
+
+const struct sp_json *
+sp_json_object_get (const struct sp_json *obj, const char *key)
+{
+  if (obj == NULL || obj->type != SP_JSON_OBJECT || key == NULL)
+    return NULL;
+  for (size_t i = 0; i < obj->u.object.len; i++)
+    if (strcmp (obj->u.object.members[i].key, key) == 0)
+      return obj->u.object.members[i].value;
+  return NULL;
+}
+
+int
+sp_json_integer (const struct sp_json *value, int64_t min, int64_t max, int64_t *out)
+{
+  const char *p;
+  bool negative = false;
+  uint64_t magnitude = 0;
+  /* |INT64_MIN| fits in uint64_t; a positive value must stay <= INT64_MAX.  */
+  uint64_t limit;
+  int64_t v;
+
+  if (value == NULL || value->type != SP_JSON_NUMBER || value->u.number == NULL)
+    return -1;
+  p = value->u.number;
+  if (*p == '-')
+    {
+      negative = true;
+      p++;
+    }
+  if (*p < '0' || *p > '9')
+    return -1;
+  if (*p == '0' && p[1] != '\0')
+    return -1; /* a leading zero, a fraction or an exponent */
+  limit = negative ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+  for (; *p; p++)
+    {
+      unsigned d;
+
+      if (*p < '0' || *p > '9')
+        return -1; /* '.', 'e', 'E' or junk: not a plain integer */
+      d = (unsigned)(*p - '0');
+      if (magnitude > (limit - d) / 10)
+        return -1;
+      magnitude = magnitude * 10 + d;
+    }
+  if (negative)
+    v = magnitude == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)magnitude;
+  else
+    v = (int64_t)magnitude;
+  if (v < min || v > max)
+    return -1;
+  *out = v;
+  return 0;
+}

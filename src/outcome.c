@@ -46,7 +46,7 @@ sp_outcome_check (struct sp_bytes outcome, sp_error_t *err)
       off += n;
     }
   if (sp_bytes_equal_str (outcome, SP_OUTCOME_RESERVED))
-    return sp_make_error (err, 0, "spelled " SP_OUTCOME_RESERVED ", which is reserved for failures");
+    return sp_make_error (err, 0, "the answer reserved for failures");
   return 0;
 }
 

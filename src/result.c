@@ -5,19 +5,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <yajl/yajl_parse.h>
-
+#include <sealed-probe/cleanup.h>
 #include <sealed-probe/json_text.h>
-#include <sealed-probe/utf8.h>
-
-static inline void
-sp_yajl_freep (yajl_handle *h)
-{
-  if (*h)
-    yajl_free (*h);
-  *h = NULL;
-}
-#define cleanup_yajl __attribute__ ((cleanup (sp_yajl_freep)))
+#include <sealed-probe/outcome.h>
+#include <sealed-probe/yajl_util.h>
 
 #define RESULT_KEY "result"
 
@@ -187,32 +178,6 @@ on_end_array (void *opaque)
   return reject (opaque, "unexpected end of array");
 }
 
-/* Outcomes come from an already validated request, but a wrong one here would
-   make the answer ambiguous or let "ERROR" pass as a verdict: check cheaply.  */
-static int
-check_outcomes (const struct sp_bytes outcomes[SP_OUTCOME_COUNT], sp_error_t *err)
-{
-  if (outcomes == NULL)
-    return sp_make_error (err, 0, "no outcomes");
-  for (int i = 0; i < SP_OUTCOME_COUNT; i++)
-    {
-      const struct sp_bytes *o = &outcomes[i];
-
-      if (o->len == 0 || o->data == NULL)
-        return sp_make_error (err, 0, "outcome %d is empty", i + 1);
-      if (o->len > SP_OUTCOME_MAX_BYTES)
-        return sp_make_error (err, 0, "outcome %d is longer than %d bytes", i + 1, SP_OUTCOME_MAX_BYTES);
-      if (!sp_utf8_valid (o->data, o->len, NULL))
-        return sp_make_error (err, 0, "outcome %d is not strict UTF-8", i + 1);
-      for (size_t k = 0; k < o->len; k++)
-        if (o->data[k] < 0x20)
-          return sp_make_error (err, 0, "outcome %d holds a control byte", i + 1);
-      if (sp_bytes_equal_str (*o, "ERROR"))
-        return sp_make_error (err, 0, "outcome %d is ERROR", i + 1);
-    }
-  return 0;
-}
-
 int
 sp_result_validate (const char *buf, size_t len, const struct sp_bytes outcomes[SP_OUTCOME_COUNT],
                     sp_error_t *err)
@@ -242,23 +207,20 @@ sp_result_validate (const char *buf, size_t len, const struct sp_bytes outcomes[
     return sp_make_error (err, 0, "result is %zu bytes, more than %d", len, SP_RESULT_MAX_BYTES);
   if (len == 0 || buf == NULL)
     return sp_make_error (err, 0, "result is empty");
-  if (check_outcomes (outcomes, err) < 0)
-    return -1;
+  /* Outcomes come from a validated request, but a wrong set here would make
+     the answer ambiguous or let "ERROR" pass as a verdict: never trust it.  */
+  if (outcomes == NULL)
+    return sp_make_error (err, 0, "result: no outcomes");
+  if (sp_outcomes_check (outcomes, err) < 0)
+    return sp_error_wrap (err, "result");
 
   /* yajl alone lets \u0000, lone surrogates, overlong UTF-8 and \v through.  */
   if (sp_json_text_check (buf, len, SP_RESULT_MAX_DEPTH, err) < 0)
     return sp_error_wrap (err, "result");
 
-  handle = yajl_alloc (&callbacks, NULL, &ctx);
+  handle = sp_yajl_strict_alloc (&callbacks, &ctx);
   if (handle == NULL)
     return sp_make_error (err, 0, "result: cannot allocate the JSON parser");
-  /* Explicit, although these are yajl's defaults: the contract must not
-     depend on a library default.  */
-  if (!yajl_config (handle, yajl_allow_comments, 0) || !yajl_config (handle, yajl_dont_validate_strings, 0)
-      || !yajl_config (handle, yajl_allow_trailing_garbage, 0)
-      || !yajl_config (handle, yajl_allow_multiple_values, 0)
-      || !yajl_config (handle, yajl_allow_partial_values, 0))
-    return sp_make_error (err, 0, "result: cannot configure the JSON parser");
 
   parsed = yajl_parse (handle, (const unsigned char *)buf, len);
   consumed = yajl_get_bytes_consumed (handle);
@@ -269,13 +231,9 @@ sp_result_validate (const char *buf, size_t len, const struct sp_bytes outcomes[
     return sp_make_error (err, 0, "result: %s (near byte %zu)", ctx.reason, consumed);
   if (parsed != yajl_status_ok || completed != yajl_status_ok)
     {
-      unsigned char *msg = yajl_get_error (handle, 0, NULL, 0);
-      int ret = sp_make_error (err, 0, "result: invalid JSON near byte %zu: %s", consumed,
-                               msg ? (const char *)msg : "unknown parser error");
-
-      if (msg)
-        yajl_free_error (handle, msg);
-      return ret;
+      cleanup_free char *msg = sp_yajl_error_line (handle);
+      return sp_make_error (err, 0, "result: invalid JSON near byte %zu: %s", consumed,
+                            msg ? msg : "parse error");
     }
   /* Belt and braces: yajl said ok, so the state machine must have closed.  */
   if (ctx.state != DONE || ctx.index < 1 || ctx.index > SP_OUTCOME_COUNT)

@@ -54,9 +54,11 @@ struct sp_json
   } u;
 };
 
-/* Parses the whole of buf[0..len).  On error, the message names the path of
-   the offending value in the form `sealedProbes.privateRepos[2]` (the root is
-   `(document)`) where it is known, and the reason.  */
+/* Parses the whole of buf[0..len), after sp_json_text_check with max_depth
+   (capped at 1024, because the tree is freed recursively).  On error, the
+   message names the path of the offending value in the form
+   `sealedProbes.privateRepos[2]` (the root is `(document)`) where it is known,
+   and the reason.  */
 int sp_json_parse (const char *buf, size_t len, unsigned max_depth, struct sp_json **out, sp_error_t *err);
 
 void sp_json_free (struct sp_json *value);
@@ -76,5 +78,25 @@ const struct sp_json *sp_json_object_get (const struct sp_json *obj, const char 
    zeros, no fraction, no exponent) within [min, max].  Returns 0, or -1 when
    the value is not such a number or is out of range.  Pure; sets no error.  */
 int sp_json_integer (const struct sp_json *value, int64_t min, int64_t max, int64_t *out);
+
+/* Error paths.  The root is SP_JSON_ROOT_PATH; a member whose key is a plain
+   word reads `parent.key` (just `key` at the root), any other key reads
+   `parent["k.e y"]`; an array item reads `parent[2]`.  */
+#define SP_JSON_ROOT_PATH "(document)"
+
+/* A key (or any text) echoed in a message shows at most this many characters.  */
+#define SP_JSON_ECHO_MAX_CHARS 64
+
+/* The path of parent's member key, or of parent's item index; parent may be
+   SP_JSON_ROOT_PATH or NULL for the root.  Allocated; NULL when out of memory.  */
+char *sp_json_path_key (const char *parent, const char *key);
+char *sp_json_path_index (const char *parent, size_t index);
+
+/* s[0..len) (strict UTF-8) as a double-quoted, printable-ASCII string: quotes
+   and backslashes escaped, control and non-ASCII characters as \uXXXX,
+   truncated to SP_JSON_ECHO_MAX_CHARS characters with "...".  For KEYS only:
+   never echo a string value, which may hold a credential.  Allocated; NULL
+   when out of memory.  */
+char *sp_json_quote (const char *s, size_t len);
 
 #endif

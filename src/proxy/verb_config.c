@@ -1,6 +1,116 @@
+/* sealed-probe-proxy config --config PATH|-: validates the config and prints
+   the effective settings as one JSON line.  See docs/config.md.  */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sealed-probe/cleanup.h>
+#include <sealed-probe/config.h>
+#include <sealed-probe/fileio.h>
+#include <sealed-probe/yajl_util.h>
+
 #include "verbs.h"
+
+#define USAGE "usage: sealed-probe-proxy config --config PATH|-"
+
+/* Bad usage: the reason, then the usage line, and exit status 2.  */
+#define usage_error(...) (sp_verb_report ("config", __VA_ARGS__), fputs (USAGE "\n", stderr), SP_EXIT_USAGE)
+
+static yajl_gen_status
+gen_key (yajl_gen g, const char *s)
+{
+  return yajl_gen_string (g, (const unsigned char *)s, strlen (s));
+}
+
+/* Every yajl_gen call's status is OR-ed together: yajl_gen_status_ok is 0.  */
+static int
+render (const struct sp_config *c, yajl_gen g)
+{
+  unsigned st = 0;
+
+  st |= yajl_gen_map_open (g);
+  st |= gen_key (g, "enabled");
+  st |= yajl_gen_bool (g, c->enabled);
+  if (c->enabled)
+    {
+      st |= gen_key (g, "privateRepos");
+      st |= yajl_gen_array_open (g);
+      for (size_t i = 0; i < c->n_private_repos; i++)
+        st |= gen_key (g, c->private_repos[i]);
+      st |= yajl_gen_array_close (g);
+      st |= gen_key (g, "runtime");
+      st |= gen_key (g, sp_runtime_name (c->runtime));
+      st |= gen_key (g, "timeout");
+      st |= yajl_gen_integer (g, c->timeout_seconds);
+      st |= gen_key (g, "memoryLimit");
+      st |= gen_key (g, c->memory_limit);
+      st |= gen_key (g, "memoryLimitBytes");
+      st |= yajl_gen_integer (g, (long long)c->memory_limit_bytes);
+      st |= gen_key (g, "interpreter");
+      st |= gen_key (g, sp_interpreter_name (c->interpreter));
+      st |= gen_key (g, "maxInvocations");
+      st |= yajl_gen_integer (g, c->max_invocations);
+    }
+  st |= yajl_gen_map_close (g);
+  return st == yajl_gen_status_ok ? 0 : -1;
+}
+
 int
 sp_verb_config (int argc, char **argv)
 {
-  return SP_EXIT_FAIL;
+  cleanup_error sp_error_t err = NULL;
+  cleanup_config struct sp_config *config = NULL;
+  cleanup_yajl_gen yajl_gen g = NULL;
+  const char *path = NULL;
+  const unsigned char *out;
+  size_t out_len;
+
+  for (int i = 1; i < argc; i++)
+    {
+      const char *arg = argv[i];
+
+      if (strcmp (arg, "--help") == 0 || strcmp (arg, "-h") == 0)
+        {
+          printf ("%s\n", USAGE);
+          return SP_EXIT_OK;
+        }
+      if (path != NULL)
+        return usage_error ("unexpected argument `%s`", arg);
+      if (strcmp (arg, "--config") == 0)
+        {
+          if (i + 1 >= argc)
+            return usage_error ("%s needs a value", arg);
+          path = argv[++i];
+        }
+      else if (strncmp (arg, "--config=", 9) == 0)
+        path = arg + 9;
+      else if (arg[0] == '-')
+        return usage_error ("unknown option `%s`", arg);
+      else
+        return usage_error ("unexpected argument `%s`", arg);
+      if (path[0] == '\0')
+        return usage_error ("%s needs a non-empty value", "--config");
+    }
+  if (path == NULL)
+    return usage_error ("%s is required", "--config");
+
+  if (sp_config_load (path, &config, &err) < 0)
+    {
+      sp_verb_report ("config", "%s", sp_error_message (err));
+      return SP_EXIT_FAIL;
+    }
+
+  g = yajl_gen_alloc (NULL);
+  if (g == NULL || render (config, g) < 0 || yajl_gen_get_buf (g, &out, &out_len) != yajl_gen_status_ok)
+    {
+      sp_verb_report ("config", "cannot render the effective settings");
+      return SP_EXIT_FAIL;
+    }
+  if (sp_write_all (STDOUT_FILENO, out, out_len, &err) < 0 || sp_write_all (STDOUT_FILENO, "\n", 1, &err) < 0)
+    {
+      sp_verb_report ("config", "standard output: %s", sp_error_message (err));
+      return SP_EXIT_FAIL;
+    }
+  return SP_EXIT_OK;
 }

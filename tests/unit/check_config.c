@@ -1,7 +1,455 @@
+/* The config loader (config.h): one named test per rule and per default.  A
+   reject row names the fragment (key path and reason) its message must
+   contain; no message may echo a string value.  */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sealed-probe/bounds.h>
+#include <sealed-probe/cleanup.h>
+#include <sealed-probe/config.h>
+
 #include "sp_check.h"
+
+/* A block, and an enabled block with one repository plus extra members.  */
+#define BLOCK(members)   "{\"sealedProbes\":{" members "}}"
+#define ENABLED(members) BLOCK ("\"enabled\":true,\"privateRepos\":[\"octo/hello\"]" members)
+
+static struct sp_config *
+parse_ok (const char *doc)
+{
+  sp_error_t err = NULL;
+  struct sp_config *c = NULL;
+  int ret = sp_config_parse (doc, strlen (doc), &c, &err);
+
+  ck_assert_msg (ret == 0, "rejected: %s", sp_error_message (err));
+  ck_assert_ptr_nonnull (c);
+  return c;
+}
+
+static void
+expect_reject (const char *doc, size_t len, const char *fragment)
+{
+  sp_error_t err = NULL;
+  struct sp_config *c = (struct sp_config *)1;
+  const char *msg;
+
+  ck_assert_int_eq (sp_config_parse (doc, len, &c, &err), -1);
+  ck_assert_ptr_null (c);
+  msg = sp_error_message (err);
+  ck_assert_msg (strstr (msg, fragment) != NULL, "message \"%s\" lacks \"%s\"", msg, fragment);
+  ck_assert_msg (strstr (msg, "CANARY") == NULL, "message echoes a value: %s", msg);
+  sp_error_release (&err);
+}
+
+/* name, document, a statement about the parsed config `c` */
+#define ACCEPT_ROWS(X)                                                                                       \
+  X (absent_block_means_disabled, "{}", ck_assert (!c->enabled && c->n_private_repos == 0))                  \
+  X (host_keys_at_top_level_are_ignored,                                                                     \
+     "{\"agentFirewall\":{\"rules\":[1,2.5,1e9,null]},\"other\":\"x\",\"n\":-0.0}", ck_assert (!c->enabled)) \
+  X (host_keys_beside_an_enabled_block_are_ignored,                                                          \
+     "{\"host\":{\"timeout\":\"x\"},\"sealedProbes\":{"                                                      \
+     "\"enabled\":true,\"privateRepos\":[\"octo/hello\"]}}",                                                 \
+     ck_assert (c->enabled))                                                                                 \
+  X (empty_block_means_disabled, BLOCK (""), ck_assert (!c->enabled))                                        \
+  X (enabled_defaults_to_false, BLOCK ("\"privateRepos\":[\"octo/hello\"]"),                                 \
+     ck_assert (!c->enabled && c->n_private_repos == 0))                                                     \
+  X (enabled_false_means_disabled, BLOCK ("\"enabled\":false,\"privateRepos\":[\"octo/hello\"]"),            \
+     ck_assert (!c->enabled && !sp_config_allows_repo (c, (const uint8_t *)"octo/hello", 10)))               \
+  X (disabled_block_may_have_empty_repos, BLOCK ("\"enabled\":false,\"privateRepos\":[]"),                   \
+     ck_assert (!c->enabled))                                                                                \
+  X (disabled_block_keeps_other_settings, BLOCK ("\"timeout\":7"),                                           \
+     ck_assert_uint_eq (c->timeout_seconds, 7))                                                              \
+  X (enabled_with_one_repo_is_accepted, ENABLED (""),                                                        \
+     ck_assert (c->enabled && c->n_private_repos == 1 && strcmp (c->private_repos[0], "octo/hello") == 0))   \
+  X (repos_keep_document_order, BLOCK ("\"enabled\":true,\"privateRepos\":[\"b/b\",\"a/a\",\"c/c\"]"),       \
+     ck_assert (strcmp (c->private_repos[0], "b/b") == 0 && strcmp (c->private_repos[2], "c/c") == 0))       \
+  X (enabled_after_repos_in_document_order_is_accepted,                                                      \
+     BLOCK ("\"privateRepos\":[\"octo/hello\"],\"enabled\":true"), ck_assert (c->enabled))                   \
+  X (default_runtime_is_docker, ENABLED (""), ck_assert_int_eq (c->runtime, SP_RUNTIME_DOCKER))              \
+  X (default_timeout_is_30, ENABLED (""),                                                                    \
+     ck_assert_uint_eq (c->timeout_seconds, SP_TIMEOUT_DEFAULT_SECONDS))                                     \
+  X (default_memory_limit_is_512m, ENABLED (""),                                                             \
+     ck_assert (strcmp (c->memory_limit, "512m") == 0 && c->memory_limit_bytes == 536870912ULL))             \
+  X (default_interpreter_is_python3, ENABLED (""),                                                           \
+     ck_assert_int_eq (c->interpreter, SP_INTERPRETER_PYTHON3))                                              \
+  X (default_max_invocations_is_100, ENABLED (""), ck_assert_uint_eq (c->max_invocations, 100))              \
+  X (defaults_apply_when_disabled_too, "{}",                                                                 \
+     ck_assert (c->runtime == SP_RUNTIME_DOCKER && c->timeout_seconds == 30 && c->max_invocations == 100     \
+                && strcmp (c->memory_limit, "512m") == 0))                                                   \
+  X (runtime_docker_is_accepted, ENABLED (",\"runtime\":\"docker\""),                                        \
+     ck_assert_int_eq (c->runtime, SP_RUNTIME_DOCKER))                                                       \
+  X (runtime_gvisor_is_accepted, ENABLED (",\"runtime\":\"gvisor\""),                                        \
+     ck_assert_int_eq (c->runtime, SP_RUNTIME_GVISOR))                                                       \
+  X (runtime_sbx_is_accepted, ENABLED (",\"runtime\":\"sbx\""),                                              \
+     ck_assert_int_eq (c->runtime, SP_RUNTIME_SBX))                                                          \
+  X (runtime_runc_is_accepted, ENABLED (",\"runtime\":\"runc\""),                                            \
+     ck_assert_int_eq (c->runtime, SP_RUNTIME_RUNC))                                                         \
+  X (timeout_minimum_is_accepted, ENABLED (",\"timeout\":1"), ck_assert_uint_eq (c->timeout_seconds, 1))     \
+  X (timeout_maximum_is_accepted, ENABLED (",\"timeout\":300"), ck_assert_uint_eq (c->timeout_seconds, 300)) \
+  X (memory_minimum_is_accepted, ENABLED (",\"memoryLimit\":\"64m\""),                                       \
+     ck_assert_uint_eq (c->memory_limit_bytes, 64ULL << 20))                                                 \
+  X (memory_maximum_in_g_is_accepted, ENABLED (",\"memoryLimit\":\"8g\""),                                   \
+     ck_assert (c->memory_limit_bytes == (8ULL << 30) && strcmp (c->memory_limit, "8g") == 0))               \
+  X (memory_maximum_in_m_is_accepted, ENABLED (",\"memoryLimit\":\"8192m\""),                                \
+     ck_assert_uint_eq (c->memory_limit_bytes, 8ULL << 30))                                                  \
+  X (memory_one_g_is_accepted, ENABLED (",\"memoryLimit\":\"1g\""),                                          \
+     ck_assert_uint_eq (c->memory_limit_bytes, 1ULL << 30))                                                  \
+  X (memory_limit_is_kept_as_written, ENABLED (",\"memoryLimit\":\"1024m\""),                                \
+     ck_assert (strcmp (c->memory_limit, "1024m") == 0 && c->memory_limit_bytes == (1ULL << 30)))            \
+  X (interpreter_python3_is_accepted, ENABLED (",\"interpreter\":\"python3\""),                              \
+     ck_assert_int_eq (c->interpreter, SP_INTERPRETER_PYTHON3))                                              \
+  X (max_invocations_minimum_is_accepted, ENABLED (",\"maxInvocations\":1"),                                 \
+     ck_assert_uint_eq (c->max_invocations, 1))                                                              \
+  X (max_invocations_maximum_is_accepted, ENABLED (",\"maxInvocations\":100000"),                            \
+     ck_assert_uint_eq (c->max_invocations, 100000))                                                         \
+  X (every_key_together_is_accepted,                                                                         \
+     ENABLED (",\"runtime\":\"runc\",\"timeout\":60,\"memoryLimit\":\"2g\",\"interpreter\":\"python3\","     \
+              "\"maxInvocations\":500"),                                                                     \
+     ck_assert (c->runtime == SP_RUNTIME_RUNC && c->timeout_seconds == 60 && c->max_invocations == 500))
+
+#define REPOS(items) BLOCK ("\"enabled\":true,\"privateRepos\":[" items "]")
+#define BAD_TIMEOUT  "sealedProbes.timeout: must be an integer from 1 to 300"
+#define BAD_MEMORY   "sealedProbes.memoryLimit: must be a string of digits then \"m\" or \"g\""
+#define BAD_INVOKE   "sealedProbes.maxInvocations: must be an integer from 1 to 100000"
+#define BAD_RUNTIME  "sealedProbes.runtime: must be one of \"docker\", \"gvisor\", \"sbx\", \"runc\""
+#define BAD_INTERP   "sealedProbes.interpreter: must be \"python3\""
+#define BAD_ENABLED  "sealedProbes.enabled: must be true or false"
+
+/* name, document, fragment */
+#define REJECT_ROWS(X)                                                                                       \
+  X (root_array_is_rejected, "[]", "(document): must be an object")                                          \
+  X (root_string_is_rejected, "\"sealedProbes\"", "(document): must be an object")                           \
+  X (root_null_is_rejected, "null", "(document): must be an object")                                         \
+  X (block_null_is_rejected, "{\"sealedProbes\":null}", "sealedProbes: must be an object")                   \
+  X (block_array_is_rejected, "{\"sealedProbes\":[]}", "sealedProbes: must be an object")                    \
+  X (block_true_is_rejected, "{\"sealedProbes\":true}", "sealedProbes: must be an object")                   \
+  X (unknown_key_in_block_is_rejected, ENABLED (",\"timout\":30"), "sealedProbes: unknown key \"timout\"")   \
+  X (unknown_key_when_disabled_is_rejected, BLOCK ("\"enabled\":false,\"extra\":1"),                         \
+     "sealedProbes: unknown key \"extra\"")                                                                  \
+  X (case_variant_key_is_rejected, BLOCK ("\"Enabled\":true"), "sealedProbes: unknown key \"Enabled\"")      \
+  X (unknown_key_is_quoted_safely, BLOCK ("\"a\\u001b[2Jb\":1"), "unknown key \"a\\u001B[2Jb\"")             \
+  X (duplicate_key_in_block_is_rejected, ENABLED (",\"timeout\":30,\"timeout\":60"),                         \
+     "sealedProbes: duplicate key \"timeout\"")                                                              \
+  X (duplicate_key_when_disabled_is_rejected, BLOCK ("\"enabled\":false,\"enabled\":false"),                 \
+     "sealedProbes: duplicate key \"enabled\"")                                                              \
+  X (duplicate_top_level_key_is_rejected, "{\"sealedProbes\":{},\"sealedProbes\":{}}",                       \
+     "(document): duplicate key \"sealedProbes\"")                                                           \
+  X (duplicate_key_in_host_section_is_rejected, "{\"host\":{\"a\":[{\"x\":1,\"x\":2}]}}",                    \
+     "host.a[0]: duplicate key \"x\"")                                                                       \
+  X (escaped_duplicate_key_is_rejected, BLOCK ("\"enabled\":false,\"\\u0065nabled\":false"),                 \
+     "sealedProbes: duplicate key \"enabled\"")                                                              \
+  X (enabled_string_is_rejected, BLOCK ("\"enabled\":\"true\""), BAD_ENABLED)                                \
+  X (enabled_number_is_rejected, BLOCK ("\"enabled\":1"), BAD_ENABLED)                                       \
+  X (enabled_null_is_rejected, BLOCK ("\"enabled\":null"), BAD_ENABLED)                                      \
+  X (enabled_without_repos_is_rejected, BLOCK ("\"enabled\":true"),                                          \
+     "sealedProbes.privateRepos: required when enabled is true")                                             \
+  X (enabled_with_empty_repos_is_rejected, REPOS (""),                                                       \
+     "sealedProbes.privateRepos: must not be empty when enabled is true")                                    \
+  X (enabled_after_empty_repos_is_rejected, BLOCK ("\"privateRepos\":[],\"enabled\":true"),                  \
+     "sealedProbes.privateRepos: must not be empty")                                                         \
+  X (repos_string_is_rejected, BLOCK ("\"enabled\":true,\"privateRepos\":\"octo/hello\""),                   \
+     "sealedProbes.privateRepos: must be an array of \"owner/repo\" strings")                                \
+  X (repos_null_is_rejected, BLOCK ("\"privateRepos\":null"), "sealedProbes.privateRepos: must be an array") \
+  X (repos_object_is_rejected, BLOCK ("\"privateRepos\":{}"), "sealedProbes.privateRepos: must be an array") \
+  X (repo_number_is_rejected, REPOS ("1"), "sealedProbes.privateRepos[0]: must be a string")                 \
+  X (repo_null_is_rejected, REPOS ("\"octo/hello\",null"), "sealedProbes.privateRepos[1]: must be a string") \
+  X (repo_array_is_rejected, REPOS ("[\"octo/hello\"]"), "sealedProbes.privateRepos[0]: must be a string")   \
+  X (repo_with_uppercase_is_rejected, REPOS ("\"Octo/hello\""),                                              \
+     "sealedProbes.privateRepos[0]: must be lowercase \"owner/repo\" (found an uppercase letter)")           \
+  X (repo_url_is_rejected, REPOS ("\"octo/a\",\"https://github.com/octo/hello\""),                           \
+     "sealedProbes.privateRepos[1]: must be \"owner/repo\", not a URL")                                      \
+  X (repo_with_credentials_is_rejected, REPOS ("\"https://x:ghp_CANARY@github.com/octo/hello\""),            \
+     "sealedProbes.privateRepos[0]: must be \"owner/repo\", not a URL with credentials")                     \
+  X (repo_with_git_suffix_is_rejected, REPOS ("\"octo/hello.git\""),                                         \
+     "privateRepos[0]: must be \"owner/repo\" "                                                              \
+     "without a \".git\" suffix")                                                                            \
+  X (repo_with_wildcard_is_rejected, REPOS ("\"octo/*\""),                                                   \
+     "sealedProbes.privateRepos[0]: must be one exact")                                                      \
+  X (repo_with_escaped_nul_is_rejected, REPOS ("\"octo/a\\u0000\""), "(document): escape decodes to NUL")    \
+  X (repo_with_escaped_uppercase_is_rejected, REPOS ("\"\\u004Fcto/hello\""), "found an uppercase letter")   \
+  X (repo_empty_string_is_rejected, REPOS ("\"\""), "sealedProbes.privateRepos[0]: must be \"owner/repo\"")  \
+  X (invalid_repo_when_disabled_is_rejected, BLOCK ("\"enabled\":false,\"privateRepos\":[\"Octo/x\"]"),      \
+     "sealedProbes.privateRepos[0]: must be lowercase")                                                      \
+  X (duplicate_repo_is_rejected, REPOS ("\"octo/hello\",\"octo/hello\""),                                    \
+     "sealedProbes.privateRepos[1]: duplicate of sealedProbes.privateRepos[0]")                              \
+  X (non_adjacent_duplicate_repo_is_rejected, REPOS ("\"a/a\",\"b/b\",\"c/c\",\"b/b\",\"a/a\""),             \
+     "sealedProbes.privateRepos[3]: duplicate of sealedProbes.privateRepos[1]")                              \
+  X (escaped_duplicate_repo_is_rejected, REPOS ("\"octo/hello\",\"octo\\/hello\""),                          \
+     "sealedProbes.privateRepos[1]: duplicate of sealedProbes.privateRepos[0]")                              \
+  X (runtime_unknown_is_rejected, ENABLED (",\"runtime\":\"kata\""), BAD_RUNTIME)                            \
+  X (runtime_uppercase_is_rejected, ENABLED (",\"runtime\":\"RUNC\""), BAD_RUNTIME)                          \
+  X (runtime_runsc_alias_is_rejected, ENABLED (",\"runtime\":\"runsc\""), BAD_RUNTIME)                       \
+  X (runtime_null_is_rejected, ENABLED (",\"runtime\":null"), BAD_RUNTIME)                                   \
+  X (runtime_value_is_not_echoed, ENABLED (",\"runtime\":\"ghp_CANARY\""), BAD_RUNTIME)                      \
+  X (timeout_zero_is_rejected, ENABLED (",\"timeout\":0"), BAD_TIMEOUT)                                      \
+  X (timeout_above_maximum_is_rejected, ENABLED (",\"timeout\":301"), BAD_TIMEOUT)                           \
+  X (timeout_negative_is_rejected, ENABLED (",\"timeout\":-30"), BAD_TIMEOUT)                                \
+  X (timeout_with_fraction_is_rejected, ENABLED (",\"timeout\":30.0"), BAD_TIMEOUT)                          \
+  X (timeout_with_exponent_is_rejected, ENABLED (",\"timeout\":3e1"), BAD_TIMEOUT)                           \
+  X (timeout_string_is_rejected, ENABLED (",\"timeout\":\"30\""), BAD_TIMEOUT)                               \
+  X (timeout_null_is_rejected, ENABLED (",\"timeout\":null"), BAD_TIMEOUT)                                   \
+  X (timeout_bool_is_rejected, ENABLED (",\"timeout\":true"), BAD_TIMEOUT)                                   \
+  X (timeout_beyond_int64_is_rejected, ENABLED (",\"timeout\":99999999999999999999"), BAD_TIMEOUT)           \
+  X (timeout_when_disabled_is_still_checked, BLOCK ("\"timeout\":0"), BAD_TIMEOUT)                           \
+  X (memory_below_minimum_is_rejected, ENABLED (",\"memoryLimit\":\"63m\""), BAD_MEMORY)                     \
+  X (memory_above_maximum_in_m_is_rejected, ENABLED (",\"memoryLimit\":\"8193m\""), BAD_MEMORY)              \
+  X (memory_above_maximum_in_g_is_rejected, ENABLED (",\"memoryLimit\":\"9g\""), BAD_MEMORY)                 \
+  X (memory_zero_is_rejected, ENABLED (",\"memoryLimit\":\"0g\""), BAD_MEMORY)                               \
+  X (memory_leading_zero_is_rejected, ENABLED (",\"memoryLimit\":\"0512m\""), BAD_MEMORY)                    \
+  X (memory_uppercase_unit_is_rejected, ENABLED (",\"memoryLimit\":\"512M\""), BAD_MEMORY)                   \
+  X (memory_without_unit_is_rejected, ENABLED (",\"memoryLimit\":\"536870912\""), BAD_MEMORY)                \
+  X (memory_unit_only_is_rejected, ENABLED (",\"memoryLimit\":\"m\""), BAD_MEMORY)                           \
+  X (memory_two_letter_unit_is_rejected, ENABLED (",\"memoryLimit\":\"512mb\""), BAD_MEMORY)                 \
+  X (memory_kilobytes_are_rejected, ENABLED (",\"memoryLimit\":\"65536k\""), BAD_MEMORY)                     \
+  X (memory_with_space_is_rejected, ENABLED (",\"memoryLimit\":\"512 m\""), BAD_MEMORY)                      \
+  X (memory_with_fraction_is_rejected, ENABLED (",\"memoryLimit\":\"1.5g\""), BAD_MEMORY)                    \
+  X (memory_with_sign_is_rejected, ENABLED (",\"memoryLimit\":\"+512m\""), BAD_MEMORY)                       \
+  X (memory_empty_is_rejected, ENABLED (",\"memoryLimit\":\"\""), BAD_MEMORY)                                \
+  X (memory_number_is_rejected, ENABLED (",\"memoryLimit\":536870912"), BAD_MEMORY)                          \
+  X (memory_huge_digits_are_rejected, ENABLED (",\"memoryLimit\":\"99999999999999999999999g\""), BAD_MEMORY) \
+  X (interpreter_python_is_rejected, ENABLED (",\"interpreter\":\"python\""), BAD_INTERP)                    \
+  X (interpreter_uppercase_is_rejected, ENABLED (",\"interpreter\":\"Python3\""), BAD_INTERP)                \
+  X (interpreter_path_is_rejected, ENABLED (",\"interpreter\":\"/usr/bin/python3\""), BAD_INTERP)            \
+  X (interpreter_null_is_rejected, ENABLED (",\"interpreter\":null"), BAD_INTERP)                            \
+  X (max_invocations_zero_is_rejected, ENABLED (",\"maxInvocations\":0"), BAD_INVOKE)                        \
+  X (max_invocations_above_maximum_is_rejected, ENABLED (",\"maxInvocations\":100001"), BAD_INVOKE)          \
+  X (max_invocations_with_fraction_is_rejected, ENABLED (",\"maxInvocations\":100.0"), BAD_INVOKE)           \
+  X (max_invocations_string_is_rejected, ENABLED (",\"maxInvocations\":\"100\""), BAD_INVOKE)                \
+  X (first_bad_key_in_document_order_is_named, BLOCK ("\"maxInvocations\":0,\"timeout\":0"), BAD_INVOKE)     \
+  X (invalid_json_is_rejected, "{\"sealedProbes\":{\"enabled\":true,}}", "sealedProbes: invalid JSON")       \
+  X (comment_is_rejected, "{\"sealedProbes\":{} /* x */}", "(document): invalid JSON")                       \
+  X (trailing_garbage_is_rejected, "{} {}", "(document): invalid JSON")                                      \
+  X (byte_order_mark_is_rejected, "\xef\xbb\xbf{}", "(document): byte order mark")                           \
+  X (empty_document_is_rejected, "", "(document): empty document")
+
+#define DEFINE_ACCEPT(name, doc, check)                                                                      \
+  START_TEST (name)                                                                                          \
+  {                                                                                                          \
+    cleanup_config struct sp_config *c = parse_ok (doc);                                                     \
+    check;                                                                                                   \
+  }                                                                                                          \
+  END_TEST
+#define DEFINE_REJECT(name, doc, fragment)                                                                   \
+  START_TEST (name)                                                                                          \
+  {                                                                                                          \
+    expect_reject (doc, sizeof (doc) - 1, fragment);                                                         \
+  }                                                                                                          \
+  END_TEST
+
+ACCEPT_ROWS (DEFINE_ACCEPT)
+REJECT_ROWS (DEFINE_REJECT)
+
+/* n repositories "o/rK"; extra members may follow.  */
+static char *
+repos_doc (size_t n, bool duplicate_last)
+{
+  size_t cap = 64 + n * 16;
+  char *doc = malloc (cap);
+  size_t used;
+
+  ck_assert_ptr_nonnull (doc);
+  used = (size_t)snprintf (doc, cap, "{\"sealedProbes\":{\"enabled\":true,\"privateRepos\":[");
+  for (size_t i = 0; i < n; i++)
+    used += (size_t)snprintf (doc + used, cap - used, "%s\"o/r%zu\"", i ? "," : "",
+                              duplicate_last && i == n - 1 ? (size_t)0 : i);
+  snprintf (doc + used, cap - used, "]}}");
+  return doc;
+}
+
+START_TEST (repos_at_the_maximum_are_accepted)
+{
+  cleanup_free char *doc = repos_doc (SP_CONFIG_MAX_REPOS, false);
+  cleanup_config struct sp_config *c = parse_ok (doc);
+
+  ck_assert_uint_eq (c->n_private_repos, 256);
+}
+END_TEST
+
+START_TEST (repos_above_the_maximum_are_rejected)
+{
+  cleanup_free char *doc = repos_doc (SP_CONFIG_MAX_REPOS + 1, false);
+  expect_reject (doc, strlen (doc), "sealedProbes.privateRepos: must hold at most 256 repositories");
+}
+END_TEST
+
+START_TEST (duplicate_at_the_end_of_the_maximum_is_rejected)
+{
+  cleanup_free char *doc = repos_doc (SP_CONFIG_MAX_REPOS, true);
+  expect_reject (doc, strlen (doc),
+                 "sealedProbes.privateRepos[255]: duplicate of sealedProbes.privateRepos[0]");
+}
+END_TEST
+
+START_TEST (nesting_deeper_than_64_is_rejected)
+{
+  char doc[256];
+  size_t used = (size_t)snprintf (doc, sizeof doc, "{\"host\":");
+
+  /* The root object is level 1, so 64 arrays make 65 levels.  */
+  for (int i = 0; i < 64; i++)
+    doc[used++] = '[';
+  for (int i = 0; i < 64; i++)
+    doc[used++] = ']';
+  doc[used++] = '}';
+  doc[used] = '\0';
+  expect_reject (doc, used, "(document): nesting deeper than 64");
+  doc[8] = ' ', doc[used - 2] = ' '; /* 64 levels */
+  {
+    cleanup_config struct sp_config *c = parse_ok (doc);
+    ck_assert (!c->enabled);
+  }
+}
+END_TEST
+
+START_TEST (allows_repo_matches_bytes_exactly)
+{
+  cleanup_config struct sp_config *c = parse_ok (REPOS ("\"octo/hello\",\"a/b\""));
+
+  ck_assert (sp_config_allows_repo (c, (const uint8_t *)"octo/hello", 10));
+  ck_assert (sp_config_allows_repo (c, (const uint8_t *)"a/b", 3));
+  ck_assert (!sp_config_allows_repo (c, (const uint8_t *)"Octo/hello", 10));
+  ck_assert (!sp_config_allows_repo (c, (const uint8_t *)"octo/hello ", 11));
+  ck_assert (!sp_config_allows_repo (c, (const uint8_t *)"octo/hello\0", 11));
+  ck_assert (!sp_config_allows_repo (c, (const uint8_t *)"octo/hell", 9));
+  ck_assert (!sp_config_allows_repo (c, (const uint8_t *)"octo/hello.git", 14));
+  ck_assert (!sp_config_allows_repo (c, (const uint8_t *)"", 0));
+  ck_assert (!sp_config_allows_repo (NULL, (const uint8_t *)"a/b", 3));
+}
+END_TEST
+
+START_TEST (disabled_config_allows_no_repo)
+{
+  cleanup_config struct sp_config *c = parse_ok (BLOCK ("\"privateRepos\":[\"a/b\"]"));
+  ck_assert (!sp_config_allows_repo (c, (const uint8_t *)"a/b", 3));
+}
+END_TEST
+
+START_TEST (runtime_names_round_trip)
+{
+  ck_assert_str_eq (sp_runtime_name (SP_RUNTIME_DOCKER), "docker");
+  ck_assert_str_eq (sp_runtime_name (SP_RUNTIME_GVISOR), "gvisor");
+  ck_assert_str_eq (sp_runtime_name (SP_RUNTIME_SBX), "sbx");
+  ck_assert_str_eq (sp_runtime_name (SP_RUNTIME_RUNC), "runc");
+  ck_assert_str_eq (sp_interpreter_name (SP_INTERPRETER_PYTHON3), "python3");
+}
+END_TEST
+
+START_TEST (bounds_match_the_documented_values)
+{
+  ck_assert_int_eq (SP_TIMEOUT_MIN_SECONDS, 1);
+  ck_assert_int_eq (SP_TIMEOUT_MAX_SECONDS, 300);
+  ck_assert_int_eq (SP_TIMEOUT_DEFAULT_SECONDS, 30);
+  ck_assert_uint_eq (SP_MEMORY_MIN_BYTES, 64ULL << 20);
+  ck_assert_uint_eq (SP_MEMORY_MAX_BYTES, 8ULL << 30);
+  ck_assert_int_eq (SP_INVOCATIONS_MIN, 1);
+  ck_assert_int_eq (SP_INVOCATIONS_MAX, 100000);
+  ck_assert_int_eq (SP_INVOCATIONS_DEFAULT, 100);
+  ck_assert_int_eq (SP_CONFIG_MAX_REPOS, 256);
+  ck_assert_int_eq (SP_CONFIG_MAX_BYTES, 1048576);
+  ck_assert_int_eq (SP_CONFIG_MAX_DEPTH, 64);
+}
+END_TEST
+
+static char *
+data_path (const char *rel)
+{
+  const char *data = getenv ("SP_TEST_DATA");
+  char *path = NULL;
+
+  ck_assert_msg (data != NULL, "SP_TEST_DATA is not set");
+  ck_assert (asprintf (&path, "%s/%s", data, rel) > 0);
+  return path;
+}
+
+START_TEST (sample_config_loads_with_runc_and_sample_repo)
+{
+  cleanup_free char *path = data_path ("../../examples/sealed-probes.json");
+  cleanup_config struct sp_config *c = NULL;
+  sp_error_t err = NULL;
+
+  ck_assert_msg (sp_config_load (path, &c, &err) == 0, "%s", sp_error_message (err));
+  ck_assert (c->enabled);
+  ck_assert_int_eq (c->runtime, SP_RUNTIME_RUNC);
+  ck_assert_uint_eq (c->n_private_repos, 1);
+  ck_assert_str_eq (c->private_repos[0], "sample/hello");
+}
+END_TEST
+
+START_TEST (missing_file_names_the_path)
+{
+  cleanup_free char *path = data_path ("config/no-such-file.json");
+  struct sp_config *c = NULL;
+  sp_error_t err = NULL;
+
+  ck_assert_int_eq (sp_config_load (path, &c, &err), -1);
+  ck_assert_ptr_null (c);
+  ck_assert_ptr_nonnull (strstr (sp_error_message (err), "no-such-file.json"));
+  ck_assert_int_ne (err->status, 0);
+  sp_error_release (&err);
+}
+END_TEST
+
+START_TEST (parse_errors_from_a_file_do_not_name_the_file)
+{
+  cleanup_free char *path = NULL;
+  struct sp_config *c = NULL;
+  sp_error_t err = NULL;
+  char tmpl[] = "/tmp/check_config_XXXXXX";
+  int fd = mkstemp (tmpl);
+
+  ck_assert_int_ge (fd, 0);
+  ck_assert_int_eq (write (fd, "{\"sealedProbes\":{\"timeout\":0}}", 30), 30);
+  close (fd);
+  ck_assert_int_eq (sp_config_load (tmpl, &c, &err), -1);
+  unlink (tmpl);
+  ck_assert_str_eq (sp_error_message (err), BAD_TIMEOUT);
+  sp_error_release (&err);
+}
+END_TEST
+
+START_TEST (oversized_file_is_rejected)
+{
+  char tmpl[] = "/tmp/check_config_XXXXXX";
+  int fd = mkstemp (tmpl);
+  struct sp_config *c = NULL;
+  sp_error_t err = NULL;
+
+  ck_assert_int_ge (fd, 0);
+  ck_assert_int_eq (ftruncate (fd, SP_CONFIG_MAX_BYTES + 1), 0);
+  close (fd);
+  ck_assert_int_eq (sp_config_load (tmpl, &c, &err), -1);
+  unlink (tmpl);
+  ck_assert_ptr_nonnull (strstr (sp_error_message (err), "larger than 1048576 bytes"));
+  sp_error_release (&err);
+}
+END_TEST
+
+#define ADD_ROW(name, ...) tcase_add_test (tc, name);
+
 static Suite *
 make_suite (void)
 {
-  return suite_create ("check_config");
+  Suite *s = suite_create ("check_config");
+  TCase *tc = tcase_create ("config");
+
+  ACCEPT_ROWS (ADD_ROW)
+  REJECT_ROWS (ADD_ROW)
+  tcase_add_test (tc, repos_at_the_maximum_are_accepted);
+  tcase_add_test (tc, repos_above_the_maximum_are_rejected);
+  tcase_add_test (tc, duplicate_at_the_end_of_the_maximum_is_rejected);
+  tcase_add_test (tc, nesting_deeper_than_64_is_rejected);
+  tcase_add_test (tc, allows_repo_matches_bytes_exactly);
+  tcase_add_test (tc, disabled_config_allows_no_repo);
+  tcase_add_test (tc, runtime_names_round_trip);
+  tcase_add_test (tc, bounds_match_the_documented_values);
+  tcase_add_test (tc, sample_config_loads_with_runc_and_sample_repo);
+  tcase_add_test (tc, missing_file_names_the_path);
+  tcase_add_test (tc, parse_errors_from_a_file_do_not_name_the_file);
+  tcase_add_test (tc, oversized_file_is_rejected);
+  suite_add_tcase (s, tc);
+  return s;
 }
+
 SP_CHECK_MAIN (make_suite)

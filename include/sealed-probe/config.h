@@ -1,0 +1,75 @@
+/* The `sealedProbes` block of the agent firewall's JSON config document.
+   docs/config.md is the reference; docs/config.schema.json says the same in
+   JSON Schema, and tests/schema/ keeps the two in agreement.  */
+#ifndef SEALED_PROBE_CONFIG_H
+#define SEALED_PROBE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sealed-probe/error.h>
+
+enum sp_runtime
+{
+  SP_RUNTIME_DOCKER,
+  SP_RUNTIME_GVISOR,
+  SP_RUNTIME_SBX,
+  SP_RUNTIME_RUNC,
+};
+
+enum sp_interpreter
+{
+  SP_INTERPRETER_PYTHON3,
+};
+
+/* The effective settings, defaults applied.  When enabled is false nothing is
+   enabled: private_repos is empty and sp_config_allows_repo is always false
+   (the other fields still hold what was written, or the defaults).  */
+struct sp_config
+{
+  bool enabled;
+  char **private_repos; /* each passed sp_repo_name_check; no duplicates */
+  size_t n_private_repos;
+  enum sp_runtime runtime;
+  uint32_t timeout_seconds;
+  uint64_t memory_limit_bytes;
+  char *memory_limit; /* as written, e.g. "512m" */
+  enum sp_interpreter interpreter;
+  uint32_t max_invocations;
+};
+
+/* Parses a whole config document.  Pure: no I/O.  The root must be an object;
+   its other top-level keys belong to the host application and are ignored,
+   but the whole document must be strict JSON with no duplicate key anywhere.
+   On error, *err reads "<key path>: <reason>", e.g.
+   `sealedProbes.timeout: must be an integer from 1 to 300`; it may echo a key
+   but never a string value.  */
+int sp_config_parse (const char *buf, size_t len, struct sp_config **out, sp_error_t *err);
+
+/* Reads path (or standard input when path is "-") through one code path,
+   capped at SP_CONFIG_MAX_BYTES, then sp_config_parse.  Parse errors do not
+   name the source, so a file and the same bytes on stdin fail identically.  */
+int sp_config_load (const char *path, struct sp_config **out, sp_error_t *err);
+
+void sp_config_free (struct sp_config *config);
+
+static inline void
+sp_config_freep (struct sp_config **config)
+{
+  sp_config_free (*config);
+  *config = NULL;
+}
+#define cleanup_config __attribute__ ((cleanup (sp_config_freep)))
+
+/* "docker", "gvisor", "sbx" or "runc".  */
+const char *sp_runtime_name (enum sp_runtime runtime);
+
+/* "python3".  */
+const char *sp_interpreter_name (enum sp_interpreter interpreter);
+
+/* True when the config is enabled and repo[0..len) is byte for byte one of
+   its privateRepos.  No normalization: the request must already be exact.  */
+bool sp_config_allows_repo (const struct sp_config *config, const uint8_t *repo, size_t len);
+
+#endif

@@ -1,0 +1,40 @@
+/* yajl set-up shared by every parser here: see include/sealed-probe/yajl_util.h.  */
+#define _GNU_SOURCE
+#include <sealed-probe/yajl_util.h>
+
+#include <string.h>
+
+#include <sealed-probe/cleanup.h>
+
+yajl_handle
+sp_yajl_strict_alloc (const yajl_callbacks *callbacks, void *ctx)
+{
+  yajl_handle h = yajl_alloc (callbacks, NULL, ctx);
+
+  if (h == NULL)
+    return NULL;
+  if (!yajl_config (h, yajl_allow_comments, 0) || !yajl_config (h, yajl_dont_validate_strings, 0)
+      || !yajl_config (h, yajl_allow_trailing_garbage, 0) || !yajl_config (h, yajl_allow_multiple_values, 0)
+      || !yajl_config (h, yajl_allow_partial_values, 0))
+    {
+      yajl_free (h);
+      return NULL;
+    }
+  return h;
+}
+
+char *
+sp_yajl_error_line (yajl_handle h)
+{
+  unsigned char *msg = yajl_get_error (h, 0, NULL, 0);
+  const char *text = msg ? (const char *)msg : "parse error";
+  size_t n = strlen (text);
+  char *line;
+
+  while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' ' || text[n - 1] == '.'))
+    n--;
+  line = strndup (text, n);
+  if (msg)
+    yajl_free_error (h, msg);
+  return line;
+}

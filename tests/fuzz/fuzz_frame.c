@@ -1,0 +1,103 @@
+/* libFuzzer harness for the wire protocol (docs/protocol.md).  Whatever the
+   bytes, decoding must not crash or read out of bounds; a frame it accepts
+   must re-encode to exactly the same bytes, and validation must stand on
+   its fields.  The response decoder and the outcome rules get a prefix of
+   the same input.  */
+#include <stdlib.h>
+#include <string.h>
+
+#include <sealed-probe/cleanup.h>
+#include <sealed-probe/outcome.h>
+#include <sealed-probe/protocol.h>
+#include <sealed-probe/request.h>
+#include <sealed-probe/utf8.h>
+
+int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
+
+static char *const allowlist[] = { "acme/widgets", "octo/hello-world" };
+
+static bool
+inside (struct sp_bytes b, const uint8_t *data, size_t size)
+{
+  return b.data >= data && b.len <= size && (size_t)(b.data - data) <= size - b.len;
+}
+
+static void
+fuzz_request (const uint8_t *data, size_t size)
+{
+  cleanup_error sp_error_t err = NULL;
+  struct sp_request req;
+  uint8_t *again;
+  size_t len = 0;
+
+  if (sp_request_decode (data, size, &req, &err) < 0)
+    {
+      if (err == NULL)
+        abort ();
+      return;
+    }
+  if (!inside (req.repo, data, size) || !inside (req.script, data, size))
+    abort ();
+  for (size_t i = 0; i < SP_OUTCOME_COUNT; i++)
+    if (!inside (req.outcomes[i], data, size))
+      abort ();
+
+  again = malloc (size);
+  if (again == NULL || sp_request_frame_size (&req) != size)
+    abort ();
+  if (sp_request_encode (&req, again, size, &len, &err) < 0 || len != size || memcmp (again, data, size) != 0)
+    abort ();
+  free (again);
+
+  if (sp_request_validate (&req, allowlist, sizeof (allowlist) / sizeof (allowlist[0]), &err) == 0)
+    {
+      /* What passes must meet every documented rule.  */
+      if (!sp_bytes_equal_str (req.repo, allowlist[0]) && !sp_bytes_equal_str (req.repo, allowlist[1]))
+        abort ();
+      for (size_t i = 0; i < SP_OUTCOME_COUNT; i++)
+        if (!sp_utf8_valid (req.outcomes[i].data, req.outcomes[i].len, NULL)
+            || sp_bytes_equal_str (req.outcomes[i], SP_OUTCOME_RESERVED))
+          abort ();
+    }
+}
+
+static void
+fuzz_response (const uint8_t *data, size_t size)
+{
+  cleanup_error sp_error_t err = NULL;
+  size_t n = size < SP_RESPONSE_READ_MAX_BYTES ? size : SP_RESPONSE_READ_MAX_BYTES;
+  uint8_t again[SP_RESPONSE_FRAME_BYTES];
+  uint8_t index;
+
+  if (sp_response_decode (data, n, &index, &err) < 0)
+    return;
+  if (n != SP_RESPONSE_FRAME_BYTES || index > SP_OUTCOME_COUNT)
+    abort ();
+  if (sp_response_encode (index, again, &err) < 0 || memcmp (again, data, SP_RESPONSE_FRAME_BYTES) != 0)
+    abort ();
+}
+
+static void
+fuzz_outcome (const uint8_t *data, size_t size)
+{
+  cleanup_error sp_error_t err = NULL;
+  struct sp_bytes outcome = { data, size < SP_OUTCOME_MAX_BYTES + 2 ? size : SP_OUTCOME_MAX_BYTES + 2 };
+
+  if (sp_outcome_check (outcome, &err) < 0)
+    return;
+  if (outcome.len == 0 || outcome.len > SP_OUTCOME_MAX_BYTES
+      || !sp_utf8_valid (outcome.data, outcome.len, NULL))
+    abort ();
+  for (size_t i = 0; i < outcome.len; i++)
+    if (outcome.data[i] < 0x20 || outcome.data[i] == 0x7F)
+      abort ();
+}
+
+int
+LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+{
+  fuzz_request (data, size);
+  fuzz_response (data, size);
+  fuzz_outcome (data, size);
+  return 0;
+}
