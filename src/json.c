@@ -14,10 +14,6 @@
 #include <sealed-probe/utf8.h>
 #include <sealed-probe/yajl_util.h>
 
-/* The tree is freed recursively, so the depth must stay modest whatever the
-   caller asks for.  */
-#define SP_JSON_DEPTH_LIMIT 1024
-
 /* One open array or object.  Its capacity lives here rather than in the node,
    because only an open container ever grows.  */
 struct frame

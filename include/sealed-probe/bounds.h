@@ -32,6 +32,12 @@
 #define SP_INVOCATIONS_MAX     100000
 #define SP_INVOCATIONS_DEFAULT 100
 
+/* Strict JSON trees (json.h).  The tree is freed recursively, so its depth
+   stays modest whatever a caller asks for; a key echoed in a message shows at
+   most SP_JSON_ECHO_MAX_CHARS characters.  */
+#define SP_JSON_DEPTH_LIMIT    1024
+#define SP_JSON_ECHO_MAX_CHARS 64
+
 /* Budget ledger file (docs/threat-model.md).  */
 #define SP_LEDGER_MAX_BYTES 4096
 

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sealed-probe/bounds.h>
 #include <sealed-probe/error.h>
 
 enum sp_json_type
@@ -83,9 +84,6 @@ int sp_json_integer (const struct sp_json *value, int64_t min, int64_t max, int6
    word reads `parent.key` (just `key` at the root), any other key reads
    `parent["k.e y"]`; an array item reads `parent[2]`.  */
 #define SP_JSON_ROOT_PATH "(document)"
-
-/* A key (or any text) echoed in a message shows at most this many characters.  */
-#define SP_JSON_ECHO_MAX_CHARS 64
 
 /* The path of parent's member key, or of parent's item index; parent may be
    SP_JSON_ROOT_PATH or NULL for the root.  Allocated; NULL when out of memory.  */
