@@ -11,45 +11,37 @@
 #include <sealed-probe/json.h>
 #include <sealed-probe/repo_name.h>
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
-
-#define REQUIRE(cond)                                                                                        \
-  do                                                                                                         \
-    {                                                                                                        \
-      if (!(cond))                                                                                           \
-        abort ();                                                                                            \
-    }                                                                                                        \
-  while (0)
+#include "fuzz.h"
 
 static void
 check_success (const struct sp_config *c)
 {
   uint64_t unit;
 
-  REQUIRE (c->timeout_seconds >= SP_TIMEOUT_MIN_SECONDS && c->timeout_seconds <= SP_TIMEOUT_MAX_SECONDS);
-  REQUIRE (c->max_invocations >= SP_INVOCATIONS_MIN && c->max_invocations <= SP_INVOCATIONS_MAX);
-  REQUIRE (c->memory_limit_bytes >= SP_MEMORY_MIN_BYTES && c->memory_limit_bytes <= SP_MEMORY_MAX_BYTES);
-  REQUIRE (c->memory_limit != NULL && strlen (c->memory_limit) >= 2);
+  FUZZ_REQUIRE (c->timeout_seconds >= SP_TIMEOUT_MIN_SECONDS && c->timeout_seconds <= SP_TIMEOUT_MAX_SECONDS);
+  FUZZ_REQUIRE (c->max_invocations >= SP_INVOCATIONS_MIN && c->max_invocations <= SP_INVOCATIONS_MAX);
+  FUZZ_REQUIRE (c->memory_limit_bytes >= SP_MEMORY_MIN_BYTES && c->memory_limit_bytes <= SP_MEMORY_MAX_BYTES);
+  FUZZ_REQUIRE (c->memory_limit != NULL && strlen (c->memory_limit) >= 2);
   unit = c->memory_limit[strlen (c->memory_limit) - 1] == 'g' ? 1ULL << 30 : 1ULL << 20;
-  REQUIRE (strtoull (c->memory_limit, NULL, 10) * unit == c->memory_limit_bytes);
-  REQUIRE (strcmp (sp_runtime_name (c->runtime), "unknown") != 0);
-  REQUIRE (c->interpreter == SP_INTERPRETER_PYTHON3);
+  FUZZ_REQUIRE (strtoull (c->memory_limit, NULL, 10) * unit == c->memory_limit_bytes);
+  FUZZ_REQUIRE (strcmp (sp_runtime_name (c->runtime), "unknown") != 0);
+  FUZZ_REQUIRE (c->interpreter == SP_INTERPRETER_PYTHON3);
 
   if (!c->enabled)
     {
-      REQUIRE (c->n_private_repos == 0);
+      FUZZ_REQUIRE (c->n_private_repos == 0);
       return;
     }
-  REQUIRE (c->n_private_repos >= 1 && c->n_private_repos <= SP_CONFIG_MAX_REPOS);
+  FUZZ_REQUIRE (c->n_private_repos >= 1 && c->n_private_repos <= SP_CONFIG_MAX_REPOS);
   for (size_t i = 0; i < c->n_private_repos; i++)
     {
       const char *r = c->private_repos[i];
       sp_error_t err = NULL;
 
-      REQUIRE (sp_repo_name_check (r, strlen (r), &err) == 0);
-      REQUIRE (sp_config_allows_repo (c, (const uint8_t *)r, strlen (r)));
+      FUZZ_REQUIRE (sp_repo_name_check (r, strlen (r), &err) == 0);
+      FUZZ_REQUIRE (sp_config_allows_repo (c, (const uint8_t *)r, strlen (r)));
       for (size_t j = 0; j < i; j++)
-        REQUIRE (strcmp (r, c->private_repos[j]) != 0);
+        FUZZ_REQUIRE (strcmp (r, c->private_repos[j]) != 0);
     }
 }
 
@@ -70,16 +62,16 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       cleanup_json struct sp_json *doc = NULL;
       sp_error_t json_err = NULL;
 
-      REQUIRE (config != NULL && err == NULL);
+      FUZZ_REQUIRE (config != NULL && err == NULL);
       check_success (config);
       /* A valid config is a valid document with an object at the root.  */
-      REQUIRE (sp_json_parse ((const char *)data, size, SP_CONFIG_MAX_DEPTH, &doc, &json_err) == 0);
-      REQUIRE (doc->type == SP_JSON_OBJECT);
+      FUZZ_REQUIRE (sp_json_parse ((const char *)data, size, SP_CONFIG_MAX_DEPTH, &doc, &json_err) == 0);
+      FUZZ_REQUIRE (doc->type == SP_JSON_OBJECT);
     }
   else
     {
-      REQUIRE (ret == -1 && config == NULL && err != NULL);
-      REQUIRE (sp_error_message (err)[0] != '\0');
+      FUZZ_REQUIRE (ret == -1 && config == NULL && err != NULL);
+      FUZZ_REQUIRE (sp_error_message (err)[0] != '\0');
     }
   sp_config_free (config);
   sp_error_release (&err);

@@ -12,7 +12,7 @@
 #include <sealed-probe/request.h>
 #include <sealed-probe/utf8.h>
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 static char *const allowlist[] = { "acme/widgets", "octo/hello-world" };
 

@@ -16,7 +16,7 @@
 #include <sealed-probe/result.h>
 #include <sealed-probe/utf8.h>
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 #define OUTCOME(s)                                                                                           \
   {                                                                                                          \
@@ -30,14 +30,6 @@ static const struct sp_bytes outcome_sets[][SP_OUTCOME_COUNT] = {
   /* "café" in NFC and in NFD, and a solidus (which may be written \/).  */
   { OUTCOME ("caf\xC3\xA9"), OUTCOME ("cafe\xCC\x81"), OUTCOME ("/") },
 };
-
-#define CHECK(cond)                                                                                          \
-  do                                                                                                         \
-    {                                                                                                        \
-      if (!(cond))                                                                                           \
-        abort ();                                                                                            \
-    }                                                                                                        \
-  while (0)
 
 /* The reference reader: a straight-line recognizer of
    ws '{' ws "result" ws ':' ws "<value>" ws '}' ws, written without yajl or
@@ -253,24 +245,24 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       sp_error_t err = NULL;
       int got = sp_result_validate ((const char *)data, size, outcomes, &err);
 
-      CHECK (got == -1 || (got >= 1 && got <= SP_OUTCOME_COUNT));
-      CHECK ((got < 0) == (err != NULL));
+      FUZZ_REQUIRE (got == -1 || (got >= 1 && got <= SP_OUTCOME_COUNT));
+      FUZZ_REQUIRE ((got < 0) == (err != NULL));
       if (err)
-        CHECK (sp_error_message (err)[0] != '\0');
+        FUZZ_REQUIRE (sp_error_message (err)[0] != '\0');
       sp_error_release (&err);
 
-      CHECK (reference_validate (data, size, outcomes) == got);
+      FUZZ_REQUIRE (reference_validate (data, size, outcomes) == got);
 
       if (got > 0)
         {
           char canonical[SP_ANSWER_MAX_BYTES];
           ssize_t n;
 
-          CHECK (size > 0 && size <= SP_RESULT_MAX_BYTES);
+          FUZZ_REQUIRE (size > 0 && size <= SP_RESULT_MAX_BYTES);
           n = sp_answer_render (&outcomes[got - 1], canonical, sizeof (canonical));
-          CHECK (n > 0);
-          CHECK (sp_result_validate (canonical, (size_t)n, outcomes, &err) == got);
-          CHECK (err == NULL);
+          FUZZ_REQUIRE (n > 0);
+          FUZZ_REQUIRE (sp_result_validate (canonical, (size_t)n, outcomes, &err) == got);
+          FUZZ_REQUIRE (err == NULL);
         }
     }
   return 0;
