@@ -9,7 +9,7 @@
 
 struct sp_rootfs_info
 {
-  char *root_path;                   /* absolute, canonical path of DIR/root */
+  char *root_path;                  /* absolute, canonical path of DIR/root */
   char digest[SP_DIGEST_TEXT_SIZE]; /* the verified content digest */
 };
 

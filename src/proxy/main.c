@@ -16,6 +16,7 @@ struct verb
 
 static const struct verb verbs[] = {
   { "config", sp_verb_config, "validate a sealedProbes config and print the effective settings" },
+  { "bundle", sp_verb_bundle, "write the OCI bundle serve would run (--dry-run), and start nothing" },
 };
 
 void

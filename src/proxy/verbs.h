@@ -8,6 +8,7 @@
 #define SP_EXIT_USAGE 2
 
 int sp_verb_config (int argc, char **argv);
+int sp_verb_bundle (int argc, char **argv);
 
 /* Prints "sealed-probe-proxy: <verb>: <message>" on stderr.  Only main and the
    verbs print.  */

@@ -1,0 +1,62 @@
+/* The OCI bundle one invocation runs: config.json (runtime spec 1.0.2) plus
+   the paths it references.  The one source of truth for confinement; every
+   backend runs or translates it.  docs/bundle.md explains each field.
+
+   Nothing from a request reaches config.json: the spec below holds only what
+   the operator configured and what the proxy chose.  The request's script
+   becomes probe.py's bytes, and its repository only decides which seed the
+   proxy copies into repo/.  */
+#ifndef SEALED_PROBE_BUNDLE_H
+#define SEALED_PROBE_BUNDLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sealed-probe/config.h>
+#include <sealed-probe/error.h>
+#include <sealed-probe/seccomp_profile.h>
+
+/* The files of a bundle directory.  */
+#define SP_BUNDLE_CONFIG "config.json"
+#define SP_BUNDLE_SCRIPT "probe.py"
+#define SP_BUNDLE_REPO   "repo"
+#define SP_BUNDLE_OUT    "out"
+
+/* The annotations that label every sandbox of a run, for orphan cleanup.  */
+#define SP_ANNOTATION_RUN        "org.sealed-probe.run"
+#define SP_ANNOTATION_INVOCATION "org.sealed-probe.invocation"
+#define SP_ANNOTATION_ROOTFS     "org.sealed-probe.rootfs.digest"
+#define SP_ANNOTATION_VERSION    "org.sealed-probe.version"
+
+struct sp_bundle_spec
+{
+  const char *bundle_dir;    /* absolute path of the bundle directory */
+  const char *rootfs_root;   /* absolute path of the verified rootfs tree */
+  const char *rootfs_digest; /* its verified digest, "sha256:<hex>" */
+  const char *run_id;        /* sp_bundle_id_check */
+  const char *invocation_id; /* sp_bundle_id_check */
+  uint64_t memory_limit_bytes;
+  enum sp_interpreter interpreter;
+  const struct sp_seccomp_profile *seccomp;
+};
+
+/* 0 when id is 1..SP_ID_MAX_CHARS of [a-z0-9-], else -1 with a reason.  */
+int sp_bundle_id_check (const char *id, sp_error_t *err);
+
+/* The container id a runtime uses: "sp-<run>-<invocation>".  Allocated.  */
+char *sp_bundle_container_id (const struct sp_bundle_spec *spec);
+
+/* Renders config.json.  Deterministic: the same spec gives the same bytes.  */
+int sp_bundle_render_config (const struct sp_bundle_spec *spec, char **json, size_t *len, sp_error_t *err);
+
+/* Fills the empty directory dirfd (which is spec->bundle_dir) with:
+     repo/        0700, owned by the probe uid: the mount point's source,
+                  empty here; serve snapshots the seed into it
+     probe.py     0444, root: the script's bytes
+     out          0600, owned by the probe uid, empty: the answer file
+     config.json  0444, root
+   Needs root, to give repo/ and out to the probe uid.  */
+int sp_bundle_write (int dirfd, const struct sp_bundle_spec *spec, const void *script, size_t script_len,
+                     sp_error_t *err);
+
+#endif

@@ -1,0 +1,427 @@
+/* The OCI bundle generator: see include/sealed-probe/bundle.h and
+   docs/bundle.md.  Every hardening choice is a line here, in the order of
+   config.json, so that a reviewer reads the policy top to bottom.  */
+#define _GNU_SOURCE
+#include <sealed-probe/bundle.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sealed-probe/bounds.h>
+#include <sealed-probe/cleanup.h>
+#include <sealed-probe/fileio.h>
+#include <sealed-probe/sha256.h>
+#include <sealed-probe/yajl_util.h>
+
+#include "config.h"
+
+/* Inside the sandbox.  */
+#define PROBE_DIR         "/probe"
+#define PROBE_REPO_PATH   PROBE_DIR "/" SP_BUNDLE_REPO
+#define PROBE_SCRIPT_PATH PROBE_DIR "/" SP_BUNDLE_SCRIPT
+#define PROBE_OUT_PATH    PROBE_DIR "/" SP_BUNDLE_OUT
+
+/* The interpreter runs isolated (-I: no user site, no PYTHON* variables, no
+   script directory on sys.path), without site (-S) and writes no bytecode
+   (-B).  */
+static const char *const python3_args[] = { "/usr/bin/python3", "-I", "-S", "-B", PROBE_SCRIPT_PATH, NULL };
+
+/* A fixed environment: nothing from the host or the request.  */
+static const char *const probe_env[] = { "PATH=/usr/bin", "LANG=C.UTF-8", "HOME=/tmp", NULL };
+
+/* runc's defaults (libcontainer/specconv/example.go) plus powercap, whose
+   energy counters are a side channel (CVE-2020-8694 class).  */
+static const char *const masked_paths[] = {
+  "/proc/acpi",
+  "/proc/asound",
+  "/proc/kcore",
+  "/proc/keys",
+  "/proc/latency_stats",
+  "/proc/timer_list",
+  "/proc/timer_stats",
+  "/proc/sched_debug",
+  "/proc/scsi",
+  "/sys/firmware",
+  "/sys/devices/virtual/powercap",
+  NULL,
+};
+static const char *const readonly_paths[] = {
+  "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
+};
+
+/* The five capability sets, all empty.  */
+static const char *const capability_sets[]
+    = { "bounding", "effective", "inheritable", "permitted", "ambient", NULL };
+
+/* Every namespace but user: the probe runs as a real unprivileged uid.  A new
+   network namespace holds only loopback.  */
+static const char *const namespaces[] = { "pid", "network", "ipc", "uts", "mount", "cgroup", NULL };
+
+struct mount_entry
+{
+  const char *destination;
+  const char *type;
+  const char *source; /* NULL: bundle_dir/<bundle_file> */
+  const char *bundle_file;
+  const char *const *options;
+};
+
+static const char *const proc_options[] = { "nosuid", "noexec", "nodev", NULL };
+static const char *const dev_options[]
+    = { "nosuid", "noexec", "strictatime", "mode=755", "size=" SP_SANDBOX_DEV_SIZE, NULL };
+static const char *const sys_options[] = { "nosuid", "noexec", "nodev", "ro", NULL };
+static const char *const tmp_options[] = {
+  "nosuid", "noexec", "nodev", "mode=1777", "size=" SP_SANDBOX_TMP_SIZE, "nr_inodes=" SP_SANDBOX_TMP_INODES,
+  NULL
+};
+/* The repository copy and the answer file are writable; nothing in them may
+   execute natively or act as a device or setuid file.  */
+static const char *const rw_bind_options[] = { "bind", "rw", "nosuid", "nodev", "noexec", NULL };
+static const char *const ro_bind_options[] = { "bind", "ro", "nosuid", "nodev", "noexec", NULL };
+
+/* No /dev/pts (no terminal), no /dev/shm or /dev/mqueue (no POSIX IPC), no
+   cgroupfs: a probe needs none of them.  */
+static const struct mount_entry mounts[] = {
+  { "/proc", "proc", "proc", NULL, proc_options },
+  { "/dev", "tmpfs", "tmpfs", NULL, dev_options },
+  { "/sys", "sysfs", "sysfs", NULL, sys_options },
+  { "/tmp", "tmpfs", "tmpfs", NULL, tmp_options },
+  { PROBE_REPO_PATH, "bind", NULL, SP_BUNDLE_REPO, rw_bind_options },
+  { PROBE_SCRIPT_PATH, "bind", NULL, SP_BUNDLE_SCRIPT, ro_bind_options },
+  { PROBE_OUT_PATH, "bind", NULL, SP_BUNDLE_OUT, rw_bind_options },
+};
+
+struct rlimit_entry
+{
+  const char *type;
+  unsigned long long value; /* soft and hard alike */
+};
+
+static const struct rlimit_entry rlimits[] = {
+  { "RLIMIT_CORE", 0 },
+  { "RLIMIT_FSIZE", SP_SANDBOX_FSIZE_BYTES },
+  { "RLIMIT_NOFILE", SP_SANDBOX_NOFILE },
+  { "RLIMIT_NPROC", SP_SANDBOX_NPROC },
+};
+
+int
+sp_bundle_id_check (const char *id, sp_error_t *err)
+{
+  size_t len = strlen (id);
+
+  if (len == 0 || len > SP_ID_MAX_CHARS)
+    return sp_make_error (err, 0, "must be 1 to %d characters", SP_ID_MAX_CHARS);
+  for (size_t i = 0; i < len; i++)
+    if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9') || id[i] == '-'))
+      return sp_make_error (err, 0, "may hold only a-z, 0-9 and -");
+  return 0;
+}
+
+char *
+sp_bundle_container_id (const struct sp_bundle_spec *spec)
+{
+  char *id = NULL;
+
+  if (asprintf (&id, "sp-%s-%s", spec->run_id, spec->invocation_id) < 0)
+    return NULL;
+  return id;
+}
+
+static unsigned
+gen_str (yajl_gen g, const char *s)
+{
+  return yajl_gen_string (g, (const unsigned char *)s, strlen (s));
+}
+
+static unsigned
+gen_str_member (yajl_gen g, const char *key, const char *value)
+{
+  return gen_str (g, key) | gen_str (g, value);
+}
+
+static unsigned
+gen_int_member (yajl_gen g, const char *key, long long value)
+{
+  return gen_str (g, key) | yajl_gen_integer (g, value);
+}
+
+static unsigned
+gen_str_array (yajl_gen g, const char *const *items)
+{
+  unsigned st = yajl_gen_array_open (g);
+
+  for (; *items; items++)
+    st |= gen_str (g, *items);
+  return st | yajl_gen_array_close (g);
+}
+
+static unsigned
+gen_process (yajl_gen g, const struct sp_bundle_spec *spec)
+{
+  unsigned st = 0;
+
+  st |= gen_str (g, "process");
+  st |= yajl_gen_map_open (g);
+  st |= gen_str (g, "terminal");
+  st |= yajl_gen_bool (g, 0);
+  st |= gen_str (g, "user");
+  st |= yajl_gen_map_open (g);
+  st |= gen_int_member (g, "uid", SP_PROBE_UID);
+  st |= gen_int_member (g, "gid", SP_PROBE_GID);
+  st |= gen_str (g, "additionalGids");
+  st |= yajl_gen_array_open (g) | yajl_gen_array_close (g);
+  st |= yajl_gen_map_close (g);
+  st |= gen_str (g, "args");
+  /* One interpreter today; the switch keeps a new one from slipping by.  */
+  switch (spec->interpreter)
+    {
+    case SP_INTERPRETER_PYTHON3:
+      st |= gen_str_array (g, python3_args);
+      break;
+    default:
+      return yajl_gen_invalid_string;
+    }
+  st |= gen_str (g, "env");
+  st |= gen_str_array (g, probe_env);
+  st |= gen_str_member (g, "cwd", PROBE_REPO_PATH);
+  st |= gen_str (g, "capabilities");
+  st |= yajl_gen_map_open (g);
+  for (const char *const *set = capability_sets; *set; set++)
+    {
+      st |= gen_str (g, *set);
+      st |= yajl_gen_array_open (g) | yajl_gen_array_close (g);
+    }
+  st |= yajl_gen_map_close (g);
+  st |= gen_str (g, "rlimits");
+  st |= yajl_gen_array_open (g);
+  for (size_t i = 0; i < sizeof (rlimits) / sizeof (rlimits[0]); i++)
+    {
+      st |= yajl_gen_map_open (g);
+      st |= gen_str_member (g, "type", rlimits[i].type);
+      st |= gen_int_member (g, "hard", (long long)rlimits[i].value);
+      st |= gen_int_member (g, "soft", (long long)rlimits[i].value);
+      st |= yajl_gen_map_close (g);
+    }
+  st |= yajl_gen_array_close (g);
+  st |= gen_str (g, "noNewPrivileges");
+  st |= yajl_gen_bool (g, 1);
+  st |= gen_int_member (g, "oomScoreAdj", SP_SANDBOX_OOM_SCORE_ADJ);
+  return st | yajl_gen_map_close (g);
+}
+
+static unsigned
+gen_mounts (yajl_gen g, const struct sp_bundle_spec *spec)
+{
+  unsigned st = gen_str (g, "mounts");
+
+  st |= yajl_gen_array_open (g);
+  for (size_t i = 0; i < sizeof (mounts) / sizeof (mounts[0]); i++)
+    {
+      cleanup_free char *source = NULL;
+
+      if (mounts[i].source == NULL
+          && asprintf (&source, "%s/%s", spec->bundle_dir, mounts[i].bundle_file) < 0)
+        return yajl_gen_invalid_string;
+      st |= yajl_gen_map_open (g);
+      st |= gen_str_member (g, "destination", mounts[i].destination);
+      st |= gen_str_member (g, "type", mounts[i].type);
+      st |= gen_str_member (g, "source", source ? source : mounts[i].source);
+      st |= gen_str (g, "options");
+      st |= gen_str_array (g, mounts[i].options);
+      st |= yajl_gen_map_close (g);
+    }
+  return st | yajl_gen_array_close (g);
+}
+
+static unsigned
+gen_resources (yajl_gen g, const struct sp_bundle_spec *spec)
+{
+  unsigned st = gen_str (g, "resources");
+
+  st |= yajl_gen_map_open (g);
+  /* Deny every device; runc still creates its default /dev nodes.  */
+  st |= gen_str (g, "devices");
+  st |= yajl_gen_array_open (g);
+  st |= yajl_gen_map_open (g);
+  st |= gen_str (g, "allow");
+  st |= yajl_gen_bool (g, 0);
+  st |= gen_str_member (g, "access", "rwm");
+  st |= yajl_gen_map_close (g);
+  st |= yajl_gen_array_close (g);
+  /* swap is memory+swap in OCI terms: equal to the limit means no swap.  */
+  st |= gen_str (g, "memory");
+  st |= yajl_gen_map_open (g);
+  st |= gen_int_member (g, "limit", (long long)spec->memory_limit_bytes);
+  st |= gen_int_member (g, "swap", (long long)spec->memory_limit_bytes);
+  st |= yajl_gen_map_close (g);
+  st |= gen_str (g, "cpu");
+  st |= yajl_gen_map_open (g);
+  st |= gen_int_member (g, "quota", SP_SANDBOX_CPU_QUOTA_US);
+  st |= gen_int_member (g, "period", SP_SANDBOX_CPU_PERIOD_US);
+  st |= yajl_gen_map_close (g);
+  st |= gen_str (g, "pids");
+  st |= yajl_gen_map_open (g);
+  st |= gen_int_member (g, "limit", SP_SANDBOX_PIDS_MAX);
+  st |= yajl_gen_map_close (g);
+  return st | yajl_gen_map_close (g);
+}
+
+static unsigned
+gen_linux (yajl_gen g, const struct sp_bundle_spec *spec)
+{
+  cleanup_free char *cgroups_path = NULL;
+  unsigned st = 0;
+
+  if (asprintf (&cgroups_path, "/sealed-probe/%s-%s", spec->run_id, spec->invocation_id) < 0)
+    return yajl_gen_invalid_string;
+
+  st |= gen_str (g, "linux");
+  st |= yajl_gen_map_open (g);
+  st |= gen_str (g, "namespaces");
+  st |= yajl_gen_array_open (g);
+  for (const char *const *ns = namespaces; *ns; ns++)
+    {
+      st |= yajl_gen_map_open (g);
+      st |= gen_str_member (g, "type", *ns);
+      st |= yajl_gen_map_close (g);
+    }
+  st |= yajl_gen_array_close (g);
+  st |= gen_resources (g, spec);
+  st |= gen_str_member (g, "cgroupsPath", cgroups_path);
+  st |= gen_str (g, "maskedPaths");
+  st |= gen_str_array (g, masked_paths);
+  st |= gen_str (g, "readonlyPaths");
+  st |= gen_str_array (g, readonly_paths);
+  /* Mounts made inside never propagate back to the host.  */
+  st |= gen_str_member (g, "rootfsPropagation", "private");
+  st |= gen_str (g, "seccomp");
+  if (sp_seccomp_profile_gen (spec->seccomp, g) < 0)
+    return yajl_gen_invalid_string;
+  return st | yajl_gen_map_close (g);
+}
+
+static int
+spec_check (const struct sp_bundle_spec *spec, sp_error_t *err)
+{
+  if (spec->bundle_dir == NULL || spec->bundle_dir[0] != '/')
+    return sp_make_error (err, 0, "bundle directory: must be an absolute path");
+  if (spec->rootfs_root == NULL || spec->rootfs_root[0] != '/')
+    return sp_make_error (err, 0, "rootfs: must be an absolute path");
+  if (spec->rootfs_digest == NULL
+      || strncmp (spec->rootfs_digest, SP_DIGEST_PREFIX, strlen (SP_DIGEST_PREFIX)))
+    return sp_make_error (err, 0, "rootfs digest: must start with `%s`", SP_DIGEST_PREFIX);
+  if (spec->seccomp == NULL)
+    return sp_make_error (err, 0, "seccomp: a profile is required");
+  if (spec->memory_limit_bytes < SP_MEMORY_MIN_BYTES || spec->memory_limit_bytes > SP_MEMORY_MAX_BYTES)
+    return sp_make_error (err, 0, "memory limit: out of range");
+  if (sp_bundle_id_check (spec->run_id, err) < 0)
+    return sp_error_wrap (err, "run id");
+  if (sp_bundle_id_check (spec->invocation_id, err) < 0)
+    return sp_error_wrap (err, "invocation id");
+  return 0;
+}
+
+int
+sp_bundle_render_config (const struct sp_bundle_spec *spec, char **json, size_t *len, sp_error_t *err)
+{
+  cleanup_yajl_gen yajl_gen g = NULL;
+  const unsigned char *buf;
+  size_t buf_len;
+  unsigned st = 0;
+
+  if (spec_check (spec, err) < 0)
+    return -1;
+
+  g = yajl_gen_alloc (NULL);
+  if (g == NULL)
+    return sp_make_error (err, ENOMEM, "config.json");
+  /* Indented, so that an operator reviews the same bytes the runtime reads.  */
+  yajl_gen_config (g, yajl_gen_beautify, 1);
+  yajl_gen_config (g, yajl_gen_indent_string, "  ");
+
+  st |= yajl_gen_map_open (g);
+  st |= gen_str_member (g, "ociVersion", "1.0.2");
+  st |= gen_process (g, spec);
+  st |= gen_str (g, "root");
+  st |= yajl_gen_map_open (g);
+  st |= gen_str_member (g, "path", spec->rootfs_root);
+  st |= gen_str (g, "readonly");
+  st |= yajl_gen_bool (g, 1);
+  st |= yajl_gen_map_close (g);
+  st |= gen_str_member (g, "hostname", "probe");
+  st |= gen_mounts (g, spec);
+  st |= gen_str (g, "annotations");
+  st |= yajl_gen_map_open (g);
+  st |= gen_str_member (g, SP_ANNOTATION_RUN, spec->run_id);
+  st |= gen_str_member (g, SP_ANNOTATION_INVOCATION, spec->invocation_id);
+  st |= gen_str_member (g, SP_ANNOTATION_ROOTFS, spec->rootfs_digest);
+  st |= gen_str_member (g, SP_ANNOTATION_VERSION, PACKAGE_VERSION);
+  st |= yajl_gen_map_close (g);
+  st |= gen_linux (g, spec);
+  st |= yajl_gen_map_close (g);
+
+  if (st != yajl_gen_status_ok || yajl_gen_get_buf (g, &buf, &buf_len) != yajl_gen_status_ok)
+    return sp_make_error (err, 0, "config.json: cannot render");
+  *json = malloc (buf_len + 1);
+  if (*json == NULL)
+    return sp_make_error (err, ENOMEM, "config.json");
+  memcpy (*json, buf, buf_len);
+  (*json)[buf_len] = '\0';
+  *len = buf_len;
+  return 0;
+}
+
+/* Creates dirfd/name exclusively, writes data, sets mode and owner, and syncs.  */
+static int
+write_new_file (int dirfd, const char *name, const void *data, size_t len, mode_t mode, uid_t uid, gid_t gid,
+                sp_error_t *err)
+{
+  cleanup_close int fd = -1;
+
+  fd = openat (dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return sp_make_error (err, errno, "%s: create", name);
+  if (len > 0 && sp_write_all (fd, data, len, err) < 0)
+    return sp_error_wrap (err, "%s", name);
+  if (fchown (fd, uid, gid) < 0)
+    return sp_make_error (err, errno, "%s: give to %u:%u", name, (unsigned)uid, (unsigned)gid);
+  if (fchmod (fd, mode) < 0)
+    return sp_make_error (err, errno, "%s: chmod", name);
+  if (fsync (fd) < 0)
+    return sp_make_error (err, errno, "%s: fsync", name);
+  return 0;
+}
+
+int
+sp_bundle_write (int dirfd, const struct sp_bundle_spec *spec, const void *script, size_t script_len,
+                 sp_error_t *err)
+{
+  cleanup_free char *json = NULL;
+  cleanup_close int repo_fd = -1;
+  size_t json_len;
+
+  /* Render first: an invalid spec leaves the directory untouched.  */
+  if (sp_bundle_render_config (spec, &json, &json_len, err) < 0)
+    return -1;
+
+  if (mkdirat (dirfd, SP_BUNDLE_REPO, 0700) < 0)
+    return sp_make_error (err, errno, "%s: mkdir", SP_BUNDLE_REPO);
+  repo_fd = openat (dirfd, SP_BUNDLE_REPO, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (repo_fd < 0)
+    return sp_make_error (err, errno, "%s: open", SP_BUNDLE_REPO);
+  if (fchown (repo_fd, SP_PROBE_UID, SP_PROBE_GID) < 0)
+    return sp_make_error (err, errno, "%s: give to %d:%d", SP_BUNDLE_REPO, SP_PROBE_UID, SP_PROBE_GID);
+
+  if (write_new_file (dirfd, SP_BUNDLE_SCRIPT, script, script_len, 0444, 0, 0, err) < 0
+      || write_new_file (dirfd, SP_BUNDLE_OUT, NULL, 0, 0600, SP_PROBE_UID, SP_PROBE_GID, err) < 0
+      || write_new_file (dirfd, SP_BUNDLE_CONFIG, json, json_len, 0444, 0, 0, err) < 0)
+    return -1;
+  if (fsync (dirfd) < 0)
+    return sp_make_error (err, errno, "bundle directory: fsync");
+  return 0;
+}

@@ -1,0 +1,216 @@
+/* sealed-probe-proxy bundle --dry-run: writes the exact bundle serve would run
+   for one request and starts nothing.  The operator's tool for reviewing
+   policy: no network, no credentials, no runtime.  See docs/bundle.md.  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sealed-probe/bounds.h>
+#include <sealed-probe/bundle.h>
+#include <sealed-probe/cleanup.h>
+#include <sealed-probe/config.h>
+#include <sealed-probe/fileio.h>
+#include <sealed-probe/rootfs.h>
+#include <sealed-probe/seccomp_profile.h>
+#include <sealed-probe/sha256.h>
+
+#include "config.h"
+#include "verbs.h"
+
+#define USAGE                                                                                                \
+  "usage: sealed-probe-proxy bundle --dry-run --config PATH|- --repo OWNER/NAME --script PATH|- --out DIR\n" \
+  "                                 [--rootfs DIR]"
+
+#define usage_error(...) (sp_verb_report ("bundle", __VA_ARGS__), fputs (USAGE "\n", stderr), SP_EXIT_USAGE)
+#define fail(...)        (sp_verb_report ("bundle", __VA_ARGS__), SP_EXIT_FAIL)
+
+struct bundle_args
+{
+  int dry_run;
+  const char *config;
+  const char *repo;
+  const char *script;
+  const char *out;
+  const char *rootfs;
+};
+
+struct option_slot
+{
+  const char *name;
+  const char **value;
+};
+
+/* Returns SP_EXIT_OK, SP_EXIT_USAGE after reporting, or -1 for --help.  */
+static int
+parse_args (int argc, char **argv, struct bundle_args *a)
+{
+  const struct option_slot slots[] = {
+    { "--config", &a->config }, { "--repo", &a->repo },     { "--script", &a->script },
+    { "--out", &a->out },       { "--rootfs", &a->rootfs },
+  };
+
+  for (int i = 1; i < argc; i++)
+    {
+      const char *arg = argv[i];
+      const struct option_slot *slot = NULL;
+      const char *value = NULL;
+
+      if (strcmp (arg, "--help") == 0 || strcmp (arg, "-h") == 0)
+        return -1;
+      if (strcmp (arg, "--dry-run") == 0)
+        {
+          a->dry_run = 1;
+          continue;
+        }
+      for (size_t s = 0; s < sizeof (slots) / sizeof (slots[0]) && slot == NULL; s++)
+        {
+          size_t n = strlen (slots[s].name);
+
+          if (strcmp (arg, slots[s].name) == 0)
+            {
+              if (i + 1 >= argc)
+                return usage_error ("%s needs a value", arg);
+              slot = &slots[s], value = argv[++i];
+            }
+          else if (strncmp (arg, slots[s].name, n) == 0 && arg[n] == '=')
+            slot = &slots[s], value = arg + n + 1;
+        }
+      if (slot == NULL)
+        return arg[0] == '-' ? usage_error ("unknown option `%s`", arg)
+                             : usage_error ("unexpected argument `%s`", arg);
+      if (*slot->value != NULL)
+        return usage_error ("%s given twice", slot->name);
+      if (value[0] == '\0')
+        return usage_error ("%s needs a non-empty value", slot->name);
+      *slot->value = value;
+    }
+
+  if (!a->dry_run)
+    return usage_error ("--dry-run is required: bundle only writes bundles; serve runs them");
+  for (size_t s = 0; s < sizeof (slots) / sizeof (slots[0]); s++)
+    if (*slots[s].value == NULL && slots[s].value != &a->rootfs)
+      return usage_error ("%s is required", slots[s].name);
+  if (strcmp (a->config, "-") == 0 && strcmp (a->script, "-") == 0)
+    return usage_error ("--config and --script cannot both read standard input");
+  if (a->rootfs == NULL)
+    a->rootfs = SP_DEFAULT_ROOTFS;
+  return SP_EXIT_OK;
+}
+
+/* A fresh run id, so that a dry-run bundle carries labels like serve's and
+   never collides with a real run's.  */
+static int
+make_run_id (char out[SP_ID_MAX_CHARS + 1], sp_error_t *err)
+{
+  uint8_t bytes[6];
+  char hex[2 * sizeof (bytes) + 1];
+
+  if (getrandom (bytes, sizeof (bytes), 0) != (ssize_t)sizeof (bytes))
+    return sp_make_error (err, errno, "getrandom");
+  for (size_t i = 0; i < sizeof (bytes); i++)
+    snprintf (hex + 2 * i, 3, "%02x", bytes[i]);
+  snprintf (out, SP_ID_MAX_CHARS + 1, "dry-%s", hex);
+  return 0;
+}
+
+/* Removes what sp_bundle_write may have created, then the directory: a failed
+   dry run leaves nothing behind.  */
+static void
+remove_bundle_dir (const char *path, int dirfd)
+{
+  static const char *const files[] = { SP_BUNDLE_CONFIG, SP_BUNDLE_SCRIPT, SP_BUNDLE_OUT };
+
+  for (size_t i = 0; i < sizeof (files) / sizeof (files[0]); i++)
+    unlinkat (dirfd, files[i], 0);
+  unlinkat (dirfd, SP_BUNDLE_REPO, AT_REMOVEDIR);
+  rmdir (path);
+}
+
+int
+sp_verb_bundle (int argc, char **argv)
+{
+  cleanup_error sp_error_t err = NULL;
+  cleanup_config struct sp_config *config = NULL;
+  cleanup_seccomp_profile struct sp_seccomp_profile *seccomp = NULL;
+  cleanup_free char *script = NULL;
+  cleanup_free char *bundle_path = NULL;
+  cleanup_close int dirfd = -1;
+  struct sp_rootfs_info rootfs = { 0 };
+  struct bundle_args a = { 0 };
+  struct sp_bundle_spec spec;
+  char run_id[SP_ID_MAX_CHARS + 1];
+  size_t script_len;
+  int ret;
+
+  ret = parse_args (argc, argv, &a);
+  if (ret < 0)
+    {
+      printf ("%s\n", USAGE);
+      return SP_EXIT_OK;
+    }
+  if (ret != SP_EXIT_OK)
+    return ret;
+
+  /* Everything is checked before the output directory exists.  */
+  if (sp_config_load (a.config, &config, &err) < 0)
+    return fail ("%s: %s", a.config, sp_error_message (err));
+  if (!config->enabled)
+    return fail ("%s: sealedProbes.enabled: is false, so there is nothing to run", a.config);
+  if (!sp_config_allows_repo (config, (const uint8_t *)a.repo, strlen (a.repo)))
+    return fail ("--repo: `%s` is not one of sealedProbes.privateRepos", a.repo);
+  if (sp_read_path_capped (a.script, SP_SCRIPT_MAX_BYTES, &script, &script_len, &err) < 0)
+    return fail ("--script: %s", sp_error_message (err));
+  if (script_len == 0)
+    return fail ("--script: is empty; a request's script is 1 to %d bytes", SP_SCRIPT_MAX_BYTES);
+  if (sp_rootfs_verify (a.rootfs, &rootfs, &err) < 0)
+    return fail ("--rootfs: %s: %s", a.rootfs, sp_error_message (err));
+  if (sp_seccomp_profile_load_builtin (&seccomp, &err) < 0 || make_run_id (run_id, &err) < 0)
+    {
+      sp_rootfs_info_release (&rootfs);
+      return fail ("%s", sp_error_message (err));
+    }
+
+  if (mkdir (a.out, 0711) < 0)
+    {
+      ret = errno;
+      sp_rootfs_info_release (&rootfs);
+      return ret == EEXIST ? fail ("--out: `%s` exists; name a new directory", a.out)
+                           : fail ("--out: `%s`: mkdir: %s", a.out, strerror (ret));
+    }
+  bundle_path = realpath (a.out, NULL);
+  dirfd = open (a.out, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (bundle_path == NULL || dirfd < 0)
+    {
+      ret = errno;
+      rmdir (a.out);
+      sp_rootfs_info_release (&rootfs);
+      return fail ("--out: `%s`: %s", a.out, strerror (ret));
+    }
+
+  spec = (struct sp_bundle_spec){
+    .bundle_dir = bundle_path,
+    .rootfs_root = rootfs.root_path,
+    .rootfs_digest = rootfs.digest,
+    .run_id = run_id,
+    .invocation_id = "0",
+    .memory_limit_bytes = config->memory_limit_bytes,
+    .interpreter = config->interpreter,
+    .seccomp = seccomp,
+  };
+  ret = sp_bundle_write (dirfd, &spec, script, script_len, &err);
+  sp_rootfs_info_release (&rootfs);
+  if (ret < 0)
+    {
+      remove_bundle_dir (bundle_path, dirfd);
+      return fail ("--out: %s", sp_error_message (err));
+    }
+  printf ("%s\n", bundle_path);
+  return fflush (stdout) == 0 ? SP_EXIT_OK : fail ("standard output: %s", strerror (errno));
+}

@@ -1,0 +1,23 @@
+/* The rootfs build (docs/rootfs.md): the lock's packages, read from a
+   directory of fetched .debs, extracted, pruned, normalized, given the bundle
+   skeleton and digested, into a new directory DIR holding DIR/root (the tree)
+   and DIR/digest ("sha256:<hex>\n").  */
+#ifndef SP_ROOTFS_BUILD_H
+#define SP_ROOTFS_BUILD_H
+
+#include <sealed-probe/error.h>
+#include <sealed-probe/sha256.h>
+
+/* The layout of DIR, shared with rootfs_verify.c.  */
+#define SP_ROOTFS_ROOT_DIR    "root"
+#define SP_ROOTFS_DIGEST_FILE "digest"
+
+/* Builds out_dir, which must not exist, in a sibling temporary directory that
+   is renamed into place only once complete; any failure removes it again, so
+   a failed build leaves nothing behind.  Extraction changes the process's
+   current directory for its duration (extract.h).  Needs root.  On success
+   digest holds the recorded digest.  */
+int sp_rootfs_build (const char *lock_path, const char *debs_dir, const char *out_dir,
+                     char digest[SP_DIGEST_TEXT_SIZE], sp_error_t *err);
+
+#endif

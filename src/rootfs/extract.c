@@ -1,0 +1,315 @@
+/* Secure extraction: see extract.h.  */
+#define _GNU_SOURCE
+#include "extract.h"
+
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sealed-probe/cleanup.h>
+
+#include "cleanup_archive.h"
+#include "entry_path.h"
+#include "prune.h"
+#include <sealed-probe/bounds.h>
+
+#define DISK_OPTIONS                                                                                         \
+  (ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS                                         \
+   | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_NO_OVERWRITE)
+
+/* How a member name is quoted in messages: printable ASCII only, capped.  */
+#define QUOTE_MAX 200
+
+struct sp_extract
+{
+  int rootfd;
+  int saved_cwd;
+  struct archive *disk;
+  uint64_t entries;
+  int64_t bytes;
+};
+
+static const char *
+quote (const char *raw, char buf[QUOTE_MAX + 4])
+{
+  size_t n = 0;
+
+  if (raw == NULL)
+    return "(none)";
+  for (; raw[n] && n < QUOTE_MAX; n++)
+    buf[n] = (raw[n] >= 0x20 && raw[n] < 0x7f) ? raw[n] : '?';
+  if (raw[n])
+    {
+      memcpy (buf + n, "...", 3);
+      n += 3;
+    }
+  buf[n] = '\0';
+  return buf;
+}
+
+/* Looks path up in the tree without following any symlink.  An existing
+   ancestor that is a symlink, or not a directory, is an error: the entry
+   would be written through it.  *exists says whether path itself exists
+   (and then *st describes it).  */
+static int
+lookup (int rootfd, const char *path, bool *exists, struct stat *st, sp_error_t *err)
+{
+  cleanup_close int dirfd = -1;
+  char component[SP_ROOTFS_PATH_MAX];
+  const char *p = path;
+
+  *exists = false;
+  dirfd = openat (rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0)
+    return sp_make_error (err, errno, "open the tree");
+  for (;;)
+    {
+      const char *slash = strchr (p, '/');
+      size_t len = slash ? (size_t)(slash - p) : strlen (p);
+      int next;
+
+      memcpy (component, p, len);
+      component[len] = '\0';
+      if (fstatat (dirfd, component, st, AT_SYMLINK_NOFOLLOW) < 0)
+        {
+          if (errno == ENOENT)
+            return 0;
+          return sp_make_error (err, errno, "stat `%.*s`", (int)(p + len - path), path);
+        }
+      if (slash == NULL)
+        {
+          *exists = true;
+          return 0;
+        }
+      if (S_ISLNK (st->st_mode))
+        return sp_make_error (err, 0, "`%.*s` is a symlink: nothing is written through one",
+                              (int)(p + len - path), path);
+      if (!S_ISDIR (st->st_mode))
+        return sp_make_error (err, 0, "`%.*s` is not a directory", (int)(p + len - path), path);
+      next = openat (dirfd, component, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (next < 0)
+        return sp_make_error (err, errno, "open `%.*s`", (int)(p + len - path), path);
+      sp_closep (&dirfd);
+      dirfd = next;
+      p = slash + 1;
+    }
+}
+
+/* The entry's type, refusing what a rootfs never holds.  */
+static int
+check_type (struct archive_entry *entry, sp_error_t *err)
+{
+  if (archive_entry_hardlink (entry))
+    return 0;
+  switch (archive_entry_filetype (entry))
+    {
+    case AE_IFREG:
+    case AE_IFDIR:
+    case AE_IFLNK:
+      return 0;
+    case AE_IFCHR:
+    case AE_IFBLK:
+      return sp_make_error (err, 0, "device node");
+    case AE_IFIFO:
+      return sp_make_error (err, 0, "FIFO");
+    case AE_IFSOCK:
+      return sp_make_error (err, 0, "socket");
+    default:
+      return sp_make_error (err, 0, "unknown file type");
+    }
+}
+
+static int
+check_hardlink (struct sp_extract *x, struct archive_entry *entry, char target[SP_ROOTFS_PATH_MAX],
+                sp_error_t *err)
+{
+  bool exists;
+  struct stat st;
+
+  if (sp_entry_path_clean (archive_entry_hardlink (entry), target, err) < 0)
+    return sp_error_wrap (err, "hardlink target");
+  if (target[0] == '\0')
+    return sp_make_error (err, 0, "hardlink to the tree's root");
+  if (archive_entry_size_is_set (entry) && archive_entry_size (entry) != 0)
+    return sp_make_error (err, 0, "hardlink that carries data");
+  if (lookup (x->rootfd, target, &exists, &st, err) < 0)
+    return sp_error_wrap (err, "hardlink target");
+  if (!exists || !S_ISREG (st.st_mode))
+    return sp_make_error (err, 0, "hardlink target `%s` is not a regular file extracted before it", target);
+  return 0;
+}
+
+/* Owner 0:0, no special bits, writable until normalization; nothing of the
+   archive's ACLs, xattrs or flags.  */
+static void
+sanitize (struct archive_entry *entry, const char *path, const char *target)
+{
+  mode_t perm = archive_entry_perm (entry);
+
+  archive_entry_copy_pathname (entry, path);
+  if (target)
+    archive_entry_copy_hardlink (entry, target);
+  archive_entry_set_uid (entry, 0);
+  archive_entry_set_gid (entry, 0);
+  archive_entry_copy_uname (entry, NULL);
+  archive_entry_copy_gname (entry, NULL);
+  archive_entry_acl_clear (entry);
+  archive_entry_xattr_clear (entry);
+  archive_entry_set_fflags (entry, 0, 0);
+  if (target == NULL)
+    switch (archive_entry_filetype (entry))
+      {
+      case AE_IFDIR:
+        archive_entry_set_perm (entry, 0755);
+        break;
+      case AE_IFREG:
+        archive_entry_set_perm (entry, (perm & 0111) ? 0755 : 0644);
+        break;
+      default:
+        break;
+      }
+}
+
+static int
+copy_data (struct sp_extract *x, struct archive *in, sp_error_t *err)
+{
+  for (;;)
+    {
+      const void *buf;
+      size_t size;
+      la_int64_t offset;
+      int r = archive_read_data_block (in, &buf, &size, &offset);
+
+      if (r == ARCHIVE_EOF)
+        return 0;
+      if (r != ARCHIVE_OK)
+        return sp_make_error (err, 0, "read: %s", sp_archive_message (in));
+      if ((int64_t)size > SP_ROOTFS_MAX_BYTES - x->bytes)
+        return sp_make_error (err, 0, "the packages hold more than %lld bytes",
+                              (long long)SP_ROOTFS_MAX_BYTES);
+      x->bytes += (int64_t)size;
+      if (archive_write_data_block (x->disk, buf, size, offset) != ARCHIVE_OK)
+        return sp_make_error (err, 0, "write: %s", sp_archive_message (x->disk));
+    }
+}
+
+static int
+extract_entry (struct sp_extract *x, struct archive *in, struct archive_entry *entry, sp_error_t *err)
+{
+  char path[SP_ROOTFS_PATH_MAX];
+  char target[SP_ROOTFS_PATH_MAX];
+  bool is_hardlink = archive_entry_hardlink (entry) != NULL;
+  bool is_dir = !is_hardlink && archive_entry_filetype (entry) == AE_IFDIR;
+  const char *forbidden;
+  const char *link;
+  bool exists;
+  struct stat st;
+
+  if (sp_entry_path_clean (archive_entry_pathname (entry), path, err) < 0 || check_type (entry, err) < 0)
+    return -1;
+  if (path[0] == '\0')
+    {
+      /* The archive's "./": the tree's root already exists.  */
+      if (!is_dir)
+        return sp_make_error (err, 0, "the archive root is not a directory");
+      return 0;
+    }
+  if (sp_prune_skip (path))
+    return 0;
+  forbidden = sp_prune_forbidden (path);
+  if (forbidden)
+    return sp_make_error (err, 0, "%s, which the rootfs must not hold", forbidden);
+  if (++x->entries > SP_ROOTFS_MAX_ENTRIES)
+    return sp_make_error (err, 0, "the packages hold more than %d entries", SP_ROOTFS_MAX_ENTRIES);
+
+  link = archive_entry_symlink (entry);
+  if (!is_hardlink && archive_entry_filetype (entry) == AE_IFLNK
+      && (link == NULL || link[0] == '\0' || strlen (link) > SP_ROOTFS_LINK_MAX))
+    return sp_make_error (err, 0, "symlink target empty or longer than %d bytes", SP_ROOTFS_LINK_MAX);
+
+  if (lookup (x->rootfd, path, &exists, &st, err) < 0)
+    return -1;
+  if (exists && !(is_dir && S_ISDIR (st.st_mode)))
+    return sp_make_error (err, 0, "`%s` already exists: two packages, or two members of one, ship it", path);
+  if (is_hardlink && check_hardlink (x, entry, target, err) < 0)
+    return -1;
+
+  sanitize (entry, path, is_hardlink ? target : NULL);
+  if (archive_write_header (x->disk, entry) != ARCHIVE_OK)
+    return sp_make_error (err, 0, "libarchive refused it: %s", sp_archive_message (x->disk));
+  if (!is_hardlink && archive_entry_filetype (entry) == AE_IFREG && copy_data (x, in, err) < 0)
+    return -1;
+  if (archive_write_finish_entry (x->disk) != ARCHIVE_OK)
+    return sp_make_error (err, 0, "libarchive: %s", sp_archive_message (x->disk));
+  return 0;
+}
+
+int
+sp_extract_archive (struct sp_extract *x, struct archive *in, sp_error_t *err)
+{
+  for (;;)
+    {
+      struct archive_entry *entry;
+      char quoted[QUOTE_MAX + 4];
+      int r = archive_read_next_header (in, &entry);
+
+      if (r == ARCHIVE_EOF)
+        return 0;
+      if (r != ARCHIVE_OK)
+        return sp_make_error (err, 0, "read data.tar: %s", sp_archive_message (in));
+      if (extract_entry (x, in, entry, err) < 0)
+        return sp_error_wrap (err, "member `%s`", quote (archive_entry_pathname (entry), quoted));
+    }
+}
+
+int
+sp_extract_begin (int rootfd, struct sp_extract **out, sp_error_t *err)
+{
+  cleanup_free struct sp_extract *x = calloc (1, sizeof (*x));
+
+  if (x == NULL)
+    return sp_make_error (err, errno, "allocate the extractor");
+  x->rootfd = rootfd;
+  x->saved_cwd = open (".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (x->saved_cwd < 0)
+    return sp_make_error (err, errno, "open the current directory");
+  x->disk = archive_write_disk_new ();
+  if (x->disk == NULL || archive_write_disk_set_options (x->disk, DISK_OPTIONS) != ARCHIVE_OK)
+    {
+      sp_archive_freep (&x->disk);
+      sp_closep (&x->saved_cwd);
+      return sp_make_error (err, ENOMEM, "set up libarchive's disk writer");
+    }
+  if (fchdir (rootfd) < 0)
+    {
+      int saved = errno;
+      sp_archive_freep (&x->disk);
+      sp_closep (&x->saved_cwd);
+      return sp_make_error (err, saved, "enter the tree");
+    }
+  *out = get_and_reset (&x);
+  return 0;
+}
+
+int
+sp_extract_end (struct sp_extract *x, sp_error_t *err)
+{
+  int ret = 0;
+
+  if (x == NULL)
+    return 0;
+  /* Still inside the tree: the deferred fixups use relative paths.  */
+  if (archive_write_close (x->disk) != ARCHIVE_OK)
+    ret = sp_make_error (err, 0, "finish extracting: %s", sp_archive_message (x->disk));
+  sp_archive_freep (&x->disk);
+  if (fchdir (x->saved_cwd) < 0 && ret == 0)
+    ret = sp_make_error (err, errno, "return to the previous directory");
+  sp_closep (&x->saved_cwd);
+  free (x);
+  return ret;
+}

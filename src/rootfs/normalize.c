@@ -1,0 +1,64 @@
+/* Normalization: see normalize.h.  */
+#define _GNU_SOURCE
+#include "normalize.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sealed-probe/bounds.h>
+#include "walk.h"
+
+static const struct timespec fixed_times[2] = {
+  { .tv_sec = SP_ROOTFS_MTIME, .tv_nsec = 0 },
+  { .tv_sec = SP_ROOTFS_MTIME, .tv_nsec = 0 },
+};
+
+static int
+normalize_one (int dirfd, const char *name, const char *path, const struct stat *st, sp_error_t *err)
+{
+  mode_t mode;
+
+  /* chown first: it would clear setuid/setgid bits set before it anyway.  */
+  if (fchownat (dirfd, name, 0, 0, AT_SYMLINK_NOFOLLOW) < 0)
+    return sp_make_error (err, errno, "chown `%s` to 0:0 (the builder needs root)", path);
+  if (S_ISDIR (st->st_mode))
+    mode = SP_ROOTFS_DIR_MODE;
+  else if (S_ISREG (st->st_mode))
+    mode = (st->st_mode & 0111) ? SP_ROOTFS_EXEC_MODE : SP_ROOTFS_FILE_MODE;
+  else if (S_ISLNK (st->st_mode))
+    mode = 0;
+  else
+    return sp_make_error (err, 0, "`%s` is neither a directory, a regular file nor a symlink", path);
+  /* A symlink has no mode of its own; fchmodat would follow it.  */
+  if (!S_ISLNK (st->st_mode) && fchmodat (dirfd, name, mode, 0) < 0)
+    return sp_make_error (err, errno, "chmod `%s`", path);
+  if (utimensat (dirfd, name, fixed_times, AT_SYMLINK_NOFOLLOW) < 0)
+    return sp_make_error (err, errno, "set the times of `%s`", path);
+  return 0;
+}
+
+static int
+on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_walk_event event,
+          void *ctx, sp_error_t *err)
+{
+  /* A directory waits until its children are done: deepest first.  */
+  if (S_ISDIR (st->st_mode) != (event == SP_WALK_DIR_DONE))
+    return 0;
+  return normalize_one (dirfd, name, path, st, err);
+}
+
+int
+sp_rootfs_normalize (int rootfd, sp_error_t *err)
+{
+  if (sp_walk (rootfd, on_entry, NULL, err) < 0)
+    return -1;
+  if (fchown (rootfd, 0, 0) < 0)
+    return sp_make_error (err, errno, "chown the tree's root to 0:0 (the builder needs root)");
+  if (fchmod (rootfd, SP_ROOTFS_DIR_MODE) < 0)
+    return sp_make_error (err, errno, "chmod the tree's root");
+  if (futimens (rootfd, fixed_times) < 0)
+    return sp_make_error (err, errno, "set the times of the tree's root");
+  return 0;
+}

@@ -1,0 +1,265 @@
+"""Structural tests of `sealed-probe-proxy bundle --dry-run`: every hardening
+field of config.json by name, the files it references, and proof that nothing
+from a request reaches any field (docs/bundle.md)."""
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sp_harness import Tap, cached_rootfs, env_path, require_root_and  # noqa: E402
+
+PROXY = env_path("SP_PROXY")
+require_root_and("unshare")
+ROOTFS = cached_rootfs()
+ROOTFS_ROOT = os.path.realpath(os.path.join(ROOTFS, "root"))
+with open(os.path.join(ROOTFS, "digest")) as f:
+    ROOTFS_DIGEST = f.read().strip()
+
+REPOS = ["acme/widgets", "acme/gadgets", "other/thing"]
+MEMORY = 256 << 20
+tap = Tap()
+work = tempfile.mkdtemp(prefix="sp-bundle-test-")
+
+
+def write_config(name, block):
+    path = os.path.join(work, name)
+    with open(path, "w") as f:
+        json.dump({"unrelatedHostSetting": "CANARY-CONFIG-7f3a", "sealedProbes": block}, f)
+    return path
+
+
+CONFIG = write_config("config.json", {"enabled": True, "privateRepos": REPOS, "runtime": "runc",
+                                      "memoryLimit": "256m"})
+
+
+def dry_run(out, script=b"print(1)\n", repo="acme/widgets", config=CONFIG, extra=(), env=None, wrap=()):
+    script_path = os.path.join(work, "script-" + os.path.basename(out))
+    with open(script_path, "wb") as f:
+        f.write(script)
+    argv = list(wrap) + [PROXY, "bundle", "--dry-run", "--config", config, "--repo", repo,
+                         "--script", script_path, "--out", out, "--rootfs", ROOTFS] + list(extra)
+    return subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, timeout=60, env=env)
+
+
+def load(out):
+    with open(os.path.join(out, "config.json")) as f:
+        return json.load(f)
+
+
+# ---- one baseline bundle, every field by name -------------------------------
+base_dir = os.path.join(work, "base")
+r = dry_run(base_dir, script=b"print('hello')\n")
+if not tap.ok(r.returncode == 0 and r.stdout == (os.path.realpath(base_dir) + "\n").encode() and r.stderr == b"",
+              "dry-run succeeds and prints only the bundle path", r.stderr.decode(errors="replace")):
+    tap.finish()
+c = load(base_dir)
+p = c["process"]
+lx = c["linux"]
+res = lx["resources"]
+
+tap.ok(set(c) == {"ociVersion", "process", "root", "hostname", "mounts", "annotations", "linux"},
+       "top level holds exactly ociVersion process root hostname mounts annotations linux (no hooks)", sorted(c))
+tap.ok(c["ociVersion"] == "1.0.2", "ociVersion is 1.0.2")
+tap.ok(c["root"] == {"path": ROOTFS_ROOT, "readonly": True}, "root is the verified rootfs, read-only", c["root"])
+tap.ok(c["hostname"] == "probe", "hostname is fixed")
+tap.ok(p["args"] == ["/usr/bin/python3", "-I", "-S", "-B", "/probe/probe.py"],
+       "process.args is python3 -I -S -B /probe/probe.py", p["args"])
+tap.ok(p["cwd"] == "/probe/repo", "process.cwd is /probe/repo")
+tap.ok(p["user"] == {"uid": 65534, "gid": 65534, "additionalGids": []},
+       "process.user is 65534:65534 with no additional groups", p["user"])
+tap.ok(p["env"] == ["PATH=/usr/bin", "LANG=C.UTF-8", "HOME=/tmp"], "process.env is the fixed minimal set", p["env"])
+tap.ok(p["terminal"] is False, "process.terminal is false")
+tap.ok(p["noNewPrivileges"] is True, "process.noNewPrivileges is true")
+for capset in ("bounding", "effective", "inheritable", "permitted", "ambient"):
+    tap.ok(p["capabilities"].get(capset) == [], f"process.capabilities.{capset} is empty")
+tap.ok(set(p["capabilities"]) == {"bounding", "effective", "inheritable", "permitted", "ambient"},
+       "process.capabilities names all five sets and nothing else")
+rl = {x["type"]: x for x in p["rlimits"]}
+tap.ok(len(rl) == len(p["rlimits"]) == 4, "process.rlimits holds exactly four limits", p["rlimits"])
+for name, value in (("RLIMIT_CORE", 0), ("RLIMIT_FSIZE", 64 << 20), ("RLIMIT_NOFILE", 256), ("RLIMIT_NPROC", 1024)):
+    tap.ok(rl.get(name, {}).get("soft") == value and rl.get(name, {}).get("hard") == value,
+           f"{name} is {value} (soft and hard)", rl.get(name))
+tap.ok(p.get("oomScoreAdj") == 1000, "process.oomScoreAdj makes the probe the OOM killer's first choice")
+tap.ok("apparmorProfile" not in p and "selinuxLabel" not in p and "consoleSize" not in p,
+       "process has no LSM label or console settings to loosen")
+
+ns = lx["namespaces"]
+tap.ok(sorted(n["type"] for n in ns) == sorted(["pid", "network", "ipc", "uts", "mount", "cgroup"]),
+       "linux.namespaces: pid network ipc uts mount cgroup", ns)
+tap.ok(all(set(n) == {"type"} for n in ns), "no namespace joins an existing one (no path)", ns)
+tap.ok("uidMappings" not in lx and "gidMappings" not in lx, "no user-namespace mappings")
+tap.ok(res["memory"] == {"limit": MEMORY, "swap": MEMORY}, "memory limit is the config's, swap equal to it",
+       res["memory"])
+tap.ok(res["pids"] == {"limit": 64}, "pids limit is 64", res["pids"])
+tap.ok(res["cpu"] == {"quota": 100000, "period": 100000}, "cpu quota is one CPU", res["cpu"])
+tap.ok(res["devices"] == [{"allow": False, "access": "rwm"}], "device cgroup denies everything", res["devices"])
+tap.ok(lx["cgroupsPath"].startswith("/sealed-probe/"), "cgroupsPath is under /sealed-probe/", lx["cgroupsPath"])
+RUNC_MASKED = ["/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+               "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware"]
+tap.ok(sorted(lx["maskedPaths"]) == sorted(RUNC_MASKED + ["/sys/devices/virtual/powercap"]),
+       "maskedPaths are runc's defaults plus /sys/devices/virtual/powercap", lx["maskedPaths"])
+tap.ok(sorted(lx["readonlyPaths"]) == sorted(["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+                                              "/proc/sysrq-trigger"]),
+       "readonlyPaths are runc's defaults", lx["readonlyPaths"])
+tap.ok(lx["rootfsPropagation"] == "private", "rootfsPropagation is private")
+tap.ok(set(lx) == {"namespaces", "resources", "cgroupsPath", "maskedPaths", "readonlyPaths", "rootfsPropagation",
+                   "seccomp"},
+       "linux holds nothing else (no devices, sysctl, mappings)", sorted(lx))
+
+sc = lx["seccomp"]
+tap.ok(sc["defaultAction"] == "SCMP_ACT_ERRNO", "seccomp default action denies", sc.get("defaultAction"))
+tap.ok("SCMP_ARCH_X86_64" in sc["architectures"], "seccomp covers x86_64")
+allowed = {n for rule in sc["syscalls"] if rule["action"] == "SCMP_ACT_ALLOW" for n in rule["names"]}
+for name in ("ptrace", "mount", "unshare", "setns", "bpf", "io_uring_setup", "keyctl", "clone3", "userfaultfd"):
+    tap.ok(name not in allowed, f"seccomp does not allow {name}")
+socket_rules = [r for r in sc["syscalls"] if "socket" in r["names"]]
+tap.ok(len(socket_rules) == 1 and socket_rules[0].get("args") == [{"index": 0, "value": 1, "op": "SCMP_CMP_EQ"}],
+       "seccomp allows socket only for AF_UNIX", socket_rules)
+
+ann = c["annotations"]
+tap.ok(set(ann) == {"org.sealed-probe.run", "org.sealed-probe.invocation", "org.sealed-probe.rootfs.digest",
+                    "org.sealed-probe.version"}, "annotations are the run labels", ann)
+tap.ok(ann["org.sealed-probe.rootfs.digest"] == ROOTFS_DIGEST, "the rootfs digest annotation is the verified one")
+tap.ok(ann["org.sealed-probe.run"].startswith("dry-"), "a dry run's run id says so", ann["org.sealed-probe.run"])
+
+bundle = os.path.realpath(base_dir)
+mounts = {m["destination"]: m for m in c["mounts"]}
+tap.ok(len(mounts) == len(c["mounts"]) == 7, "seven mounts, no destination twice", [m["destination"] for m in c["mounts"]])
+tap.ok(mounts["/proc"]["type"] == "proc", "/proc is a fresh proc")
+tap.ok(mounts["/dev"]["type"] == "tmpfs" and "nosuid" in mounts["/dev"]["options"], "/dev is a minimal tmpfs")
+tap.ok(mounts["/sys"]["type"] == "sysfs" and "ro" in mounts["/sys"]["options"], "/sys is read-only")
+tmp = mounts["/tmp"]
+tap.ok(tmp["type"] == "tmpfs" and {"noexec", "nosuid", "nodev", "size=16m"} <= set(tmp["options"]),
+       "/tmp is a small noexec nosuid nodev tmpfs", tmp)
+for dest, src, mode in (("/probe/repo", "repo", "rw"), ("/probe/probe.py", "probe.py", "ro"),
+                        ("/probe/out", "out", "rw")):
+    m = mounts[dest]
+    tap.ok(m["type"] == "bind" and m["source"] == os.path.join(bundle, src)
+           and {"bind", mode, "nosuid", "nodev", "noexec"} <= set(m["options"]),
+           f"{dest} is a {mode} bind of the bundle's {src}", m)
+binds = [m for m in c["mounts"] if "bind" in m["options"] or m["type"] == "bind"]
+tap.ok(all(m["source"].startswith(bundle + "/") for m in binds),
+       "every bind source is inside this bundle (no host path, socket or other seed)", binds)
+
+names = sorted(os.listdir(base_dir))
+tap.ok(names == ["config.json", "out", "probe.py", "repo"], "the bundle holds config.json out probe.py repo", names)
+
+
+def owner_mode(path):
+    st = os.lstat(path)
+    return st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), stat.S_IFMT(st.st_mode)
+
+
+tap.ok(owner_mode(os.path.join(base_dir, "repo")) == (65534, 65534, 0o700, stat.S_IFDIR)
+       and os.listdir(os.path.join(base_dir, "repo")) == [], "repo/ is an empty 0700 directory of the probe uid")
+tap.ok(owner_mode(os.path.join(base_dir, "out")) == (65534, 65534, 0o600, stat.S_IFREG)
+       and os.path.getsize(os.path.join(base_dir, "out")) == 0, "out is an empty 0600 file of the probe uid")
+tap.ok(owner_mode(os.path.join(base_dir, "probe.py")) == (0, 0, 0o444, stat.S_IFREG),
+       "probe.py is root's and read-only")
+with open(os.path.join(base_dir, "probe.py"), "rb") as f:
+    tap.ok(f.read() == b"print('hello')\n", "probe.py holds exactly the script's bytes")
+tap.ok(owner_mode(os.path.join(base_dir, "config.json"))[:3] == (0, 0, 0o444), "config.json is root's and read-only")
+
+
+# ---- nothing from a request reaches config.json -----------------------------
+def normalized(out):
+    """config.json with the two values the proxy chooses per bundle (its
+    directory and its run id) replaced by placeholders."""
+    text = open(os.path.join(out, "config.json")).read()
+    run = json.loads(text)["annotations"]["org.sealed-probe.run"]
+    return text.replace(os.path.realpath(out), "@BUNDLE@").replace(run, "@RUN@")
+
+
+baseline = normalized(base_dir)
+smuggles = {
+    "json_fragment_args": b'", "args": ["/bin/sh", "-c", "id"], "privileged": true, "x": "\n',
+    "launch_controls_as_comments": b"# --privileged --net=host --cap-add=ALL -v /:/host\nimport os\n",
+    "oci_document": json.dumps({"ociVersion": "1.0.2", "process": {"user": {"uid": 0}},
+                                "linux": {"namespaces": []}}).encode(),
+    "nul_and_control_bytes": b"print(1)\x00\x01\x1b[2J\r\n\"'\\",
+    "largest_script": b"#" * (64 * 1024 - 1) + b"\n",
+    "path_like": b"../../../../etc/passwd\n/var/run/docker.sock\n",
+}
+for name, script in smuggles.items():
+    out = os.path.join(work, "smuggle-" + name)
+    r = dry_run(out, script=script)
+    ok = r.returncode == 0 and normalized(out) == baseline
+    with open(os.path.join(out, "probe.py"), "rb") if r.returncode == 0 else open(os.devnull, "rb") as f:
+        ok = ok and f.read() == script
+    tap.ok(ok, f"a script carrying {name} changes only probe.py's bytes", r.stderr.decode(errors="replace"))
+for repo in REPOS[1:]:
+    out = os.path.join(work, "repo-" + repo.replace("/", "-"))
+    r = dry_run(out, script=b"print('hello')\n", repo=repo)
+    tap.ok(r.returncode == 0 and normalized(out) == baseline and repo not in open(os.path.join(out, "config.json")).read(),
+           f"choosing repository {repo} changes nothing in config.json", r.stderr.decode(errors="replace"))
+
+# ---- no network, no credentials ---------------------------------------------
+out = os.path.join(work, "offline")
+secret = "ghp_CANARYc4n4ryC4N4RYcanary0000000000"
+r = dry_run(out, script=b"print('hello')\n", wrap=["unshare", "--net", "env", "-i", f"GH_TOKEN={secret}",
+                                                  f"GITHUB_TOKEN={secret}", "PATH=/usr/bin:/bin"])
+tap.ok(r.returncode == 0 and normalized(out) == baseline,
+       "dry-run works with no network at all (a fresh network namespace) and an empty environment",
+       r.stderr.decode(errors="replace"))
+leaks = []
+for dirpath, dirnames, filenames in os.walk(out):
+    for fn in filenames:
+        with open(os.path.join(dirpath, fn), "rb") as f:
+            data = f.read()
+        for canary in (secret.encode(), b"CANARY-CONFIG-7f3a"):
+            if canary in data:
+                leaks.append((fn, canary))
+tap.ok(not leaks and secret.encode() not in r.stdout + r.stderr,
+       "canary: no token from the environment and no unrelated config value appears in the bundle or output", leaks)
+
+# ---- bad input: a clear error naming the field, and nothing left behind -----
+big = b"#" * (64 * 1024 + 1)
+disabled = write_config("disabled.json", {"enabled": False, "privateRepos": REPOS})
+cases = [
+    ("repo_not_allowed", dict(repo="acme/secret"), 1, b"--repo"),
+    ("repo_not_normalized", dict(repo="Acme/Widgets"), 1, b"--repo"),
+    ("empty_script", dict(script=b""), 1, b"--script"),
+    ("oversized_script", dict(script=big), 1, b"--script"),
+    ("disabled_config", dict(config=disabled), 1, b"sealedProbes.enabled"),
+    ("unknown_option", dict(extra=["--privileged"]), 2, b"--privileged"),
+]
+for name, kwargs, status, field in cases:
+    out = os.path.join(work, "bad-" + name)
+    r = dry_run(out, **kwargs)
+    tap.ok(r.returncode == status and field in r.stderr and r.stdout == b"" and not os.path.exists(out),
+           f"{name}: exit {status}, the error names {field.decode()}, no directory is created",
+           f"exit {r.returncode}: {r.stderr.decode(errors='replace')}")
+r = subprocess.run([PROXY, "bundle", "--config", CONFIG, "--repo", "acme/widgets", "--script", "/dev/null",
+                    "--out", os.path.join(work, "no-dry-run")], capture_output=True, stdin=subprocess.DEVNULL)
+tap.ok(r.returncode == 2 and b"--dry-run" in r.stderr and not os.path.exists(os.path.join(work, "no-dry-run")),
+       "without --dry-run the verb refuses (exit 2) and starts nothing", r.stderr.decode(errors="replace"))
+r = dry_run(base_dir)
+tap.ok(r.returncode == 1 and b"exists" in r.stderr and normalized(base_dir) == baseline
+       and open(os.path.join(base_dir, "probe.py"), "rb").read() == b"print('hello')\n",
+       "an existing --out is refused and left untouched", r.stderr.decode(errors="replace"))
+
+# ---- a tampered rootfs is a hard error --------------------------------------
+tampered = os.path.join(work, "tampered-rootfs")
+shutil.copytree(ROOTFS, tampered, symlinks=True)
+target = os.path.join(tampered, "root", "usr", "lib", "python3.11", "os.py")
+os.chmod(target, 0o644)
+with open(target, "ab") as f:
+    f.write(b"\n# tampered\n")
+os.chmod(target, 0o444)
+out = os.path.join(work, "from-tampered")
+r = subprocess.run([PROXY, "bundle", "--dry-run", "--config", CONFIG, "--repo", "acme/widgets", "--script",
+                    os.path.join(base_dir, "probe.py"), "--out", out, "--rootfs", tampered],
+                   capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
+tap.ok(r.returncode == 1 and b"--rootfs" in r.stderr and ROOTFS_DIGEST.encode() in r.stderr
+       and not os.path.exists(out),
+       "a rootfs whose content no longer matches its digest is refused, naming the digest, before any bundle",
+       r.stderr.decode(errors="replace"))
+
+subprocess.run(["chmod", "-R", "u+w", work])
+shutil.rmtree(work, ignore_errors=True)
+tap.finish()

@@ -1,0 +1,93 @@
+"""The confinement self-check: a dry-run bundle run under real runc, whose
+probe reports its own confinement from inside (confinement_probe.py).  The
+test asserts each reported check by name, so a missing check fails too."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import shutil
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sp_harness import Tap, cached_rootfs, env_path, require_root_and  # noqa: E402
+
+EXPECTED = [
+    "uid_gid_65534", "CapEff_zero", "CapPrm_zero", "CapBnd_zero", "CapInh_zero", "CapAmb_zero", "no_new_privs",
+    "seccomp_filter_mode", "root_read_only", "only_loopback_interface", "no_routes",
+    "host_tcp_listener_unreachable", "host_udp_listener_unreachable", "inet_sockets_denied", "repo_writable",
+    "script_not_writable", "out_is_writable_regular_file", "no_shell", "no_pip", "mount_fails", "unshare_fails",
+    "ptrace_fails", "masked_paths_read_empty", "proc_sys_read_only",
+]
+
+PROXY = env_path("SP_PROXY")
+require_root_and("runc")
+ROOTFS = cached_rootfs()
+tap = Tap()
+work = tempfile.mkdtemp(prefix="sp-confinement-")
+state = os.path.join(work, "runc-state")
+container = f"sp-selfcheck-{os.getpid()}"
+
+# Listeners on the host's loopback: the probe must not reach them.
+tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+tcp.bind(("127.0.0.1", 0))
+tcp.listen(8)
+tcp.setblocking(False)
+udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+udp.bind(("127.0.0.1", 0))
+udp.setblocking(False)
+
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "confinement_probe.py")) as f:
+    probe = f"HOST_TCP_PORT = {tcp.getsockname()[1]}\nHOST_UDP_PORT = {udp.getsockname()[1]}\n" + f.read()
+script = os.path.join(work, "probe.py")
+with open(script, "w") as f:
+    f.write(probe)
+config = os.path.join(work, "config.json")
+with open(config, "w") as f:
+    json.dump({"sealedProbes": {"enabled": True, "privateRepos": ["acme/widgets"], "runtime": "runc"}}, f)
+
+bundle = os.path.join(work, "bundle")
+r = subprocess.run([PROXY, "bundle", "--dry-run", "--config", config, "--repo", "acme/widgets", "--script", script,
+                    "--out", bundle, "--rootfs", ROOTFS], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+if not tap.ok(r.returncode == 0, "the dry-run bundle is written", r.stderr):
+    tap.finish()
+
+try:
+    run = subprocess.run(["runc", "--root", state, "run", "--bundle", bundle, container],
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    tap.ok(run.returncode == 0, "runc runs the bundle and the probe exits 0", run.stdout + run.stderr)
+except subprocess.TimeoutExpired:
+    tap.ok(False, "runc runs the bundle and the probe exits 0", "timed out after 120 s")
+finally:
+    subprocess.run(["runc", "--root", state, "delete", "--force", container], capture_output=True)
+
+try:
+    with open(os.path.join(bundle, "out")) as f:
+        report = json.load(f)
+except (OSError, ValueError) as e:
+    report = {}
+    tap.ok(False, "the probe wrote its report to /probe/out", e)
+
+for name in EXPECTED:
+    entry = report.get(name)
+    tap.ok(entry is not None and entry.get("ok") is True, f"inside the sandbox: {name}",
+           entry["detail"] if entry else "the probe did not report this check")
+tap.ok(set(report) <= set(EXPECTED), "the probe reports no check the test does not assert", set(report) - set(EXPECTED))
+
+try:
+    conn, _ = tcp.accept()
+    conn.close()
+    tcp_quiet = False
+except BlockingIOError:
+    tcp_quiet = True
+try:
+    udp.recvfrom(64)
+    udp_quiet = False
+except BlockingIOError:
+    udp_quiet = True
+tap.ok(tcp_quiet and udp_quiet, "the host's loopback listeners received nothing")
+
+shutil.rmtree(work, ignore_errors=True)
+tap.finish()

@@ -1,0 +1,208 @@
+/* The bundle generator's own rules: ids, the spec it refuses, determinism, and
+   the files sp_bundle_write creates.  tests/integration/ asserts each field of
+   config.json by name through the dry-run verb.  */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sealed-probe/bundle.h>
+#include <sealed-probe/cleanup.h>
+
+#include "sp_check.h"
+
+static struct sp_seccomp_profile *profile;
+
+static void
+load_profile (void)
+{
+  cleanup_error sp_error_t err = NULL;
+
+  if (sp_seccomp_profile_load_builtin (&profile, &err) < 0)
+    ck_abort_msg ("builtin seccomp profile: %s", sp_error_message (err));
+}
+
+static void
+free_profile (void)
+{
+  sp_seccomp_profile_free (profile);
+  profile = NULL;
+}
+
+static struct sp_bundle_spec
+good_spec (void)
+{
+  return (struct sp_bundle_spec){
+    .bundle_dir = "/run/sealed-probe/inv/abc",
+    .rootfs_root = "/var/lib/sealed-probe/rootfs/root",
+    .rootfs_digest = "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+    .run_id = "r1",
+    .invocation_id = "7",
+    .memory_limit_bytes = 512ULL << 20,
+    .interpreter = SP_INTERPRETER_PYTHON3,
+    .seccomp = profile,
+  };
+}
+
+static char *
+render_fails (const struct sp_bundle_spec *spec)
+{
+  cleanup_error sp_error_t err = NULL;
+  char *json = NULL;
+  size_t len;
+
+  ck_assert_int_lt (sp_bundle_render_config (spec, &json, &len, &err), 0);
+  ck_assert_ptr_null (json);
+  return strdup (sp_error_message (err));
+}
+
+static const struct
+{
+  const char *id;
+  int ok;
+} ids[] = {
+  { "a", 1 },          { "0123456789abcdef", 1 },
+  { "dry-0a1b2c", 1 }, { "abcdefghijklmnopqrstuvwxyz012345", 1 },
+  { "", 0 },           { "abcdefghijklmnopqrstuvwxyz0123456", 0 },
+  { "A", 0 },          { "a_b", 0 },
+  { "a/b", 0 },        { "a b", 0 },
+  { "..", 0 },         { "a\n", 0 },
+};
+
+START_TEST (test_id_check)
+{
+  cleanup_error sp_error_t err = NULL;
+
+  ck_assert_msg ((sp_bundle_id_check (ids[_i].id, &err) == 0) == ids[_i].ok, "id `%s`", ids[_i].id);
+}
+END_TEST
+
+START_TEST (test_container_id)
+{
+  struct sp_bundle_spec spec = good_spec ();
+  cleanup_free char *id = sp_bundle_container_id (&spec);
+
+  ck_assert_str_eq (id, "sp-r1-7");
+}
+END_TEST
+
+START_TEST (test_render_is_deterministic)
+{
+  cleanup_error sp_error_t err = NULL;
+  struct sp_bundle_spec spec = good_spec ();
+  cleanup_free char *a = NULL;
+  cleanup_free char *b = NULL;
+  size_t a_len, b_len;
+
+  ck_assert_int_eq (sp_bundle_render_config (&spec, &a, &a_len, &err), 0);
+  ck_assert_int_eq (sp_bundle_render_config (&spec, &b, &b_len, &err), 0);
+  ck_assert_uint_eq (a_len, b_len);
+  ck_assert_mem_eq (a, b, a_len);
+  ck_assert_ptr_nonnull (strstr (a, "\"path\": \"/var/lib/sealed-probe/rootfs/root\""));
+  ck_assert_ptr_nonnull (strstr (a, "\"source\": \"/run/sealed-probe/inv/abc/repo\""));
+  ck_assert_ptr_nonnull (strstr (a, "\"cgroupsPath\": \"/sealed-probe/r1-7\""));
+}
+END_TEST
+
+START_TEST (test_render_refuses_bad_specs)
+{
+  struct sp_bundle_spec spec;
+  char *msg;
+
+#define REFUSED(field, value, needle)                                                                        \
+  spec = good_spec ();                                                                                       \
+  spec.field = value;                                                                                        \
+  msg = render_fails (&spec);                                                                                \
+  ck_assert_msg (strstr (msg, needle) != NULL, "%s: %s", #field, msg);                                       \
+  free (msg)
+
+  REFUSED (bundle_dir, "relative/dir", "bundle directory");
+  REFUSED (bundle_dir, NULL, "bundle directory");
+  REFUSED (rootfs_root, "rootfs", "rootfs");
+  REFUSED (rootfs_digest, "md5:00", "rootfs digest");
+  REFUSED (seccomp, NULL, "seccomp");
+  REFUSED (memory_limit_bytes, 1, "memory limit");
+  REFUSED (memory_limit_bytes, 64ULL << 40, "memory limit");
+  REFUSED (run_id, "Run", "run id");
+  REFUSED (invocation_id, "", "invocation id");
+#undef REFUSED
+}
+END_TEST
+
+START_TEST (test_write_creates_the_four_entries)
+{
+  cleanup_error sp_error_t err = NULL;
+  char dir[] = "/tmp/sp-bundle-XXXXXX";
+  struct sp_bundle_spec spec;
+  cleanup_close int dirfd = -1;
+  struct stat st;
+  char buf[16];
+  int fd;
+
+  if (geteuid () != 0)
+    {
+      /* Giving repo/ and out to the probe uid needs root: the write must fail
+         cleanly rather than produce a bundle the probe cannot use.  */
+      ck_assert_ptr_nonnull (mkdtemp (dir));
+      dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      spec = good_spec ();
+      spec.bundle_dir = dir;
+      ck_assert_int_lt (sp_bundle_write (dirfd, &spec, "x", 1, &err), 0);
+      ck_assert_ptr_nonnull (strstr (sp_error_message (err), "give to"));
+      unlinkat (dirfd, "repo", AT_REMOVEDIR);
+      rmdir (dir);
+      return;
+    }
+  ck_assert_ptr_nonnull (mkdtemp (dir));
+  dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  spec = good_spec ();
+  spec.bundle_dir = dir;
+  if (sp_bundle_write (dirfd, &spec, "print(1)\n", 9, &err) < 0)
+    ck_abort_msg ("sp_bundle_write: %s", sp_error_message (err));
+
+  ck_assert_int_eq (fstatat (dirfd, "repo", &st, AT_SYMLINK_NOFOLLOW), 0);
+  ck_assert (S_ISDIR (st.st_mode) && (st.st_mode & 07777) == 0700 && st.st_uid == 65534
+             && st.st_gid == 65534);
+  ck_assert_int_eq (fstatat (dirfd, "out", &st, AT_SYMLINK_NOFOLLOW), 0);
+  ck_assert (S_ISREG (st.st_mode) && (st.st_mode & 07777) == 0600 && st.st_uid == 65534 && st.st_size == 0);
+  ck_assert_int_eq (fstatat (dirfd, "probe.py", &st, AT_SYMLINK_NOFOLLOW), 0);
+  ck_assert (S_ISREG (st.st_mode) && (st.st_mode & 07777) == 0444 && st.st_uid == 0 && st.st_size == 9);
+  fd = openat (dirfd, "probe.py", O_RDONLY | O_CLOEXEC);
+  ck_assert_int_eq (read (fd, buf, sizeof (buf)), 9);
+  close (fd);
+  ck_assert_mem_eq (buf, "print(1)\n", 9);
+  ck_assert_int_eq (fstatat (dirfd, "config.json", &st, AT_SYMLINK_NOFOLLOW), 0);
+  ck_assert (S_ISREG (st.st_mode) && (st.st_mode & 07777) == 0444 && st.st_uid == 0);
+
+  /* A second write into the same directory refuses rather than overwrite.  */
+  sp_error_release (&err);
+  ck_assert_int_lt (sp_bundle_write (dirfd, &spec, "x", 1, &err), 0);
+
+  unlinkat (dirfd, "config.json", 0);
+  unlinkat (dirfd, "probe.py", 0);
+  unlinkat (dirfd, "out", 0);
+  unlinkat (dirfd, "repo", AT_REMOVEDIR);
+  ck_assert_int_eq (rmdir (dir), 0);
+}
+END_TEST
+
+static Suite *
+make_suite (void)
+{
+  Suite *s = suite_create ("bundle");
+  TCase *tc = tcase_create ("core");
+
+  tcase_add_unchecked_fixture (tc, load_profile, free_profile);
+  tcase_add_loop_test (tc, test_id_check, 0, sizeof (ids) / sizeof (ids[0]));
+  tcase_add_test (tc, test_container_id);
+  tcase_add_test (tc, test_render_is_deterministic);
+  tcase_add_test (tc, test_render_refuses_bad_specs);
+  tcase_add_test (tc, test_write_creates_the_four_entries);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+SP_CHECK_MAIN (make_suite)
