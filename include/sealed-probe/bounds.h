@@ -92,6 +92,52 @@
 #define SP_SECCOMP_ERRNO_MAX     4095 /* the kernel's MAX_ERRNO */
 #define SP_SECCOMP_BPF_MAX_INSNS 4096 /* the kernel's BPF_MAXINSNS */
 
+/* Local clones (docs/staging.md, "Local clones").  The safe tree copy
+   (tree_copy.c): a path inside the tree, a symlink target, a quoted path in
+   an error message, and the deepest tree any caller may ask for.  */
+#define SP_COPY_PATH_MAX        4096
+#define SP_COPY_LINK_MAX        4096
+#define SP_COPY_QUOTE_MAX_CHARS 128
+#define SP_COPY_DEPTH_CEILING   256
+#define SP_SEED_MAX_BYTES       (4ULL << 30) /* the default limits of one seed */
+#define SP_SEED_MAX_ENTRIES     (500ULL * 1000)
+#define SP_SEED_MAX_DEPTH       60 /* below the tree walks' SP_TREE_MAX_DEPTH */
+/* Git metadata (git_seed.c): HEAD and loose ref files, a ref name, the
+   packed-refs and config files, one config value, and symbolic-ref levels.  */
+#define SP_GIT_REF_FILE_MAX_BYTES    1100
+#define SP_GIT_REF_NAME_MAX          1024
+#define SP_GIT_PACKED_REFS_MAX_BYTES (64 * 1024 * 1024)
+#define SP_GIT_CONFIG_MAX_BYTES      (1024 * 1024)
+#define SP_GIT_CONFIG_VALUE_MAX      4096
+#define SP_GIT_SYMREF_MAX_DEPTH      5
+
+/* Staging (docs/staging.md): --clone flags of one stage run.  */
+#define SP_CLONE_FLAGS_MAX SP_CONFIG_MAX_REPOS
+
+/* The GitHub tarball source (docs/staging.md; src/seed/github_fetch.c and
+   tarball.c).  The three per-repository caps (tarball, entries, tree bytes)
+   are the caller's; these are their defaults and the fixed bounds.  */
+#define SP_GITHUB_DEFAULT_MAX_TARBALL_BYTES (512ULL << 20)
+#define SP_GITHUB_DEFAULT_MAX_ENTRIES       200000
+#define SP_GITHUB_DEFAULT_MAX_TREE_BYTES    (2ULL << 30)
+#define SP_GITHUB_COMMIT_BODY_MAX           128         /* the commits endpoint answers with the bare id */
+#define SP_GITHUB_DISCARD_BODY_MAX          (64 * 1024) /* a non-200 body is read and dropped, up to this */
+#define SP_GITHUB_TOKEN_MAX                 1024
+#define SP_GITHUB_REF_MAX                   255
+#define SP_GITHUB_URL_MAX                   4096 /* api_base, and a redirect's Location */
+#define SP_GITHUB_MAX_REDIRECTS             1    /* the API's one 302 to the codeload host */
+#define SP_GITHUB_CONNECT_TIMEOUT_SECONDS   30
+#define SP_GITHUB_LOW_SPEED_BYTES           1024 /* per second, sustained for ... */
+#define SP_GITHUB_LOW_SPEED_SECONDS         60   /* ... this long, or the transfer is abandoned */
+#define SP_GITHUB_TIMEOUT_SECONDS           1800 /* one request, whole */
+#define SP_TARBALL_PATH_MAX                 4096 /* bytes of a member's name */
+#define SP_TARBALL_LINK_MAX                 4096 /* bytes of a symlink target */
+#define SP_TARBALL_READ_BLOCK               (64 * 1024)
+/* The integrity pass inflates the whole stream before anything is written:
+   it may hold the tree's bytes plus, per entry, headers and padding.  */
+#define SP_TARBALL_ENTRY_OVERHEAD (16 * 1024)
+#define SP_TARBALL_TAIL_BYTES     (1024 * 1024)
+
 /* Budget ledger file (docs/threat-model.md).  */
 #define SP_LEDGER_MAX_BYTES 4096
 

@@ -15,6 +15,8 @@ struct verb
 };
 
 static const struct verb verbs[] = {
+  { "stage", sp_verb_stage, "make one immutable, sanitized seed per configured repository, then exit" },
+  { "unstage", sp_verb_unstage, "unmount and remove every staged seed" },
   { "config", sp_verb_config, "validate a sealedProbes config and print the effective settings" },
   { "bundle", sp_verb_bundle, "write the OCI bundle serve would run (--dry-run), and start nothing" },
 };

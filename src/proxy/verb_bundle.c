@@ -3,6 +3,7 @@
    policy: no network, no credentials, no runtime.  See docs/bundle.md.  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -19,14 +20,17 @@
 #include <sealed-probe/fileio.h>
 #include <sealed-probe/rootfs.h>
 #include <sealed-probe/seccomp_profile.h>
+#include <sealed-probe/seed_store.h>
 #include <sealed-probe/sha256.h>
+#include <sealed-probe/tree_copy.h>
 
 #include "config.h"
+#include "rmtree.h"
 #include "verbs.h"
 
 #define USAGE                                                                                                \
   "usage: sealed-probe-proxy bundle --dry-run --config PATH|- --repo OWNER/NAME --script PATH|- --out DIR\n" \
-  "                                 [--rootfs DIR]"
+  "                                 [--rootfs DIR] [--state DIR]"
 
 #define usage_error(...) (sp_verb_report ("bundle", __VA_ARGS__), fputs (USAGE "\n", stderr), SP_EXIT_USAGE)
 #define fail(...)        (sp_verb_report ("bundle", __VA_ARGS__), SP_EXIT_FAIL)
@@ -39,6 +43,7 @@ struct bundle_args
   const char *script;
   const char *out;
   const char *rootfs;
+  const char *state;
 };
 
 struct option_slot
@@ -53,7 +58,7 @@ parse_args (int argc, char **argv, struct bundle_args *a)
 {
   const struct option_slot slots[] = {
     { "--config", &a->config }, { "--repo", &a->repo },     { "--script", &a->script },
-    { "--out", &a->out },       { "--rootfs", &a->rootfs },
+    { "--out", &a->out },       { "--rootfs", &a->rootfs }, { "--state", &a->state },
   };
 
   for (int i = 1; i < argc; i++)
@@ -95,7 +100,7 @@ parse_args (int argc, char **argv, struct bundle_args *a)
   if (!a->dry_run)
     return usage_error ("--dry-run is required: bundle only writes bundles; serve runs them");
   for (size_t s = 0; s < sizeof (slots) / sizeof (slots[0]); s++)
-    if (*slots[s].value == NULL && slots[s].value != &a->rootfs)
+    if (*slots[s].value == NULL && slots[s].value != &a->rootfs && slots[s].value != &a->state)
       return usage_error ("%s is required", slots[s].name);
   if (strcmp (a->config, "-") == 0 && strcmp (a->script, "-") == 0)
     return usage_error ("--config and --script cannot both read standard input");
@@ -125,12 +130,56 @@ make_run_id (char out[SP_ID_MAX_CHARS + 1], sp_error_t *err)
 static void
 remove_bundle_dir (const char *path, int dirfd)
 {
+  sp_error_t err = NULL;
   static const char *const files[] = { SP_BUNDLE_CONFIG, SP_BUNDLE_SCRIPT, SP_BUNDLE_OUT };
 
   for (size_t i = 0; i < sizeof (files) / sizeof (files[0]); i++)
     unlinkat (dirfd, files[i], 0);
-  unlinkat (dirfd, SP_BUNDLE_REPO, AT_REMOVEDIR);
+  if (sp_remove_tree_at (dirfd, SP_BUNDLE_REPO, &err) < 0)
+    sp_error_release (&err);
   rmdir (path);
+}
+
+/* With --state: the staged seed of repo, verified (digest and read-only
+   mount) before anything is written.  Returns its open directory.  */
+static int
+open_staged_seed (const char *state, const char *repo, sp_error_t *err)
+{
+  cleanup_close int state_fd = -1;
+  struct sp_staged staged;
+  const struct sp_seed *seed;
+  int fd = -1;
+
+  if (sp_state_open (state, 0, &state_fd, err) < 0 || sp_staged_load (state_fd, &staged, err) < 0)
+    return -1;
+  seed = sp_staged_find (&staged, repo);
+  if (seed == NULL)
+    sp_make_error (err, 0, "`%s` has no staged seed (run `sealed-probe-proxy stage`)", repo);
+  else if (sp_seed_verify (state_fd, staged.run, seed, err) == 0)
+    fd = sp_seed_open (state_fd, staged.run, seed->index, err);
+  sp_staged_release (&staged);
+  return fd;
+}
+
+/* Snapshots the seed into repo/ as serve's copy mode does: a safe copy given
+   to the probe uid.  */
+static int
+snapshot_seed (int bundle_fd, int seed_fd, sp_error_t *err)
+{
+  static const struct sp_copy_options limits = {
+    .max_bytes = SP_SEED_MAX_BYTES,
+    .max_entries = SP_SEED_MAX_ENTRIES,
+    .max_depth = SP_SEED_MAX_DEPTH,
+    .owner_writable = true,
+  };
+  cleanup_close int repo_fd
+      = openat (bundle_fd, SP_BUNDLE_REPO, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+  if (repo_fd < 0)
+    return sp_make_error (err, errno, "%s", SP_BUNDLE_REPO);
+  if (sp_tree_copy (seed_fd, repo_fd, &limits, SP_PROBE_UID, SP_PROBE_GID, err) < 0)
+    return sp_error_wrap (err, "copy the seed into %s", SP_BUNDLE_REPO);
+  return 0;
 }
 
 int
@@ -142,6 +191,7 @@ sp_verb_bundle (int argc, char **argv)
   cleanup_free char *script = NULL;
   cleanup_free char *bundle_path = NULL;
   cleanup_close int dirfd = -1;
+  cleanup_close int seed_fd = -1;
   struct sp_rootfs_info rootfs = { 0 };
   struct bundle_args a = { 0 };
   struct sp_bundle_spec spec;
@@ -169,6 +219,8 @@ sp_verb_bundle (int argc, char **argv)
     return fail ("--script: %s", sp_error_message (err));
   if (script_len == 0)
     return fail ("--script: is empty; a request's script is 1 to %d bytes", SP_SCRIPT_MAX_BYTES);
+  if (a.state && (seed_fd = open_staged_seed (a.state, a.repo, &err)) < 0)
+    return fail ("--state: %s", sp_error_message (err));
   if (sp_rootfs_verify (a.rootfs, &rootfs, &err) < 0)
     return fail ("--rootfs: %s: %s", a.rootfs, sp_error_message (err));
   if (sp_seccomp_profile_load_builtin (&seccomp, &err) < 0 || make_run_id (run_id, &err) < 0)
@@ -205,6 +257,8 @@ sp_verb_bundle (int argc, char **argv)
     .seccomp = seccomp,
   };
   ret = sp_bundle_write (dirfd, &spec, script, script_len, &err);
+  if (ret == 0 && seed_fd >= 0)
+    ret = snapshot_seed (dirfd, seed_fd, &err);
   sp_rootfs_info_release (&rootfs);
   if (ret < 0)
     {

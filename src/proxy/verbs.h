@@ -9,6 +9,8 @@
 
 int sp_verb_config (int argc, char **argv);
 int sp_verb_bundle (int argc, char **argv);
+int sp_verb_stage (int argc, char **argv);
+int sp_verb_unstage (int argc, char **argv);
 
 /* Prints "sealed-probe-proxy: <verb>: <message>" on stderr.  Only main and the
    verbs print.  */

@@ -1,0 +1,36 @@
+/* The git metadata of a seed, handled without ever running git: reading the
+   commit from HEAD, loose refs and packed-refs, and sanitizing a copy of a
+   clone.  See docs/staging.md.  */
+#ifndef SEALED_PROBE_GIT_SEED_H
+#define SEALED_PROBE_GIT_SEED_H
+
+#include <sealed-probe/error.h>
+
+/* A commit id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits, plus NUL.  */
+#define SP_COMMIT_HEX_MAX 64
+
+/* Resolves HEAD in the git directory gitdirfd to a commit: HEAD is a commit
+   id or "ref: refs/...", followed through loose refs and packed-refs, at most
+   SP_GIT_SYMREF_MAX_DEPTH levels deep.  Ref names are checked before any
+   open, nothing is opened through a symlink, and every file read is capped.
+   An unborn branch fails with "HEAD points at refs/heads/NAME, which has no
+   commit".  */
+int sp_git_read_commit (int gitdirfd, char commit[SP_COMMIT_HEX_MAX + 1], sp_error_t *err);
+
+/* Sanitizes, in place, the seed tree under dirfd (a copy, never the
+   operator's clone) and reads its commit:
+   - refuses what v1 does not support, with a precise error: a `.git` that is
+     a file (`gitdir:`), alternates, linked worktrees (`worktrees/`,
+     `commondir`), submodules (a top-level `.gitmodules`, `.git/modules/`), a
+     nested `.git` below the top, a symlink or special file inside `.git`,
+     repository extensions other than objectformat (named in the error), and
+     a config its strict parser cannot read (with the line number);
+   - keeps only HEAD, objects, refs, packed-refs, index, sharedindex.<id>,
+     shallow, info and description in `.git`, with an empty `hooks/`, and
+     writes a fresh minimal `config` (core.repositoryformatversion, filemode,
+     bare, and extensions.objectformat for sha256): no remote, credential,
+     credential helper, url.*.insteadOf, core.fsmonitor, core.hooksPath or
+     include survives.  The new entries get the owner of `.git`.  */
+int sp_git_sanitize (int dirfd, char commit[SP_COMMIT_HEX_MAX + 1], sp_error_t *err);
+
+#endif

@@ -1,0 +1,72 @@
+/* The staged seeds in the state directory (docs/staging.md):
+     STATE/seeds/RUN/K/   one immutable seed per configured repository
+     STATE/staged.json    which run is current, and each seed's repository,
+                          source, commit and content digest (mode 0600)
+   STATE is the protected state directory, root's and mode 0700.  */
+#ifndef SEALED_PROBE_SEED_STORE_H
+#define SEALED_PROBE_SEED_STORE_H
+
+#include <stddef.h>
+
+#include <sealed-probe/bounds.h>
+#include <sealed-probe/error.h>
+#include <sealed-probe/git_seed.h>
+#include <sealed-probe/sha256.h>
+
+#define SP_STAGED_FILE "staged.json"
+#define SP_SEEDS_DIR   "seeds"
+
+enum sp_seed_source
+{
+  SP_SEED_LOCAL,
+  SP_SEED_GITHUB,
+};
+
+struct sp_seed
+{
+  char *repo;
+  unsigned index; /* the seed is seeds/RUN/INDEX */
+  enum sp_seed_source source;
+  char commit[SP_COMMIT_HEX_MAX + 1];
+  char digest[SP_DIGEST_TEXT_SIZE];
+};
+
+struct sp_staged
+{
+  char run[SP_ID_MAX_CHARS + 1];
+  struct sp_seed *seeds;
+  size_t n;
+};
+
+/* Opens (creating it, 0700, when absent) the state directory.  Refuses one
+   that is not root's, or that group or others may write or enter.  */
+int sp_state_open (const char *path, int create, int *dirfd, sp_error_t *err);
+
+/* "local" or "github".  */
+const char *sp_seed_source_name (enum sp_seed_source source);
+
+/* Writes STATE/staged.json atomically (0600).  */
+int sp_staged_write (int state_dirfd, const struct sp_staged *staged, sp_error_t *err);
+
+/* Reads STATE/staged.json strictly: a malformed file is an error.  */
+int sp_staged_load (int state_dirfd, struct sp_staged *out, sp_error_t *err);
+
+const struct sp_seed *sp_staged_find (const struct sp_staged *staged, const char *repo);
+
+void sp_staged_release (struct sp_staged *staged);
+
+/* Opens the seed's directory without following any symlink.  */
+int sp_seed_open (int state_dirfd, const char *run, unsigned index, sp_error_t *err);
+
+/* Re-checks a staged seed: its tree still digests to the recorded digest, and
+   it is on a read-only mount.  Errors name both digests.  */
+int sp_seed_verify (int state_dirfd, const char *run, const struct sp_seed *seed, sp_error_t *err);
+
+/* Seals seeds/RUN: read-only bind-mounts it onto itself (nosuid, nodev,
+   noexec), so that not even root on the host can change a seed by accident.  */
+int sp_seed_run_seal (int state_dirfd, const char *run, sp_error_t *err);
+
+/* Unmounts and removes every run under seeds/, and staged.json.  */
+int sp_seed_store_reset (int state_dirfd, sp_error_t *err);
+
+#endif

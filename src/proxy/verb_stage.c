@@ -1,0 +1,364 @@
+/* sealed-probe-proxy stage: the trusted staging phase.  It takes the
+   credentials out of its environment first, materializes one immutable,
+   sanitized seed per configured repository, records each seed's commit and
+   digest in the protected state directory, and exits.  It is the only phase
+   that holds credentials or touches the network.  See docs/staging.md.  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sealed-probe/bounds.h>
+#include <sealed-probe/catalog.h>
+#include <sealed-probe/cleanup.h>
+#include <sealed-probe/config.h>
+#include <sealed-probe/git_seed.h>
+#include <sealed-probe/github_fetch.h>
+#include <sealed-probe/secret_env.h>
+#include <sealed-probe/seed_store.h>
+#include <sealed-probe/tree_copy.h>
+#include <sealed-probe/tree_digest.h>
+
+#include "config.h"
+#include "normalize.h"
+#include "rmtree.h"
+#include "verbs.h"
+
+#define USAGE                                                                                                \
+  "usage: sealed-probe-proxy stage --config PATH|- [--catalog FILE] [--clone OWNER/NAME=PATH]...\n"          \
+  "                                [--state DIR] [--github-api URL] [--github-codeload HOST]\n"              \
+  "                                [--github-ref REF] [--github-ca FILE]"
+
+#define usage_error(...) (sp_verb_report ("stage", __VA_ARGS__), fputs (USAGE "\n", stderr), SP_EXIT_USAGE)
+#define fail(...)        (sp_verb_report ("stage", __VA_ARGS__), SP_EXIT_FAIL)
+
+/* The token's names, in the order they are tried.  Both are always wiped.  */
+static const char *const token_names[] = { "GH_TOKEN", "GITHUB_TOKEN", NULL };
+
+struct stage_args
+{
+  const char *config;
+  const char *catalog;
+  const char *state;
+  const char *github_api;
+  const char *github_codeload;
+  const char *github_ref;
+  const char *github_ca;
+  const char *clones[SP_CLONE_FLAGS_MAX];
+  size_t n_clones;
+};
+
+struct option_slot
+{
+  const char *name;
+  const char **value;
+};
+
+static int
+parse_args (int argc, char **argv, struct stage_args *a)
+{
+  const struct option_slot slots[] = {
+    { "--config", &a->config },
+    { "--catalog", &a->catalog },
+    { "--state", &a->state },
+    { "--github-api", &a->github_api },
+    { "--github-codeload", &a->github_codeload },
+    { "--github-ref", &a->github_ref },
+    { "--github-ca", &a->github_ca },
+    { "--clone", NULL },
+  };
+
+  for (int i = 1; i < argc; i++)
+    {
+      const char *arg = argv[i];
+      const struct option_slot *slot = NULL;
+      const char *value = NULL;
+
+      if (strcmp (arg, "--help") == 0 || strcmp (arg, "-h") == 0)
+        return -1;
+      for (size_t s = 0; s < sizeof (slots) / sizeof (slots[0]) && slot == NULL; s++)
+        {
+          size_t n = strlen (slots[s].name);
+
+          if (strcmp (arg, slots[s].name) == 0)
+            {
+              if (i + 1 >= argc)
+                return usage_error ("%s needs a value", arg);
+              slot = &slots[s], value = argv[++i];
+            }
+          else if (strncmp (arg, slots[s].name, n) == 0 && arg[n] == '=')
+            slot = &slots[s], value = arg + n + 1;
+        }
+      if (slot == NULL)
+        return arg[0] == '-' ? usage_error ("unknown option `%s`", arg)
+                             : usage_error ("unexpected argument `%s`", arg);
+      if (value[0] == '\0')
+        return usage_error ("%s needs a non-empty value", slot->name);
+      if (slot->value == NULL)
+        {
+          if (a->n_clones == SP_CLONE_FLAGS_MAX)
+            return usage_error ("--clone given more than %d times", SP_CLONE_FLAGS_MAX);
+          a->clones[a->n_clones++] = value;
+          continue;
+        }
+      if (*slot->value != NULL)
+        return usage_error ("%s given twice", slot->name);
+      *slot->value = value;
+    }
+  if (a->config == NULL)
+    return usage_error ("--config is required");
+  if (a->state == NULL)
+    a->state = SP_DEFAULT_STATE;
+  if (a->github_api == NULL)
+    a->github_api = "https://api.github.com";
+  if (a->github_codeload == NULL)
+    a->github_codeload = "codeload.github.com";
+  if (a->github_ref == NULL)
+    a->github_ref = "HEAD";
+  return SP_EXIT_OK;
+}
+
+/* True when an executable named name is on PATH.  Staging never runs it: it
+   holds credentials, and runs no child at all.  */
+static int
+on_path (const char *name)
+{
+  const char *path = getenv ("PATH");
+  cleanup_free char *copy = strdup (path ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
+  char *save = NULL;
+
+  for (char *dir = copy ? strtok_r (copy, ":", &save) : NULL; dir; dir = strtok_r (NULL, ":", &save))
+    {
+      cleanup_free char *full = NULL;
+
+      if (asprintf (&full, "%s/%s", dir, name) >= 0 && access (full, X_OK) == 0)
+        return 1;
+    }
+  return 0;
+}
+
+/* The checks the issue calls preflight: every one is an operator error before
+   any seed is made.  (The config loader has already refused unsafe or
+   duplicate repositories, bad limits and unknown interpreters.)  */
+static int
+preflight (const struct sp_config *config, const struct sp_catalog *catalog, const char *token,
+           sp_error_t *err)
+{
+  if (config->runtime != SP_RUNTIME_RUNC)
+    return sp_make_error (err, 0,
+                          "sealedProbes.runtime: `%s` is not supported by this build yet (supported: runc); "
+                          "the proxy never falls back to another runtime",
+                          sp_runtime_name (config->runtime));
+  if (!on_path ("runc"))
+    return sp_make_error (err, 0, "sealedProbes.runtime: `runc` is not installed (no runc on PATH)");
+  for (size_t i = 0; i < config->n_private_repos; i++)
+    if (sp_catalog_lookup (catalog, config->private_repos[i]) == NULL && token == NULL)
+      return sp_make_error (
+          err, 0,
+          "credentials: `%s` has no local clone (--clone or --catalog), so it is staged from "
+          "GitHub, which needs GH_TOKEN or GITHUB_TOKEN; neither is set",
+          config->private_repos[i]);
+  if (geteuid () != 0)
+    return sp_make_error (err, 0, "stage needs root: it gives every seed to root and mounts it read-only");
+  return 0;
+}
+
+static int
+make_run_id (char out[SP_ID_MAX_CHARS + 1], sp_error_t *err)
+{
+  uint8_t bytes[6];
+
+  if (getrandom (bytes, sizeof (bytes), 0) != (ssize_t)sizeof (bytes))
+    return sp_make_error (err, errno, "getrandom");
+  for (size_t i = 0; i < sizeof (bytes); i++)
+    snprintf (out + 2 * i, 3, "%02x", bytes[i]);
+  return 0;
+}
+
+/* Produces seeds/RUN/INDEX for one repository: a sanitized copy of its local
+   clone, or its GitHub tarball; then read-only modes, owner root, and its
+   digest.  */
+static int
+stage_one (int run_fd, struct sp_seed *seed, const char *clone, const struct sp_github_source *github,
+           sp_error_t *err)
+{
+  static const struct sp_copy_options limits = {
+    .max_bytes = SP_SEED_MAX_BYTES,
+    .max_entries = SP_SEED_MAX_ENTRIES,
+    .max_depth = SP_SEED_MAX_DEPTH,
+  };
+  cleanup_close int seed_fd = -1;
+  char name[16];
+
+  snprintf (name, sizeof (name), "%u", seed->index);
+  if (mkdirat (run_fd, name, 0700) < 0)
+    return sp_make_error (err, errno, "seed directory");
+  seed_fd = openat (run_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (seed_fd < 0)
+    return sp_make_error (err, errno, "seed directory");
+
+  if (clone != NULL)
+    {
+      /* The operator's path is trusted; what is under it is not.  */
+      cleanup_close int clone_fd = open (clone, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+      seed->source = SP_SEED_LOCAL;
+      if (clone_fd < 0)
+        return sp_make_error (err, errno, "local clone `%s`", clone);
+      if (sp_tree_copy (clone_fd, seed_fd, &limits, 0, 0, err) < 0)
+        return sp_error_wrap (err, "local clone `%s`", clone);
+      if (sp_git_sanitize (seed_fd, seed->commit, err) < 0)
+        return sp_error_wrap (err, "local clone `%s`", clone);
+    }
+  else
+    {
+      seed->source = SP_SEED_GITHUB;
+      if (sp_github_fetch (github, seed->repo, seed_fd, seed->commit, err) < 0)
+        return -1;
+    }
+  if (sp_rootfs_normalize (seed_fd, err) < 0)
+    return sp_error_wrap (err, "make the seed read-only");
+  return sp_tree_digest (seed_fd, seed->digest, err);
+}
+
+static int
+stage_all (int state_fd, const struct sp_config *config, const struct sp_catalog *catalog,
+           const struct sp_github_source *github, struct sp_staged *staged, sp_error_t *err)
+{
+  cleanup_close int seeds_fd = -1;
+  cleanup_close int run_fd = -1;
+
+  if (mkdirat (state_fd, SP_SEEDS_DIR, 0700) < 0 && errno != EEXIST)
+    return sp_make_error (err, errno, "%s", SP_SEEDS_DIR);
+  seeds_fd = openat (state_fd, SP_SEEDS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (seeds_fd < 0)
+    return sp_make_error (err, errno, "%s", SP_SEEDS_DIR);
+  if (mkdirat (seeds_fd, staged->run, 0700) < 0)
+    return sp_make_error (err, errno, "%s/%s", SP_SEEDS_DIR, staged->run);
+  run_fd = openat (seeds_fd, staged->run, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (run_fd < 0)
+    return sp_make_error (err, errno, "%s/%s", SP_SEEDS_DIR, staged->run);
+
+  for (size_t i = 0; i < config->n_private_repos; i++)
+    {
+      struct sp_seed *seed = &staged->seeds[i];
+
+      seed->repo = config->private_repos[i];
+      seed->index = (unsigned)i;
+      if (stage_one (run_fd, seed, sp_catalog_lookup (catalog, seed->repo), github, err) < 0)
+        return sp_error_wrap (err, "%s", seed->repo);
+      staged->n++;
+    }
+  if (fchmod (run_fd, 0555) < 0)
+    return sp_make_error (err, errno, "%s/%s: chmod", SP_SEEDS_DIR, staged->run);
+  if (sp_seed_run_seal (state_fd, staged->run, err) < 0)
+    return -1;
+  /* Re-read every seed through its read-only mount before recording it.  */
+  for (size_t i = 0; i < staged->n; i++)
+    if (sp_seed_verify (state_fd, staged->run, &staged->seeds[i], err) < 0)
+      return -1;
+  return sp_staged_write (state_fd, staged, err);
+}
+
+/* A failed stage leaves nothing: the run's mount and directory go.  */
+static void
+discard_run (int state_fd, const char *run)
+{
+  cleanup_close int seeds_fd
+      = openat (state_fd, SP_SEEDS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  cleanup_error sp_error_t err = NULL;
+  char proc[64];
+  int fd;
+
+  if (seeds_fd < 0)
+    return;
+  fd = openat (seeds_fd, run, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0)
+    {
+      snprintf (proc, sizeof (proc), "/proc/self/fd/%d", fd);
+      umount2 (proc, MNT_DETACH);
+      close (fd);
+    }
+  sp_remove_tree_at (seeds_fd, run, &err);
+}
+
+int
+sp_verb_stage (int argc, char **argv)
+{
+  /* First of all, before anything can fail or print: the token leaves the
+     environment, and lives only in this copy until exit.  */
+  cleanup_secret char *token = sp_secret_env_take (token_names, NULL);
+  cleanup_error sp_error_t err = NULL;
+  cleanup_config struct sp_config *config = NULL;
+  cleanup_close int state_fd = -1;
+  struct sp_catalog catalog = { 0 };
+  struct sp_staged staged = { 0 };
+  struct stage_args a = { 0 };
+  struct sp_github_source github;
+  int ret;
+
+  ret = parse_args (argc, argv, &a);
+  if (ret < 0)
+    {
+      printf ("%s\n", USAGE);
+      return SP_EXIT_OK;
+    }
+  if (ret != SP_EXIT_OK)
+    return ret;
+
+  if (sp_config_load (a.config, &config, &err) < 0)
+    return fail ("%s: %s", a.config, sp_error_message (err));
+  if (!config->enabled)
+    return fail ("%s: sealedProbes.enabled: is false, so there is nothing to stage", a.config);
+  ret = SP_EXIT_FAIL;
+  if (a.catalog && sp_catalog_load (&catalog, config, a.catalog, &err) < 0)
+    goto out;
+  for (size_t i = 0; i < a.n_clones; i++)
+    if (sp_catalog_add (&catalog, config, a.clones[i], "--clone", &err) < 0)
+      goto out;
+  if (preflight (config, &catalog, token, &err) < 0 || sp_state_open (a.state, 1, &state_fd, &err) < 0
+      || make_run_id (staged.run, &err) < 0)
+    goto out;
+
+  github = (struct sp_github_source){
+    .api_base = a.github_api,
+    .codeload_host = a.github_codeload,
+    .ref = a.github_ref,
+    .ca_file = a.github_ca,
+    .token = token,
+    .max_tarball_bytes = SP_GITHUB_DEFAULT_MAX_TARBALL_BYTES,
+    .max_entries = SP_GITHUB_DEFAULT_MAX_ENTRIES,
+    .max_tree_bytes = SP_GITHUB_DEFAULT_MAX_TREE_BYTES,
+  };
+  staged.seeds = calloc (config->n_private_repos, sizeof (*staged.seeds));
+  if (staged.seeds == NULL)
+    {
+      sp_make_error (&err, ENOMEM, "seeds");
+      goto out;
+    }
+  if (stage_all (state_fd, config, &catalog, &github, &staged, &err) < 0)
+    {
+      discard_run (state_fd, staged.run);
+      goto out;
+    }
+  for (size_t i = 0; i < staged.n; i++)
+    printf ("staged %s from %s: commit %s, %s\n", staged.seeds[i].repo,
+            sp_seed_source_name (staged.seeds[i].source), staged.seeds[i].commit, staged.seeds[i].digest);
+  printf ("staged run %s: %zu seed(s) in %s/%s/%s, recorded in %s/%s\n", staged.run, staged.n, a.state,
+          SP_SEEDS_DIR, staged.run, a.state, SP_STAGED_FILE);
+  ret = fflush (stdout) == 0 ? SP_EXIT_OK : SP_EXIT_FAIL;
+
+out:
+  if (err)
+    sp_verb_report ("stage", "%s", sp_error_message (err));
+  /* The repository names belong to config; only the array is ours.  */
+  free (staged.seeds);
+  sp_catalog_release (&catalog);
+  return ret;
+}

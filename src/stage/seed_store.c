@@ -1,0 +1,360 @@
+/* The staged seeds: see include/sealed-probe/seed_store.h.  */
+#define _GNU_SOURCE
+#include <sealed-probe/seed_store.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <sealed-probe/bundle.h>
+#include <sealed-probe/cleanup.h>
+#include <sealed-probe/fileio.h>
+#include <sealed-probe/json.h>
+#include <sealed-probe/repo_name.h>
+#include <sealed-probe/tree_digest.h>
+#include <sealed-probe/yajl_util.h>
+
+#include "rmtree.h"
+
+#define STAGED_VERSION   1
+#define STAGED_MAX_BYTES (256 * 1024)
+
+int
+sp_state_open (const char *path, int create, int *dirfd, sp_error_t *err)
+{
+  cleanup_close int fd = -1;
+  struct stat st;
+
+  if (create && mkdir (path, 0700) < 0 && errno != EEXIST)
+    return sp_make_error (err, errno, "state directory `%s`: mkdir", path);
+  fd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return sp_make_error (err, errno, "state directory `%s`", path);
+  if (fstat (fd, &st) < 0)
+    return sp_make_error (err, errno, "state directory `%s`: stat", path);
+  if (st.st_uid != 0 || (st.st_mode & 077) != 0)
+    return sp_make_error (err, 0, "state directory `%s`: must be root's with mode 0700 (it is %u, %04o)",
+                          path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+  *dirfd = get_and_reset_fd (&fd);
+  return 0;
+}
+
+const char *
+sp_seed_source_name (enum sp_seed_source source)
+{
+  return source == SP_SEED_GITHUB ? "github" : "local";
+}
+
+static unsigned
+gen_str (yajl_gen g, const char *s)
+{
+  return yajl_gen_string (g, (const unsigned char *)s, strlen (s));
+}
+
+int
+sp_staged_write (int state_dirfd, const struct sp_staged *staged, sp_error_t *err)
+{
+  cleanup_yajl_gen yajl_gen g = yajl_gen_alloc (NULL);
+  const unsigned char *buf;
+  size_t len;
+  unsigned st = 0;
+
+  if (g == NULL)
+    return sp_make_error (err, ENOMEM, "%s", SP_STAGED_FILE);
+  st |= yajl_gen_map_open (g);
+  st |= gen_str (g, "version") | yajl_gen_integer (g, STAGED_VERSION);
+  st |= gen_str (g, "run") | gen_str (g, staged->run);
+  st |= gen_str (g, "seeds") | yajl_gen_array_open (g);
+  for (size_t i = 0; i < staged->n; i++)
+    {
+      const struct sp_seed *s = &staged->seeds[i];
+
+      st |= yajl_gen_map_open (g);
+      st |= gen_str (g, "repo") | gen_str (g, s->repo);
+      st |= gen_str (g, "index") | yajl_gen_integer (g, s->index);
+      st |= gen_str (g, "source") | gen_str (g, sp_seed_source_name (s->source));
+      st |= gen_str (g, "commit") | gen_str (g, s->commit);
+      st |= gen_str (g, "digest") | gen_str (g, s->digest);
+      st |= yajl_gen_map_close (g);
+    }
+  st |= yajl_gen_array_close (g) | yajl_gen_map_close (g);
+  if (st != yajl_gen_status_ok || yajl_gen_get_buf (g, &buf, &len) != yajl_gen_status_ok)
+    return sp_make_error (err, 0, "%s: cannot render", SP_STAGED_FILE);
+  return sp_write_file_atomic_at (state_dirfd, SP_STAGED_FILE, buf, len, 0600, err);
+}
+
+static int
+is_hex (const char *s, size_t len)
+{
+  for (size_t i = 0; i < len; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+      return 0;
+  return s[len] == '\0';
+}
+
+/* A string member of obj, or NULL.  */
+static const char *
+string_member (const struct sp_json *obj, const char *key)
+{
+  const struct sp_json *v = sp_json_object_get (obj, key);
+
+  return v && v->type == SP_JSON_STRING ? v->u.string.data : NULL;
+}
+
+static int
+load_seed (const struct sp_json *item, size_t i, struct sp_seed *seed, sp_error_t *err)
+{
+  const char *repo = string_member (item, "repo");
+  const char *source = string_member (item, "source");
+  const char *commit = string_member (item, "commit");
+  const char *digest = string_member (item, "digest");
+  cleanup_error sp_error_t name_err = NULL;
+  int64_t index;
+
+  if (item->type != SP_JSON_OBJECT || item->u.object.len != 5)
+    return sp_make_error (err, 0, "%s: seeds[%zu]: must be an object of exactly five members", SP_STAGED_FILE,
+                          i);
+  if (repo == NULL || sp_repo_name_check (repo, strlen (repo), &name_err) < 0)
+    return sp_make_error (err, 0, "%s: seeds[%zu].repo: must be a repository name", SP_STAGED_FILE, i);
+  if (sp_json_integer (sp_json_object_get (item, "index"), 0, SP_CONFIG_MAX_REPOS - 1, &index) < 0)
+    return sp_make_error (err, 0, "%s: seeds[%zu].index: must be an integer from 0 to %d", SP_STAGED_FILE, i,
+                          SP_CONFIG_MAX_REPOS - 1);
+  if (source == NULL || (strcmp (source, "local") != 0 && strcmp (source, "github") != 0))
+    return sp_make_error (err, 0, "%s: seeds[%zu].source: must be \"local\" or \"github\"", SP_STAGED_FILE,
+                          i);
+  if (commit == NULL || (strlen (commit) != 40 && strlen (commit) != 64) || !is_hex (commit, strlen (commit)))
+    return sp_make_error (err, 0, "%s: seeds[%zu].commit: must be 40 or 64 lowercase hex digits",
+                          SP_STAGED_FILE, i);
+  if (digest == NULL || strlen (digest) != SP_DIGEST_TEXT_SIZE - 1
+      || strncmp (digest, SP_DIGEST_PREFIX, strlen (SP_DIGEST_PREFIX)) != 0
+      || !is_hex (digest + strlen (SP_DIGEST_PREFIX), SP_SHA256_HEX))
+    return sp_make_error (err, 0, "%s: seeds[%zu].digest: must be sha256:<64 hex digits>", SP_STAGED_FILE, i);
+
+  seed->repo = strdup (repo);
+  if (seed->repo == NULL)
+    return sp_make_error (err, ENOMEM, "%s", SP_STAGED_FILE);
+  seed->index = (unsigned)index;
+  seed->source = strcmp (source, "github") == 0 ? SP_SEED_GITHUB : SP_SEED_LOCAL;
+  strcpy (seed->commit, commit);
+  strcpy (seed->digest, digest);
+  return 0;
+}
+
+int
+sp_staged_load (int state_dirfd, struct sp_staged *out, sp_error_t *err)
+{
+  cleanup_close int fd = -1;
+  cleanup_free char *text = NULL;
+  cleanup_json struct sp_json *doc = NULL;
+  cleanup_error sp_error_t id_err = NULL;
+  const struct sp_json *seeds;
+  const char *run;
+  int64_t version;
+  size_t len;
+
+  memset (out, 0, sizeof (*out));
+  fd = openat (state_dirfd, SP_STAGED_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return sp_make_error (err, errno, "%s (run `sealed-probe-proxy stage` first)", SP_STAGED_FILE);
+  if (sp_read_fd_capped (fd, STAGED_MAX_BYTES, &text, &len, err) < 0)
+    return sp_error_wrap (err, "%s", SP_STAGED_FILE);
+  if (sp_json_parse (text, len, 4, &doc, err) < 0)
+    return sp_error_wrap (err, "%s", SP_STAGED_FILE);
+  run = string_member (doc, "run");
+  seeds = sp_json_object_get (doc, "seeds");
+  if (doc->type != SP_JSON_OBJECT || doc->u.object.len != 3
+      || sp_json_integer (sp_json_object_get (doc, "version"), STAGED_VERSION, STAGED_VERSION, &version) < 0)
+    return sp_make_error (err, 0, "%s: must be a version %d object of version, run and seeds", SP_STAGED_FILE,
+                          STAGED_VERSION);
+  if (run == NULL || sp_bundle_id_check (run, &id_err) < 0)
+    return sp_make_error (err, 0, "%s: run: must be a run id", SP_STAGED_FILE);
+  if (seeds == NULL || seeds->type != SP_JSON_ARRAY || seeds->u.array.len == 0
+      || seeds->u.array.len > SP_CONFIG_MAX_REPOS)
+    return sp_make_error (err, 0, "%s: seeds: must be an array of 1 to %d seeds", SP_STAGED_FILE,
+                          SP_CONFIG_MAX_REPOS);
+
+  strcpy (out->run, run);
+  out->seeds = calloc (seeds->u.array.len, sizeof (*out->seeds));
+  if (out->seeds == NULL)
+    return sp_make_error (err, ENOMEM, "%s", SP_STAGED_FILE);
+  for (size_t i = 0; i < seeds->u.array.len; i++)
+    {
+      if (load_seed (seeds->u.array.items[i], i, &out->seeds[i], err) < 0)
+        {
+          sp_staged_release (out);
+          return -1;
+        }
+      out->n++;
+      for (size_t j = 0; j < i; j++)
+        if (strcmp (out->seeds[j].repo, out->seeds[i].repo) == 0
+            || out->seeds[j].index == out->seeds[i].index)
+          {
+            sp_staged_release (out);
+            return sp_make_error (err, 0, "%s: seeds[%zu]: repeats a repository or an index", SP_STAGED_FILE,
+                                  i);
+          }
+    }
+  return 0;
+}
+
+const struct sp_seed *
+sp_staged_find (const struct sp_staged *staged, const char *repo)
+{
+  for (size_t i = 0; i < staged->n; i++)
+    if (strcmp (staged->seeds[i].repo, repo) == 0)
+      return &staged->seeds[i];
+  return NULL;
+}
+
+void
+sp_staged_release (struct sp_staged *staged)
+{
+  for (size_t i = 0; i < staged->n; i++)
+    free (staged->seeds[i].repo);
+  free (staged->seeds);
+  staged->seeds = NULL;
+  staged->n = 0;
+}
+
+/* Opens dirfd/path beneath dirfd, never through a symlink.  */
+static int
+open_beneath (int dirfd, const char *path, int flags)
+{
+  struct open_how how = {
+    .flags = (uint64_t)(flags | O_CLOEXEC),
+    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+  };
+
+  return (int)syscall (SYS_openat2, dirfd, path, &how, sizeof (how));
+}
+
+int
+sp_seed_open (int state_dirfd, const char *run, unsigned index, sp_error_t *err)
+{
+  char path[128];
+  int fd;
+
+  snprintf (path, sizeof (path), "%s/%s/%u", SP_SEEDS_DIR, run, index);
+  fd = open_beneath (state_dirfd, path, O_RDONLY | O_DIRECTORY);
+  if (fd < 0)
+    return sp_make_error (err, errno, "seed `%s`", path);
+  return fd;
+}
+
+int
+sp_seed_verify (int state_dirfd, const char *run, const struct sp_seed *seed, sp_error_t *err)
+{
+  cleanup_close int fd = sp_seed_open (state_dirfd, run, seed->index, err);
+  char digest[SP_DIGEST_TEXT_SIZE];
+  struct statvfs vfs;
+
+  if (fd < 0)
+    return sp_error_wrap (err, "%s", seed->repo);
+  if (fstatvfs (fd, &vfs) < 0)
+    return sp_make_error (err, errno, "%s: seed: statvfs", seed->repo);
+  if (!(vfs.f_flag & ST_RDONLY))
+    return sp_make_error (err, 0, "%s: the seed is not on a read-only mount", seed->repo);
+  if (sp_tree_digest (fd, digest, err) < 0)
+    return sp_error_wrap (err, "%s: seed", seed->repo);
+  if (strcmp (digest, seed->digest) != 0)
+    return sp_make_error (err, 0, "%s: the seed changed: %s records %s but it digests to %s", seed->repo,
+                          SP_STAGED_FILE, seed->digest, digest);
+  return 0;
+}
+
+/* The path of an fd, for mount(2), which takes paths: the mount lands on the
+   very directory the fd names, whatever happens to the path meanwhile.  */
+static void
+fd_path (int fd, char out[64])
+{
+  snprintf (out, 64, "/proc/self/fd/%d", fd);
+}
+
+int
+sp_seed_run_seal (int state_dirfd, const char *run, sp_error_t *err)
+{
+  cleanup_close int dir = -1;
+  cleanup_close int mounted = -1;
+  char path[128], proc[64];
+
+  snprintf (path, sizeof (path), "%s/%s", SP_SEEDS_DIR, run);
+  dir = open_beneath (state_dirfd, path, O_PATH | O_DIRECTORY);
+  if (dir < 0)
+    return sp_make_error (err, errno, "%s", path);
+  fd_path (dir, proc);
+  if (mount (proc, proc, NULL, MS_BIND, NULL) < 0)
+    return sp_make_error (err, errno, "%s: bind-mount onto itself", path);
+  /* Reopen: the old fd still names the directory under the new mount.  */
+  mounted = open_beneath (state_dirfd, path, O_PATH | O_DIRECTORY);
+  if (mounted < 0)
+    return sp_make_error (err, errno, "%s: reopen", path);
+  fd_path (mounted, proc);
+  if (mount (NULL, proc, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+    {
+      int saved = errno;
+      umount2 (proc, MNT_DETACH);
+      return sp_make_error (err, saved, "%s: remount read-only", path);
+    }
+  return 0;
+}
+
+/* Unmounts seeds/NAME if it is a mount point (every mount stacked there).  */
+static int
+unseal (int seeds_fd, const char *name, sp_error_t *err)
+{
+  for (int i = 0; i < 16; i++)
+    {
+      cleanup_close int fd = openat (seeds_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      char proc[64];
+
+      if (fd < 0)
+        return sp_make_error (err, errno, "%s/%s", SP_SEEDS_DIR, name);
+      fd_path (fd, proc);
+      if (umount2 (proc, MNT_DETACH) < 0)
+        {
+          if (errno == EINVAL)
+            return 0; /* not a mount point: done */
+          return sp_make_error (err, errno, "%s/%s: unmount", SP_SEEDS_DIR, name);
+        }
+    }
+  return sp_make_error (err, 0, "%s/%s: still mounted after 16 unmounts", SP_SEEDS_DIR, name);
+}
+
+int
+sp_seed_store_reset (int state_dirfd, sp_error_t *err)
+{
+  cleanup_close int seeds_fd = -1;
+  cleanup_dir DIR *dir = NULL;
+  struct dirent *de;
+
+  if (unlinkat (state_dirfd, SP_STAGED_FILE, 0) < 0 && errno != ENOENT)
+    return sp_make_error (err, errno, "%s: remove", SP_STAGED_FILE);
+  seeds_fd = openat (state_dirfd, SP_SEEDS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (seeds_fd < 0)
+    return errno == ENOENT ? 0 : sp_make_error (err, errno, "%s", SP_SEEDS_DIR);
+  dir = fdopendir (dup (seeds_fd));
+  if (dir == NULL)
+    return sp_make_error (err, errno, "%s: list", SP_SEEDS_DIR);
+  while ((errno = 0, de = readdir (dir)) != NULL)
+    {
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+        continue;
+      if (unseal (seeds_fd, de->d_name, err) < 0 || sp_remove_tree_at (seeds_fd, de->d_name, err) < 0)
+        return sp_error_wrap (err, "reset");
+    }
+  if (errno != 0)
+    return sp_make_error (err, errno, "%s: list", SP_SEEDS_DIR);
+  if (unlinkat (state_dirfd, SP_SEEDS_DIR, AT_REMOVEDIR) < 0)
+    return sp_make_error (err, errno, "%s: remove", SP_SEEDS_DIR);
+  return 0;
+}

@@ -1,0 +1,379 @@
+"""Staging end to end: `sealed-probe-proxy stage` on local clones with hostile
+content and on a fake GitHub over real HTTPS on loopback, then probes under
+real runc against bundles made from the staged seeds (docs/staging.md)."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sp_harness import Tap, cached_rootfs, env_path, require_root_and  # noqa: E402
+
+PROXY = env_path("SP_PROXY")
+require_root_and("runc", "git", "openssl")
+from sp_github_fake import FakeGitHub, tarball  # noqa: E402
+
+ROOTFS = cached_rootfs()
+tap = Tap()
+work = tempfile.mkdtemp(prefix="sp-stage-test-")
+os.chmod(work, 0o711)
+GIT_ENV = {"PATH": "/usr/bin:/bin", "HOME": work, "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t",
+           "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+states = []
+counter = [0]
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", repo, *args], check=True, capture_output=True, text=True,
+                          env=GIT_ENV).stdout.strip()
+
+
+def make_clone(name, files):
+    path = os.path.join(work, "clones", name)
+    os.makedirs(path)
+    git(path, "init", "-q", "-b", "main")
+    for rel, data in files.items():
+        full = os.path.join(path, rel)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "wb") as f:
+            f.write(data)
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "fixture")
+    return path
+
+
+def write_config(repos, **extra):
+    counter[0] += 1
+    path = os.path.join(work, f"config-{counter[0]}.json")
+    block = {"enabled": True, "privateRepos": repos, "runtime": "runc"}
+    block.update(extra)
+    with open(path, "w") as f:
+        json.dump({"sealedProbes": block}, f)
+    return path
+
+
+def new_state():
+    counter[0] += 1
+    path = os.path.join(work, f"state-{counter[0]}")
+    states.append(path)
+    return path
+
+
+def stage(state, config, clones=(), env=None, extra=()):
+    argv = [PROXY, "stage", "--config", config, "--state", state] + list(extra)
+    for repo, path in clones:
+        argv += ["--clone", f"{repo}={path}"]
+    return subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
+                          env=env if env is not None else {"PATH": os.environ["PATH"]})
+
+
+def staged(state):
+    with open(os.path.join(state, "staged.json")) as f:
+        return json.load(f)
+
+
+def seed_dir(state, repo):
+    record = staged(state)
+    index = next(s["index"] for s in record["seeds"] if s["repo"] == repo)
+    return os.path.join(state, "seeds", record["run"], str(index))
+
+
+def probe(state, config, repo, script):
+    """Runs script against a bundle made from repo's seed; returns what the
+    probe wrote to /probe/out, or an error string."""
+    counter[0] += 1
+    bundle = os.path.join(work, f"bundle-{counter[0]}")
+    script_path = bundle + ".py"
+    with open(script_path, "w") as f:
+        f.write(script)
+    r = subprocess.run([PROXY, "bundle", "--dry-run", "--config", config, "--repo", repo, "--script", script_path,
+                        "--out", bundle, "--rootfs", ROOTFS, "--state", state],
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if r.returncode != 0:
+        return f"bundle failed: {r.stderr.strip()}"
+    runc_root = os.path.join(work, "runc")
+    cid = f"sp-stage-test-{os.getpid()}-{counter[0]}"
+    try:
+        run = subprocess.run(["runc", "--root", runc_root, "run", "--bundle", bundle, cid],
+                             capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    finally:
+        subprocess.run(["runc", "--root", runc_root, "delete", "--force", cid], capture_output=True)
+    with open(os.path.join(bundle, "out")) as f:
+        out = f.read()
+    subprocess.run(["rm", "-rf", bundle, script_path])
+    return out if run.returncode == 0 else f"runc failed: {run.stderr.strip()} {out}"
+
+
+def finder(needles, extra=""):
+    """A probe that answers YES when it can read any needle anywhere it can
+    reach from /probe/repo, following every symlink it meets."""
+    return f"""import json, os
+needles = {[n.encode() for n in needles]!r}
+found = []
+for dirpath, dirnames, filenames in os.walk("/probe/repo", followlinks=True):
+    for name in filenames + dirnames:
+        path = os.path.join(dirpath, name)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        found += [n for n in needles if n in data or n in path.encode()]
+{extra}
+with open("/probe/out", "w") as f:
+    json.dump({{"result": "YES" if found else "NO"}}, f)
+"""
+
+
+YES, NO = '{"result": "YES"}', '{"result": "NO"}'
+
+try:
+    # ---- sanitized local clones: the seed then passes the isolation probes ----
+    hooks = make_clone("hooks", {"README.md": b"hooks fixture\n"})
+    with open(os.path.join(hooks, ".git/hooks/post-checkout"), "w") as f:
+        f.write("#!/bin/sh\necho HOOK-CANARY-91\n")
+    os.chmod(os.path.join(hooks, ".git/hooks/post-checkout"), 0o755)
+
+    creds = make_clone("creds", {"README.md": b"creds fixture\n"})
+    git(creds, "config", "remote.origin.url", "https://user:ghp_CONFIGCANARY0000@github.com/acme/creds.git")
+    git(creds, "config", "url.https://evil.invalid/.insteadOf", "https://github.com/")
+    git(creds, "config", "credential.helper", "store --file /root/.git-credentials")
+    git(creds, "config", "core.fsmonitor", "/tmp/FSMONITOR-CANARY.sh")
+    git(creds, "config", "core.hooksPath", "/tmp/HOOKSPATH-CANARY")
+
+    state = new_state()
+    links = make_clone("links", {"README.md": b"links fixture\n"})
+    os.symlink("/etc/passwd", os.path.join(links, "passwd-link"))
+    os.symlink("../3", os.path.join(links, "sibling-relative"))
+    os.symlink(os.path.join(state, "seeds"), os.path.join(links, "seeds-absolute"))
+    git(links, "add", "-A")
+    git(links, "commit", "-q", "-m", "links")
+    sibling = make_clone("sibling", {"SECRET.txt": b"SIBLING-MARKER-55\n"})
+
+    # links is index 2 and sibling index 3: on the host, links' relative link
+    # reaches the sibling seed, and its absolute one every seed of the state.
+    config = write_config(["acme/hooks", "acme/creds", "acme/links", "acme/sibling"])
+    r = stage(state, config, [("acme/hooks", hooks), ("acme/creds", creds), ("acme/links", links),
+                              ("acme/sibling", sibling)])
+    tap.ok(r.returncode == 0 and r.stderr == "", "stage makes seeds of four local clones", r.stderr)
+    if r.returncode != 0:
+        raise SystemExit
+    record = staged(state)
+    tap.ok(len(record["seeds"]) == 4 and all(s["source"] == "local" and len(s["commit"]) == 40
+                                              for s in record["seeds"]),
+           "staged.json records each seed's source and commit", record)
+    tap.ok(record["seeds"][0]["commit"] == git(hooks, "rev-parse", "HEAD"),
+           "the recorded commit is the clone's HEAD, read without git")
+    st = os.stat(os.path.join(state, "staged.json"))
+    tap.ok(st.st_mode & 0o777 == 0o600 and os.stat(state).st_mode & 0o777 == 0o700,
+           "staged.json is 0600 in a 0700 state directory")
+
+    tap.ok(probe(state, config, "acme/hooks", finder(["HOOK-CANARY-91"], extra="""
+hooks = "/probe/repo/.git/hooks"
+found += os.listdir(hooks) if os.path.isdir(hooks) else []""")) == NO,
+           "hooks: removed; a probe looking for the hook answers NO")
+    tap.ok(probe(state, config, "acme/creds",
+                 finder(["ghp_CONFIGCANARY0000", "insteadOf", "evil.invalid", "credential", "FSMONITOR-CANARY",
+                         "fsmonitor", "HOOKSPATH-CANARY", "hooksPath", "[remote"])) == NO,
+           "config with credentials, insteadOf, a credential helper, fsmonitor and hooksPath: stripped; "
+           "a probe looking for any of them answers NO")
+    tap.ok(probe(state, config, "acme/links", finder(["root:x:0:0"])) == NO,
+           "a symlink to /etc/passwd: kept as a link; a probe following it reads nothing of the host's")
+    tap.ok(probe(state, config, "acme/links", finder(["SIBLING-MARKER-55"])) == NO,
+           "a symlink to a sibling seed: a probe following it reaches nothing of the sibling")
+    tap.ok(probe(state, config, "acme/sibling", finder(["SIBLING-MARKER-55"])) == YES,
+           "control: the same probe answers YES where the marker really is")
+    link = os.path.join(seed_dir(state, "acme/links"), "passwd-link")
+    tap.ok(os.path.islink(link) and os.readlink(link) == "/etc/passwd", "the seed keeps the symlink as a symlink")
+
+    # ---- rejected local clones: a precise error, and nothing left behind ----
+    def rejected(name, clone, needle, description):
+        s = new_state()
+        cfg = write_config([f"acme/{name}"])
+        res = stage(s, cfg, [(f"acme/{name}", clone)])
+        seeds = os.path.join(s, "seeds")
+        leftovers = os.listdir(seeds) if os.path.isdir(seeds) else []
+        tap.ok(res.returncode == 1 and needle in res.stderr and res.stdout == "" and not leftovers
+               and not os.path.exists(os.path.join(s, "staged.json")),
+               f"{description}: rejected, naming {needle!r}, leaving nothing", f"exit {res.returncode}: {res.stderr}")
+
+    other = make_clone("other", {"x": b"other\n"})
+    alternates = make_clone("alternates", {"README.md": b"a\n"})
+    with open(os.path.join(alternates, ".git/objects/info/alternates"), "w") as f:
+        f.write(os.path.join(other, ".git/objects") + "\n")
+    rejected("alternates", alternates, "alternates", "alternates pointing at another repository")
+
+    main = make_clone("wtmain", {"README.md": b"w\n"})
+    worktree = os.path.join(work, "clones", "worktree")
+    git(main, "worktree", "add", "-q", worktree)
+    rejected("worktree", worktree, "gitdir", "a worktree whose .git is a `gitdir:` file")
+
+    sub = make_clone("submodule", {".gitmodules": b'[submodule "lib"]\n\tpath = lib\n\turl = ../other\n'})
+    rejected("submodule", sub, ".gitmodules", "a submodule")
+
+    fifo = make_clone("fifo", {"README.md": b"f\n"})
+    os.mkfifo(os.path.join(fifo, "pipe"))
+    rejected("fifo", fifo, "FIFO", "a FIFO in the clone")
+
+    outside = os.path.join(work, "outside-secret")
+    with open(outside, "w") as f:
+        f.write("OUTSIDE-SECRET\n")
+    hardlink = make_clone("hardlink", {"README.md": b"h\n"})
+    os.link(outside, os.path.join(hardlink, "linked"))
+    rejected("hardlink", hardlink, "linked", "a hardlink to a file outside the clone")
+
+    # ---- the seed is immutable: 20 probes try to write to it ----------------
+    clean = make_clone("clean", {"README.md": b"clean\n", "src/app.py": b"print('app')\n"})
+    state = new_state()
+    config = write_config(["acme/clean"])
+    r = stage(state, config, [("acme/clean", clean)])
+    tap.ok(r.returncode == 0, "stage a clean clone", r.stderr)
+    seed = seed_dir(state, "acme/clean")
+    before = staged(state)["seeds"][0]["digest"]
+
+    def tree_snapshot(top):
+        out = []
+        for dirpath, dirnames, filenames in os.walk(top):
+            for n in sorted(dirnames + filenames):
+                p = os.path.join(dirpath, n)
+                st = os.lstat(p)
+                data = open(p, "rb").read() if os.path.isfile(p) and not os.path.islink(p) else b""
+                out.append((os.path.relpath(p, top), st.st_mode, st.st_uid, data))
+        return sorted(out)
+
+    snapshot = tree_snapshot(seed)
+    vandal = """import json, os, shutil
+wrote = 0
+for dirpath, dirnames, filenames in os.walk("/probe/repo", topdown=False):
+    for n in filenames:
+        p = os.path.join(dirpath, n)
+        try:
+            with open(p, "a") as f:
+                f.write("VANDALISED")
+            os.chmod(p, 0o777)
+            wrote += 1
+        except OSError:
+            pass
+with open("/probe/repo/NEW", "w") as f:
+    f.write("new")
+shutil.rmtree("/probe/repo/src", ignore_errors=True)
+with open("/probe/out", "w") as f:
+    json.dump({"result": "YES" if wrote else "NO"}, f)
+"""
+    answers = [probe(state, config, "acme/clean", vandal) for _ in range(20)]
+    tap.ok(all(a == YES for a in answers), "20 probes each write to, chmod and delete from their copy",
+           set(answers))
+    tap.ok(tree_snapshot(seed) == snapshot and staged(state)["seeds"][0]["digest"] == before,
+           "after 20 writing probes the seed is byte-identical and its recorded digest unchanged")
+    r2 = probe(state, config, "acme/clean", finder(["VANDALISED"], extra="""
+found += ["NEW"] if os.path.exists("/probe/repo/NEW") else []"""))
+    tap.ok(r2 == NO, "the next probe's copy holds none of the earlier probes' writes (and the seed re-verifies)", r2)
+    for who, uid in (("root", 0), ("uid 65534", 65534)):
+        res = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "/usr/bin/python3",
+                              "-c", f"open({os.path.join(seed, 'README.md')!r}, 'a').write('x')"],
+                             capture_output=True, text=True)
+        tap.ok(res.returncode != 0 and ("Read-only file system" in res.stderr or "Permission denied" in res.stderr),
+               f"on the host, {who} cannot write to the seed", res.stderr.strip()[-200:])
+    res = subprocess.run(["findmnt", "-n", "-o", "OPTIONS", "--target", seed], capture_output=True, text=True)
+    tap.ok("ro" in res.stdout.split(","), "the seed is on a read-only bind mount", res.stdout)
+
+    # ---- the GitHub source, over real HTTPS on loopback, and the canary ------
+    canary = "ghp_STAGECANARY0123456789abcdefABCDEF0"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    fake = FakeGitHub(os.path.join(work), {
+        "acme/remote": (commit, tarball("acme-remote-0123456", {"README.md": b"REMOTE-MARKER\n"}))},
+        token=canary, delay=1.5)
+    try:
+        state = new_state()
+        config = write_config(["acme/clean", "acme/remote"])
+        argv = [PROXY, "stage", "--config", config, "--state", state, "--clone", f"acme/clean={clean}",
+                "--github-api", fake.api_base, "--github-codeload", fake.codeload_host, "--github-ca", fake.ca]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL, env={"PATH": os.environ["PATH"], "GH_TOKEN": canary})
+        seen = []
+        # Once the first request arrives, staging is under way: look everywhere.
+        for _ in range(200):
+            if fake.requests or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            for part in ("cmdline", "environ"):
+                try:
+                    with open(f"/proc/{pid}/{part}", "rb") as f:
+                        if canary.encode() in f.read():
+                            seen.append((pid, part))
+                except OSError:
+                    pass
+        out, err = proc.communicate(timeout=120)
+        tap.ok(proc.returncode == 0 and "acme/remote from github" in out, "stage makes a seed from the GitHub API",
+               err)
+        tap.ok(not seen, "canary: while staging, the token is in no process's argv or environment "
+                         "(the stage process included)", seen)
+        leaks = [os.path.join(d, n) for d, _, fs in os.walk(state) for n in fs
+                 if canary.encode() in open(os.path.join(d, n), "rb").read()]
+        tap.ok(not leaks and canary not in out + err,
+               "canary: the token is in no file under the state and seed directories, and in no output", leaks)
+        api_auth = [h.get("Authorization") for host, _, h in fake.requests if host == "api"]
+        codeload = [(p, h) for host, p, h in fake.requests if host == "codeload"]
+        tap.ok(api_auth and all(a == f"Bearer {canary}" for a in api_auth)
+               and codeload and all("Authorization" not in h and canary not in p for p, h in codeload),
+               "the token went only to the API host, never to codeload", fake.requests)
+        remote = next(s for s in staged(state)["seeds"] if s["repo"] == "acme/remote")
+        tap.ok(remote["commit"] == commit and remote["source"] == "github",
+               "the GitHub seed records the commit the API resolved", remote)
+        tap.ok(probe(state, config, "acme/remote", finder(["REMOTE-MARKER"])) == YES,
+               "a probe sees the GitHub seed's files")
+    finally:
+        fake.close()
+
+    # ---- preflight failures: each a clear operator error before any seed -----
+    state = new_state()
+    ok_config = write_config(["acme/clean"])
+    cases = [
+        ("disabled", write_config(["acme/clean"], enabled=False), [("acme/clean", clean)], {}, "sealedProbes.enabled"),
+        ("no repositories", write_config([]), [], {}, "sealedProbes.privateRepos"),
+        ("unsafe repository", write_config(["acme/../x"]), [], {}, "sealedProbes.privateRepos"),
+        ("duplicated repository", write_config(["acme/clean", "acme/clean"]), [], {}, "sealedProbes.privateRepos"),
+        ("unsupported runtime", write_config(["acme/clean"], runtime="docker"), [("acme/clean", clean)], {},
+         "sealedProbes.runtime"),
+        ("runtime unavailable", ok_config, [("acme/clean", clean)], {"PATH": "/nonexistent"}, "not installed"),
+        ("invalid limit", write_config(["acme/clean"], timeout=0), [("acme/clean", clean)], {},
+         "sealedProbes.timeout"),
+        ("unsupported interpreter", write_config(["acme/clean"], interpreter="ruby"), [("acme/clean", clean)], {},
+         "sealedProbes.interpreter"),
+        ("credentials needed but unset", ok_config, [], {}, "GH_TOKEN"),
+        ("a clone for a repository not configured", ok_config, [("acme/clean", clean), ("acme/else", clean)], {},
+         "acme/else"),
+        ("a clone path that is not absolute", ok_config, [("acme/clean", "relative/path")], {}, "absolute"),
+        ("a missing clone", ok_config, [("acme/clean", os.path.join(work, "nope"))], {}, "local clone"),
+    ]
+    for name, cfg, clones, env_over, needle in cases:
+        env = {"PATH": os.environ["PATH"]}
+        env.update(env_over)
+        res = stage(state, cfg, clones, env=env)
+        tap.ok(res.returncode == 1 and needle in res.stderr and res.stdout == ""
+               and not os.path.exists(os.path.join(state, "staged.json"))
+               and not (os.path.isdir(os.path.join(state, "seeds")) and os.listdir(os.path.join(state, "seeds"))),
+               f"preflight: {name} is an operator error naming {needle!r}, and no seed is made",
+               f"exit {res.returncode}: {res.stderr}")
+
+    # ---- unstage leaves a clean slate ---------------------------------------
+    for s in list(states):
+        if os.path.isdir(s):
+            res = subprocess.run([PROXY, "unstage", "--state", s], capture_output=True, text=True)
+            if res.returncode != 0:
+                tap.ok(False, "unstage removes every seed and mount", res.stderr)
+    mounts = open("/proc/self/mountinfo").read()
+    tap.ok(work not in mounts and not any(os.path.exists(os.path.join(s, "seeds")) for s in states),
+           "unstage unmounts and removes every seed of every state directory")
+finally:
+    for s in states:
+        subprocess.run([PROXY, "unstage", "--state", s], capture_output=True)
+    subprocess.run(["rm", "-rf", work])
+tap.finish()
