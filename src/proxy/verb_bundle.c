@@ -25,6 +25,7 @@
 #include <sealed-probe/tree_copy.h>
 
 #include "config.h"
+#include "options.h"
 #include "rmtree.h"
 #include "verbs.h"
 
@@ -32,8 +33,7 @@
   "usage: sealed-probe-proxy bundle --dry-run --config PATH|- --repo OWNER/NAME --script PATH|- --out DIR\n" \
   "                                 [--rootfs DIR] [--state DIR]"
 
-#define usage_error(...) (sp_verb_report ("bundle", __VA_ARGS__), fputs (USAGE "\n", stderr), SP_EXIT_USAGE)
-#define fail(...)        (sp_verb_report ("bundle", __VA_ARGS__), SP_EXIT_FAIL)
+#define fail(...) (sp_verb_report ("bundle", __VA_ARGS__), SP_EXIT_FAIL)
 
 struct bundle_args
 {
@@ -46,67 +46,32 @@ struct bundle_args
   const char *state;
 };
 
-struct option_slot
-{
-  const char *name;
-  const char **value;
-};
-
-/* Returns SP_EXIT_OK, SP_EXIT_USAGE after reporting, or -1 for --help.  */
+/* Returns 0, SP_EXIT_USAGE after reporting, or -1 for --help.  */
 static int
 parse_args (int argc, char **argv, struct bundle_args *a)
 {
-  const struct option_slot slots[] = {
-    { "--config", &a->config }, { "--repo", &a->repo },     { "--script", &a->script },
-    { "--out", &a->out },       { "--rootfs", &a->rootfs }, { "--state", &a->state },
+  const struct sp_option options[] = {
+    { .name = "--dry-run", .flag = &a->dry_run }, { .name = "--config", .value = &a->config },
+    { .name = "--repo", .value = &a->repo },      { .name = "--script", .value = &a->script },
+    { .name = "--out", .value = &a->out },        { .name = "--rootfs", .value = &a->rootfs },
+    { .name = "--state", .value = &a->state },
   };
+  const struct sp_option *required[] = { &options[1], &options[2], &options[3], &options[4] };
+  int ret = sp_options_parse ("bundle", USAGE, argc, argv, options, sizeof (options) / sizeof (options[0]));
 
-  for (int i = 1; i < argc; i++)
-    {
-      const char *arg = argv[i];
-      const struct option_slot *slot = NULL;
-      const char *value = NULL;
-
-      if (strcmp (arg, "--help") == 0 || strcmp (arg, "-h") == 0)
-        return -1;
-      if (strcmp (arg, "--dry-run") == 0)
-        {
-          a->dry_run = 1;
-          continue;
-        }
-      for (size_t s = 0; s < sizeof (slots) / sizeof (slots[0]) && slot == NULL; s++)
-        {
-          size_t n = strlen (slots[s].name);
-
-          if (strcmp (arg, slots[s].name) == 0)
-            {
-              if (i + 1 >= argc)
-                return usage_error ("%s needs a value", arg);
-              slot = &slots[s], value = argv[++i];
-            }
-          else if (strncmp (arg, slots[s].name, n) == 0 && arg[n] == '=')
-            slot = &slots[s], value = arg + n + 1;
-        }
-      if (slot == NULL)
-        return arg[0] == '-' ? usage_error ("unknown option `%s`", arg)
-                             : usage_error ("unexpected argument `%s`", arg);
-      if (*slot->value != NULL)
-        return usage_error ("%s given twice", slot->name);
-      if (value[0] == '\0')
-        return usage_error ("%s needs a non-empty value", slot->name);
-      *slot->value = value;
-    }
-
+  if (ret != 0)
+    return ret;
   if (!a->dry_run)
-    return usage_error ("--dry-run is required: bundle only writes bundles; serve runs them");
-  for (size_t s = 0; s < sizeof (slots) / sizeof (slots[0]); s++)
-    if (*slots[s].value == NULL && slots[s].value != &a->rootfs && slots[s].value != &a->state)
-      return usage_error ("%s is required", slots[s].name);
+    return sp_options_usage_error ("bundle", USAGE,
+                                   "--dry-run is required: bundle only writes bundles; serve runs them");
+  for (size_t i = 0; i < sizeof (required) / sizeof (required[0]); i++)
+    if (*required[i]->value == NULL)
+      return sp_options_usage_error ("bundle", USAGE, "%s is required", required[i]->name);
   if (strcmp (a->config, "-") == 0 && strcmp (a->script, "-") == 0)
-    return usage_error ("--config and --script cannot both read standard input");
+    return sp_options_usage_error ("bundle", USAGE, "--config and --script cannot both read standard input");
   if (a->rootfs == NULL)
     a->rootfs = SP_DEFAULT_ROOTFS;
-  return SP_EXIT_OK;
+  return 0;
 }
 
 /* A fresh run id, so that a dry-run bundle carries labels like serve's and
@@ -205,7 +170,7 @@ sp_verb_bundle (int argc, char **argv)
       printf ("%s\n", USAGE);
       return SP_EXIT_OK;
     }
-  if (ret != SP_EXIT_OK)
+  if (ret != 0)
     return ret;
 
   /* Everything is checked before the output directory exists.  */

@@ -27,6 +27,7 @@
 
 #include "config.h"
 #include "normalize.h"
+#include "options.h"
 #include "rmtree.h"
 #include "verbs.h"
 
@@ -35,8 +36,7 @@
   "                                [--state DIR] [--github-api URL] [--github-codeload HOST]\n"              \
   "                                [--github-ref REF] [--github-ca FILE]"
 
-#define usage_error(...) (sp_verb_report ("stage", __VA_ARGS__), fputs (USAGE "\n", stderr), SP_EXIT_USAGE)
-#define fail(...)        (sp_verb_report ("stage", __VA_ARGS__), SP_EXIT_FAIL)
+#define fail(...) (sp_verb_report ("stage", __VA_ARGS__), SP_EXIT_FAIL)
 
 /* The token's names, in the order they are tried.  Both are always wiped.  */
 static const char *const token_names[] = { "GH_TOKEN", "GITHUB_TOKEN", NULL };
@@ -54,65 +54,26 @@ struct stage_args
   size_t n_clones;
 };
 
-struct option_slot
-{
-  const char *name;
-  const char **value;
-};
-
+/* Returns 0, SP_EXIT_USAGE after reporting, or -1 for --help.  */
 static int
 parse_args (int argc, char **argv, struct stage_args *a)
 {
-  const struct option_slot slots[] = {
-    { "--config", &a->config },
-    { "--catalog", &a->catalog },
-    { "--state", &a->state },
-    { "--github-api", &a->github_api },
-    { "--github-codeload", &a->github_codeload },
-    { "--github-ref", &a->github_ref },
-    { "--github-ca", &a->github_ca },
-    { "--clone", NULL },
+  const struct sp_option options[] = {
+    { .name = "--config", .value = &a->config },
+    { .name = "--catalog", .value = &a->catalog },
+    { .name = "--state", .value = &a->state },
+    { .name = "--github-api", .value = &a->github_api },
+    { .name = "--github-codeload", .value = &a->github_codeload },
+    { .name = "--github-ref", .value = &a->github_ref },
+    { .name = "--github-ca", .value = &a->github_ca },
+    { .name = "--clone", .list = { a->clones, &a->n_clones, SP_CLONE_FLAGS_MAX } },
   };
+  int ret = sp_options_parse ("stage", USAGE, argc, argv, options, sizeof (options) / sizeof (options[0]));
 
-  for (int i = 1; i < argc; i++)
-    {
-      const char *arg = argv[i];
-      const struct option_slot *slot = NULL;
-      const char *value = NULL;
-
-      if (strcmp (arg, "--help") == 0 || strcmp (arg, "-h") == 0)
-        return -1;
-      for (size_t s = 0; s < sizeof (slots) / sizeof (slots[0]) && slot == NULL; s++)
-        {
-          size_t n = strlen (slots[s].name);
-
-          if (strcmp (arg, slots[s].name) == 0)
-            {
-              if (i + 1 >= argc)
-                return usage_error ("%s needs a value", arg);
-              slot = &slots[s], value = argv[++i];
-            }
-          else if (strncmp (arg, slots[s].name, n) == 0 && arg[n] == '=')
-            slot = &slots[s], value = arg + n + 1;
-        }
-      if (slot == NULL)
-        return arg[0] == '-' ? usage_error ("unknown option `%s`", arg)
-                             : usage_error ("unexpected argument `%s`", arg);
-      if (value[0] == '\0')
-        return usage_error ("%s needs a non-empty value", slot->name);
-      if (slot->value == NULL)
-        {
-          if (a->n_clones == SP_CLONE_FLAGS_MAX)
-            return usage_error ("--clone given more than %d times", SP_CLONE_FLAGS_MAX);
-          a->clones[a->n_clones++] = value;
-          continue;
-        }
-      if (*slot->value != NULL)
-        return usage_error ("%s given twice", slot->name);
-      *slot->value = value;
-    }
+  if (ret != 0)
+    return ret;
   if (a->config == NULL)
-    return usage_error ("--config is required");
+    return sp_options_usage_error ("stage", USAGE, "--config is required");
   if (a->state == NULL)
     a->state = SP_DEFAULT_STATE;
   if (a->github_api == NULL)
@@ -121,7 +82,7 @@ parse_args (int argc, char **argv, struct stage_args *a)
     a->github_codeload = "codeload.github.com";
   if (a->github_ref == NULL)
     a->github_ref = "HEAD";
-  return SP_EXIT_OK;
+  return 0;
 }
 
 /* True when an executable named name is on PATH.  Staging never runs it: it
@@ -309,7 +270,7 @@ sp_verb_stage (int argc, char **argv)
       printf ("%s\n", USAGE);
       return SP_EXIT_OK;
     }
-  if (ret != SP_EXIT_OK)
+  if (ret != 0)
     return ret;
 
   if (sp_config_load (a.config, &config, &err) < 0)

@@ -11,12 +11,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sealed-probe/archive_entry_check.h>
+#include <sealed-probe/bounds.h>
 #include <sealed-probe/cleanup.h>
+#include <sealed-probe/open_beneath.h>
 
 #include "cleanup_archive.h"
 #include "entry_path.h"
 #include "prune.h"
-#include <sealed-probe/bounds.h>
 
 #define DISK_OPTIONS                                                                                         \
   (ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS                                         \
@@ -59,69 +61,32 @@ quote (const char *raw, char buf[QUOTE_MAX + 4])
 static int
 lookup (int rootfd, const char *path, bool *exists, struct stat *st, sp_error_t *err)
 {
-  cleanup_close int dirfd = -1;
-  char component[SP_ROOTFS_PATH_MAX];
-  const char *p = path;
+  struct sp_lookup found;
+  int shown;
 
-  *exists = false;
-  dirfd = openat (rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (dirfd < 0)
-    return sp_make_error (err, errno, "open the tree");
-  for (;;)
-    {
-      const char *slash = strchr (p, '/');
-      size_t len = slash ? (size_t)(slash - p) : strlen (p);
-      int next;
-
-      memcpy (component, p, len);
-      component[len] = '\0';
-      if (fstatat (dirfd, component, st, AT_SYMLINK_NOFOLLOW) < 0)
-        {
-          if (errno == ENOENT)
-            return 0;
-          return sp_make_error (err, errno, "stat `%.*s`", (int)(p + len - path), path);
-        }
-      if (slash == NULL)
-        {
-          *exists = true;
-          return 0;
-        }
-      if (S_ISLNK (st->st_mode))
-        return sp_make_error (err, 0, "`%.*s` is a symlink: nothing is written through one",
-                              (int)(p + len - path), path);
-      if (!S_ISDIR (st->st_mode))
-        return sp_make_error (err, 0, "`%.*s` is not a directory", (int)(p + len - path), path);
-      next = openat (dirfd, component, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (next < 0)
-        return sp_make_error (err, errno, "open `%.*s`", (int)(p + len - path), path);
-      sp_closep (&dirfd);
-      dirfd = next;
-      p = slash + 1;
-    }
+  if (sp_lookup_beneath (rootfd, path, &found) < 0)
+    return sp_make_error (err, errno, "%s `%.*s`", found.what == SP_LOOKUP_OPEN_FAILED ? "open" : "stat",
+                          (int)found.len, path);
+  shown = (int)found.len;
+  if (found.what == SP_LOOKUP_SYMLINK_ANCESTOR)
+    return sp_make_error (err, 0, "`%.*s` is a symlink: nothing is written through one", shown, path);
+  if (found.what == SP_LOOKUP_NONDIR_ANCESTOR)
+    return sp_make_error (err, 0, "`%.*s` is not a directory", shown, path);
+  *exists = found.what == SP_LOOKUP_PRESENT;
+  if (*exists)
+    *st = found.st;
+  return 0;
 }
 
 /* The entry's type, refusing what a rootfs never holds.  */
 static int
 check_type (struct archive_entry *entry, sp_error_t *err)
 {
-  if (archive_entry_hardlink (entry))
-    return 0;
-  switch (archive_entry_filetype (entry))
-    {
-    case AE_IFREG:
-    case AE_IFDIR:
-    case AE_IFLNK:
-      return 0;
-    case AE_IFCHR:
-    case AE_IFBLK:
-      return sp_make_error (err, 0, "device node");
-    case AE_IFIFO:
-      return sp_make_error (err, 0, "FIFO");
-    case AE_IFSOCK:
-      return sp_make_error (err, 0, "socket");
-    default:
-      return sp_make_error (err, 0, "unknown file type");
-    }
+  const char *refused = sp_archive_entry_refused_type (entry);
+
+  if (refused != NULL)
+    return sp_make_error (err, 0, "%s", refused);
+  return 0;
 }
 
 static int

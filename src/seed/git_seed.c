@@ -1,8 +1,8 @@
 /* Git metadata without git: see include/sealed-probe/git_seed.h and
    docs/staging.md ("Git metadata: what is kept, removed and refused").  Every
    path below the git directory is a constant or a ref name that passed
-   ref_name_ok, and is opened with sp_seed_open_beneath: never through a
-   symlink, never outside.  */
+   ref_name_ok, and is opened with sp_open_beneath: never through a symlink,
+   never outside.  */
 #define _GNU_SOURCE
 #include <sealed-probe/git_seed.h>
 
@@ -19,7 +19,9 @@
 
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/cleanup.h>
+#include <sealed-probe/dir_names.h>
 #include <sealed-probe/fileio.h>
+#include <sealed-probe/open_beneath.h>
 
 #include "seed_fs.h"
 
@@ -87,7 +89,7 @@ read_git_file (int gitdirfd, const char *path, size_t cap, char **out, size_t *l
   cleanup_close int fd = -1;
   struct stat st;
 
-  fd = sp_seed_open_beneath (gitdirfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+  fd = sp_open_beneath (gitdirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   if (fd < 0)
     {
       if (errno == ENOENT)
@@ -515,10 +517,11 @@ static int remove_entry_at (int dirfd, const char *name, const char *path, unsig
 static int
 empty_dir (int dirfd, const char *path, unsigned depth, sp_error_t *err)
 {
-  cleanup_seed_names struct sp_seed_names names = { 0 };
+  cleanup_dir_names struct sp_dir_names names = { 0 };
+  char q[SP_QUOTE_BUF_SIZE];
 
-  if (sp_seed_read_names (dirfd, path, &names, err) < 0)
-    return -1;
+  if (sp_dir_names_read (dirfd, &names, err) < 0)
+    return sp_error_wrap (err, "list `%s`", sp_seed_quote (*path ? path : ".", q));
   for (size_t i = 0; i < names.len; i++)
     if (remove_entry_at (dirfd, names.v[i], path, depth + 1, err) < 0)
       return -1;
@@ -560,7 +563,7 @@ remove_entry_at (int dirfd, const char *name, const char *path, unsigned depth, 
 static int
 refuse_if_present (int dirfd, const char *shown_prefix, const char *path, const char *why, sp_error_t *err)
 {
-  int fd = sp_seed_open_beneath (dirfd, path, O_PATH);
+  int fd = sp_open_beneath (dirfd, path, O_PATH | O_NOFOLLOW);
 
   if (fd >= 0)
     {
@@ -580,25 +583,21 @@ refuse_if_present (int dirfd, const char *shown_prefix, const char *path, const 
 static int
 scan_tree (int dirfd, char *path, size_t path_len, unsigned depth, bool in_git, sp_error_t *err)
 {
-  cleanup_seed_names struct sp_seed_names names = { 0 };
+  cleanup_dir_names struct sp_dir_names names = { 0 };
   char q[SP_QUOTE_BUF_SIZE];
 
   if (depth > SP_COPY_DEPTH_CEILING)
     return sp_make_error (err, 0, "`%s` is too deep", sp_seed_quote (path, q));
-  if (sp_seed_read_names (dirfd, path, &names, err) < 0)
-    return -1;
+  if (sp_dir_names_read (dirfd, &names, err) < 0)
+    return sp_error_wrap (err, "list `%s`", sp_seed_quote (*path ? path : ".", q));
   for (size_t i = 0; i < names.len; i++)
     {
       const char *name = names.v[i];
-      size_t name_len = strlen (name);
-      size_t child_len = path_len ? path_len + 1 + name_len : name_len;
+      ssize_t child_len = sp_dir_child_path (path, SP_COPY_PATH_MAX, path_len, name);
       struct stat st;
 
-      if (child_len >= SP_COPY_PATH_MAX)
+      if (child_len < 0)
         return sp_make_error (err, 0, "a path below `%s` is too long", sp_seed_quote (path, q));
-      if (path_len)
-        path[path_len] = '/';
-      memcpy (path + (path_len ? path_len + 1 : 0), name, name_len + 1);
 
       if (fstatat (dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return sp_make_error (err, errno, "stat `%s`", sp_seed_quote (path, q));
@@ -615,7 +614,7 @@ scan_tree (int dirfd, char *path, size_t path_len, unsigned depth, bool in_git, 
 
           if (child < 0)
             return sp_make_error (err, errno, "open `%s`", sp_seed_quote (path, q));
-          if (scan_tree (child, path, child_len, depth + 1,
+          if (scan_tree (child, path, (size_t)child_len, depth + 1,
                          in_git || (depth == 0 && strcmp (name, ".git") == 0), err)
               < 0)
             return -1;
@@ -649,12 +648,12 @@ is_shared_index (const char *name)
 static int
 prune_git_dir (int gitfd, sp_error_t *err)
 {
-  cleanup_seed_names struct sp_seed_names names = { 0 };
+  cleanup_dir_names struct sp_dir_names names = { 0 };
   char q[SP_QUOTE_BUF_SIZE];
   bool present[sizeof (kept) / sizeof (kept[0])] = { false };
 
-  if (sp_seed_read_names (gitfd, ".git", &names, err) < 0)
-    return -1;
+  if (sp_dir_names_read (gitfd, &names, err) < 0)
+    return sp_error_wrap (err, "list `.git`");
   for (size_t n = 0; n < names.len; n++)
     {
       const char *name = names.v[n];

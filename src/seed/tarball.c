@@ -14,8 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sealed-probe/archive_entry_check.h>
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/cleanup.h>
+#include <sealed-probe/open_beneath.h>
 
 #include "seed_archive.h"
 
@@ -125,65 +127,20 @@ member_path (struct extraction *x, const char *raw, bool is_dir, char out[SP_TAR
 static int
 lookup (int dstfd, const char *path, bool *exists, struct stat *st, sp_error_t *err)
 {
-  cleanup_close int dirfd = -1;
-  char name[SP_TARBALL_PATH_MAX];
-  const char *p = path;
+  struct sp_lookup found;
 
-  *exists = false;
-  dirfd = openat (dstfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (dirfd < 0)
-    return sp_make_error (err, errno, "open the destination");
-  for (;;)
-    {
-      const char *slash = strchr (p, '/');
-      size_t len = slash != NULL ? (size_t)(slash - p) : strlen (p);
-      int next;
-
-      memcpy (name, p, len);
-      name[len] = '\0';
-      if (fstatat (dirfd, name, st, AT_SYMLINK_NOFOLLOW) < 0)
-        {
-          if (errno == ENOENT)
-            return 0;
-          return sp_make_error (err, errno, "lstat a component");
-        }
-      if (slash == NULL)
-        {
-          *exists = true;
-          return 0;
-        }
-      if (S_ISLNK (st->st_mode))
-        return sp_make_error (err, 0, "a parent is a symlink: nothing is written through one");
-      if (!S_ISDIR (st->st_mode))
-        return sp_make_error (err, 0, "a parent is not a directory");
-      next = openat (dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (next < 0)
-        return sp_make_error (err, errno, "open a parent directory");
-      sp_closep (&dirfd);
-      dirfd = next;
-      p = slash + 1;
-    }
-}
-
-static int
-refuse_type (struct archive_entry *entry, sp_error_t *err)
-{
-  switch (archive_entry_filetype (entry))
-    {
-    case AE_IFREG:
-    case AE_IFDIR:
-    case AE_IFLNK:
-      return 0;
-    case AE_IFCHR:
-    case AE_IFBLK:
-      return sp_make_error (err, 0, "a device node");
-    case AE_IFIFO:
-      return sp_make_error (err, 0, "a FIFO");
-    case AE_IFSOCK:
-      return sp_make_error (err, 0, "a socket");
-    default:
-      return sp_make_error (err, 0, "an unknown file type");
-    }
+  if (sp_lookup_beneath (dstfd, path, &found) < 0)
+    return sp_make_error (err, errno, "%s",
+                          found.what == SP_LOOKUP_OPEN_FAILED ? "open a parent directory"
+                                                              : "lstat a component");
+  if (found.what == SP_LOOKUP_SYMLINK_ANCESTOR)
+    return sp_make_error (err, 0, "a parent is a symlink: nothing is written through one");
+  if (found.what == SP_LOOKUP_NONDIR_ANCESTOR)
+    return sp_make_error (err, 0, "a parent is not a directory");
+  *exists = found.what == SP_LOOKUP_PRESENT;
+  if (*exists)
+    *st = found.st;
+  return 0;
 }
 
 /* Copies one regular file's data, counting it against the tree budget.  */
@@ -254,6 +211,7 @@ extract_member (struct extraction *x, struct archive *in, struct archive_entry *
   const char *symlink = NULL;
   bool is_dir = hardlink == NULL && archive_entry_filetype (entry) == AE_IFDIR;
   bool is_reg = hardlink == NULL && archive_entry_filetype (entry) == AE_IFREG;
+  const char *refused;
   mode_t link_perm = 0;
   bool exists;
   struct stat st;
@@ -261,8 +219,9 @@ extract_member (struct extraction *x, struct archive *in, struct archive_entry *
   if (++x->entries > x->limits->max_entries)
     return sp_make_error (err, 0, "the tarball holds more than %llu entries",
                           (unsigned long long)x->limits->max_entries);
-  if (hardlink == NULL && refuse_type (entry, err) < 0)
-    return -1;
+  refused = sp_archive_entry_refused_type (entry);
+  if (refused != NULL)
+    return sp_make_error (err, 0, "%s", refused);
   if (member_path (x, archive_entry_pathname (entry), is_dir, path, err) < 0)
     return -1;
   if (path[0] == '\0')

@@ -5,7 +5,6 @@
 #define _GNU_SOURCE
 #include <sealed-probe/tree_copy.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -16,6 +15,7 @@
 
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/cleanup.h>
+#include <sealed-probe/dir_names.h>
 
 #include "seed_fs.h"
 
@@ -238,25 +238,21 @@ copy_subdir (int srcdir, int dstdir, const char *name, const struct stat *st, si
 static int
 copy_dir (int srcdir, int dstdir, size_t path_len, unsigned depth, struct copy_ctx *ctx, sp_error_t *err)
 {
-  cleanup_seed_names struct sp_seed_names names = { 0 };
+  cleanup_dir_names struct sp_dir_names names = { 0 };
   char q[SP_QUOTE_BUF_SIZE];
 
-  if (sp_seed_read_names (srcdir, ctx->path, &names, err) < 0)
-    return -1;
+  if (sp_dir_names_read (srcdir, &names, err) < 0)
+    return sp_error_wrap (err, "list `%s`", shown (ctx->path, q));
   for (size_t i = 0; i < names.len; i++)
     {
       const char *name = names.v[i];
-      size_t name_len = strlen (name);
-      size_t child_len = path_len ? path_len + 1 + name_len : name_len;
+      ssize_t child_len = sp_dir_child_path (ctx->path, sizeof (ctx->path), path_len, name);
       struct stat st;
       int ret;
 
-      if (child_len >= sizeof (ctx->path))
+      if (child_len < 0)
         return sp_make_error (err, 0, "a path below `%s` is longer than %d bytes", shown (ctx->path, q),
                               SP_COPY_PATH_MAX - 1);
-      if (path_len)
-        ctx->path[path_len] = '/';
-      memcpy (ctx->path + (path_len ? path_len + 1 : 0), name, name_len + 1);
 
       if (++ctx->entries > ctx->limits->max_entries)
         return sp_make_error (err, 0, "the tree holds more than %llu entries (at `%s`)",
@@ -269,7 +265,7 @@ copy_dir (int srcdir, int dstdir, size_t path_len, unsigned depth, struct copy_c
                               shown (ctx->path, q));
 
       if (S_ISDIR (st.st_mode))
-        ret = copy_subdir (srcdir, dstdir, name, &st, child_len, depth + 1, ctx, err);
+        ret = copy_subdir (srcdir, dstdir, name, &st, (size_t)child_len, depth + 1, ctx, err);
       else if (S_ISREG (st.st_mode))
         ret = copy_file (srcdir, dstdir, name, &st, ctx, err);
       else if (S_ISLNK (st.st_mode))

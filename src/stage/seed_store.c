@@ -6,20 +6,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <sealed-probe/bundle.h>
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/fileio.h>
 #include <sealed-probe/json.h>
+#include <sealed-probe/open_beneath.h>
 #include <sealed-probe/repo_name.h>
 #include <sealed-probe/tree_digest.h>
 #include <sealed-probe/yajl_util.h>
@@ -226,18 +225,6 @@ sp_staged_release (struct sp_staged *staged)
   staged->n = 0;
 }
 
-/* Opens dirfd/path beneath dirfd, never through a symlink.  */
-static int
-open_beneath (int dirfd, const char *path, int flags)
-{
-  struct open_how how = {
-    .flags = (uint64_t)(flags | O_CLOEXEC),
-    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-  };
-
-  return (int)syscall (SYS_openat2, dirfd, path, &how, sizeof (how));
-}
-
 int
 sp_seed_open (int state_dirfd, const char *run, unsigned index, sp_error_t *err)
 {
@@ -245,7 +232,7 @@ sp_seed_open (int state_dirfd, const char *run, unsigned index, sp_error_t *err)
   int fd;
 
   snprintf (path, sizeof (path), "%s/%s/%u", SP_SEEDS_DIR, run, index);
-  fd = open_beneath (state_dirfd, path, O_RDONLY | O_DIRECTORY);
+  fd = sp_open_beneath (state_dirfd, path, O_RDONLY | O_DIRECTORY);
   if (fd < 0)
     return sp_make_error (err, errno, "seed `%s`", path);
   return fd;
@@ -288,14 +275,14 @@ sp_seed_run_seal (int state_dirfd, const char *run, sp_error_t *err)
   char path[128], proc[64];
 
   snprintf (path, sizeof (path), "%s/%s", SP_SEEDS_DIR, run);
-  dir = open_beneath (state_dirfd, path, O_PATH | O_DIRECTORY);
+  dir = sp_open_beneath (state_dirfd, path, O_PATH | O_DIRECTORY);
   if (dir < 0)
     return sp_make_error (err, errno, "%s", path);
   fd_path (dir, proc);
   if (mount (proc, proc, NULL, MS_BIND, NULL) < 0)
     return sp_make_error (err, errno, "%s: bind-mount onto itself", path);
   /* Reopen: the old fd still names the directory under the new mount.  */
-  mounted = open_beneath (state_dirfd, path, O_PATH | O_DIRECTORY);
+  mounted = sp_open_beneath (state_dirfd, path, O_PATH | O_DIRECTORY);
   if (mounted < 0)
     return sp_make_error (err, errno, "%s: reopen", path);
   fd_path (mounted, proc);

@@ -363,6 +363,18 @@ found += ["NEW"] if os.path.exists("/probe/repo/NEW") else []"""))
                f"preflight: {name} is an operator error naming {needle!r}, and no seed is made",
                f"exit {res.returncode}: {res.stderr}")
 
+    usage_cases = [
+        ("no --config", [], "--config is required"),
+        ("--config twice", ["--config", ok_config, "--config", ok_config], "--config given twice"),
+        ("an empty value", ["--config", ok_config, "--state="], "--state needs a non-empty value"),
+        ("an unknown option", ["--config", ok_config, "--token=x"], "unknown option `--token=x`"),
+        ("a stray argument", ["--config", ok_config, "extra"], "unexpected argument `extra`"),
+    ]
+    for name, args, needle in usage_cases:
+        res = subprocess.run([PROXY, "stage"] + args, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        tap.ok(res.returncode == 2 and needle in res.stderr and "usage:" in res.stderr and res.stdout == "",
+               f"usage: {name} exits 2 saying {needle!r}", res.stderr)
+
     # ---- unstage leaves a clean slate ---------------------------------------
     for s in list(states):
         if os.path.isdir(s):

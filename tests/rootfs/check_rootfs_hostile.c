@@ -198,7 +198,7 @@ START_TEST (character_device_is_refused)
   const struct fx_member m[] = { { 'c', "./mem", NULL, 0 } };
 
   fx_add_package ("evil", m, N (m), NULL);
-  refused ("device node");
+  refused ("a device node");
 }
 END_TEST
 
@@ -207,7 +207,7 @@ START_TEST (block_device_is_refused)
   const struct fx_member m[] = { { 'b', "./sda", NULL, 0 } };
 
   fx_add_package ("evil", m, N (m), NULL);
-  refused ("device node");
+  refused ("a device node");
 }
 END_TEST
 
@@ -216,7 +216,7 @@ START_TEST (fifo_is_refused)
   const struct fx_member m[] = { { 'p', "./pipe", NULL, 0 } };
 
   fx_add_package ("evil", m, N (m), NULL);
-  refused ("FIFO");
+  refused ("a FIFO");
 }
 END_TEST
 

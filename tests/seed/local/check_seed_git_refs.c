@@ -11,9 +11,9 @@
 
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/git_seed.h>
+#include <sealed-probe/open_beneath.h>
 
 #include "seed_fixture.h"
-#include "seed_fs.h"
 #include "sp_check.h"
 
 #define C1   "0123456789abcdef0123456789abcdef01234567"
@@ -259,18 +259,18 @@ START_TEST (open_beneath_by_component_never_follows_a_symlink)
   fx_put (git, "refs/heads/real", "x", 0644);
   ck_assert_int_eq (symlinkat ("../../other", git, "refs/link"), 0);
   ck_assert_int_eq (symlinkat ("../../../other/f", git, "refs/heads/flink"), 0);
-  ok = sp_seed_open_beneath_by_component (git, "refs/heads/real", O_RDONLY);
+  ok = sp_open_beneath_by_component (git, "refs/heads/real", O_RDONLY);
   ck_assert_int_ge (ok, 0);
-  fd = sp_seed_open_beneath_by_component (git, "refs/link/f", O_RDONLY);
+  fd = sp_open_beneath_by_component (git, "refs/link/f", O_RDONLY);
   ck_assert_int_eq (fd, -1);
   ck_assert (errno == ELOOP || errno == ENOTDIR);
-  fd = sp_seed_open_beneath_by_component (git, "refs/heads/flink", O_RDONLY);
+  fd = sp_open_beneath_by_component (git, "refs/heads/flink", O_RDONLY);
   ck_assert_int_eq (fd, -1);
   ck_assert_int_eq (errno, ELOOP);
-  fd = sp_seed_open_beneath_by_component (git, "refs/../HEAD", O_RDONLY);
+  fd = sp_open_beneath_by_component (git, "refs/../HEAD", O_RDONLY);
   ck_assert_int_eq (fd, -1);
   ck_assert_int_eq (errno, EINVAL);
-  fd = sp_seed_open_beneath_by_component (git, "/etc/passwd", O_RDONLY);
+  fd = sp_open_beneath_by_component (git, "/etc/passwd", O_RDONLY);
   ck_assert_int_eq (fd, -1);
   ck_assert_int_eq (errno, EINVAL);
 }

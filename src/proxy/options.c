@@ -1,0 +1,92 @@
+/* The verbs' option parser: see options.h.  */
+#define _GNU_SOURCE
+#include "options.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "verbs.h"
+
+int
+sp_options_usage_error (const char *verb, const char *usage, const char *fmt, ...)
+{
+  char reason[512];
+  va_list ap;
+
+  va_start (ap, fmt);
+  vsnprintf (reason, sizeof (reason), fmt, ap);
+  va_end (ap);
+  sp_verb_report (verb, "%s", reason);
+  fprintf (stderr, "%s\n", usage);
+  return SP_EXIT_USAGE;
+}
+
+/* The option arg names, with its value when written `--name=VALUE`.  */
+static const struct sp_option *
+match (const char *arg, const struct sp_option *options, size_t n, const char **inline_value)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      size_t len = strlen (options[i].name);
+
+      if (strncmp (arg, options[i].name, len) != 0)
+        continue;
+      if (arg[len] == '\0')
+        {
+          *inline_value = NULL;
+          return &options[i];
+        }
+      if (arg[len] == '=' && options[i].flag == NULL)
+        {
+          *inline_value = arg + len + 1;
+          return &options[i];
+        }
+    }
+  return NULL;
+}
+
+int
+sp_options_parse (const char *verb, const char *usage, int argc, char **argv, const struct sp_option *options,
+                  size_t n_options)
+{
+  for (int i = 1; i < argc; i++)
+    {
+      const char *arg = argv[i];
+      const char *value;
+      const struct sp_option *o;
+
+      if (strcmp (arg, "--help") == 0 || strcmp (arg, "-h") == 0)
+        return -1;
+      o = match (arg, options, n_options, &value);
+      if (o == NULL)
+        return arg[0] == '-' ? sp_options_usage_error (verb, usage, "unknown option `%s`", arg)
+                             : sp_options_usage_error (verb, usage, "unexpected argument `%s`", arg);
+      if (o->flag)
+        {
+          *o->flag = 1;
+          continue;
+        }
+      if (value == NULL)
+        {
+          if (i + 1 >= argc)
+            return sp_options_usage_error (verb, usage, "%s needs a value", o->name);
+          value = argv[++i];
+        }
+      if (value[0] == '\0')
+        return sp_options_usage_error (verb, usage, "%s needs a non-empty value", o->name);
+      if (o->value)
+        {
+          if (*o->value != NULL)
+            return sp_options_usage_error (verb, usage, "%s given twice", o->name);
+          *o->value = value;
+        }
+      else
+        {
+          if (*o->list.len == o->list.max)
+            return sp_options_usage_error (verb, usage, "%s given more than %zu times", o->name, o->list.max);
+          o->list.values[(*o->list.len)++] = value;
+        }
+    }
+  return 0;
+}

@@ -1,0 +1,34 @@
+/* The one option parser the verbs share: `--name VALUE` or `--name=VALUE`,
+   flags, and repeatable options.  Every value must be non-empty, and a
+   single-value option may be given once.  */
+#ifndef SEALED_PROBE_PROXY_OPTIONS_H
+#define SEALED_PROBE_PROXY_OPTIONS_H
+
+#include <stddef.h>
+
+struct sp_option
+{
+  const char *name; /* "--config" */
+  /* Exactly one of these three says what the option takes.  */
+  const char **value; /* one value */
+  int *flag;          /* no value: set to 1 */
+  struct
+  {
+    const char **values; /* a repeatable option's values, in order */
+    size_t *len;
+    size_t max;
+  } list;
+};
+
+/* Parses argv[1..argc).  Returns 0; -1 when --help or -h was given (the verb
+   prints its usage on stdout); or SP_EXIT_USAGE after reporting the reason
+   and the usage line on stderr.  */
+int sp_options_parse (const char *verb, const char *usage, int argc, char **argv,
+                      const struct sp_option *options, size_t n_options);
+
+/* Reports a usage error for verb, prints the usage line, and returns
+   SP_EXIT_USAGE.  */
+int sp_options_usage_error (const char *verb, const char *usage, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
+#endif
