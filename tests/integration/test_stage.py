@@ -142,8 +142,10 @@ try:
     git(creds, "config", "remote.origin.url", "https://user:ghp_CONFIGCANARY0000@github.com/acme/creds.git")
     git(creds, "config", "url.https://evil.invalid/.insteadOf", "https://github.com/")
     git(creds, "config", "credential.helper", "store --file /root/.git-credentials")
-    git(creds, "config", "core.fsmonitor", "/tmp/FSMONITOR-CANARY.sh")
     git(creds, "config", "core.hooksPath", "/tmp/HOOKSPATH-CANARY")
+
+    fsmonitor = make_clone("fsmonitor", {"README.md": b"a plain fixture\n"})
+    git(fsmonitor, "config", "core.fsmonitor", "/tmp/FSMONITOR-CANARY.sh")
 
     state = new_state()
     links = make_clone("links", {"README.md": b"links fixture\n"})
@@ -156,14 +158,18 @@ try:
 
     # links is index 2 and sibling index 3: on the host, links' relative link
     # reaches the sibling seed, and its absolute one every seed of the state.
-    config = write_config(["acme/hooks", "acme/creds", "acme/links", "acme/sibling"])
-    r = stage(state, config, [("acme/hooks", hooks), ("acme/creds", creds), ("acme/links", links),
-                              ("acme/sibling", sibling)])
-    tap.ok(r.returncode == 0 and r.stderr == "", "stage makes seeds of four local clones", r.stderr)
+    config = write_config(["acme/hooks", "acme/creds", "acme/links", "acme/sibling", "acme/fsmonitor"])
+    catalog = os.path.join(work, "catalog.txt")
+    with open(catalog, "w") as f:
+        f.write(f"# local clones, one per line\n\nacme/sibling={sibling}\nacme/fsmonitor={fsmonitor}\n")
+    r = stage(state, config, [("acme/hooks", hooks), ("acme/creds", creds), ("acme/links", links)],
+              extra=["--catalog", catalog])
+    tap.ok(r.returncode == 0 and r.stderr == "",
+           "stage makes seeds of five local clones, named by --clone flags and a --catalog file", r.stderr)
     if r.returncode != 0:
         raise SystemExit
     record = staged(state)
-    tap.ok(len(record["seeds"]) == 4 and all(s["source"] == "local" and len(s["commit"]) == 40
+    tap.ok(len(record["seeds"]) == 5 and all(s["source"] == "local" and len(s["commit"]) == 40
                                               for s in record["seeds"]),
            "staged.json records each seed's source and commit", record)
     tap.ok(record["seeds"][0]["commit"] == git(hooks, "rev-parse", "HEAD"),
@@ -177,10 +183,12 @@ hooks = "/probe/repo/.git/hooks"
 found += os.listdir(hooks) if os.path.isdir(hooks) else []""")) == NO,
            "hooks: removed; a probe looking for the hook answers NO")
     tap.ok(probe(state, config, "acme/creds",
-                 finder(["ghp_CONFIGCANARY0000", "insteadOf", "evil.invalid", "credential", "FSMONITOR-CANARY",
-                         "fsmonitor", "HOOKSPATH-CANARY", "hooksPath", "[remote"])) == NO,
-           "config with credentials, insteadOf, a credential helper, fsmonitor and hooksPath: stripped; "
+                 finder(["ghp_CONFIGCANARY0000", "insteadOf", "evil.invalid", "credential", "HOOKSPATH-CANARY",
+                         "hooksPath", "[remote"])) == NO,
+           "config with credentials, insteadOf, a credential helper and hooksPath: stripped; "
            "a probe looking for any of them answers NO")
+    tap.ok(probe(state, config, "acme/fsmonitor", finder(["FSMONITOR-CANARY", "fsmonitor"])) == NO,
+           "fsmonitor: stripped; a probe looking for it answers NO")
     tap.ok(probe(state, config, "acme/links", finder(["root:x:0:0"])) == NO,
            "a symlink to /etc/passwd: kept as a link; a probe following it reads nothing of the host's")
     tap.ok(probe(state, config, "acme/links", finder(["SIBLING-MARKER-55"])) == NO,
@@ -324,6 +332,18 @@ found += ["NEW"] if os.path.exists("/probe/repo/NEW") else []"""))
         tap.ok(api_auth and all(a == f"Bearer {canary}" for a in api_auth)
                and codeload and all("Authorization" not in h and canary not in p for p, h in codeload),
                "the token went only to the API host, never to codeload", fake.requests)
+        state2 = new_state()
+        r = stage(state2, config, [("acme/clean", clean)], env={"PATH": os.environ["PATH"], "GITHUB_TOKEN": canary},
+                  extra=["--github-api", fake.api_base, "--github-codeload", fake.codeload_host,
+                         "--github-ca", fake.ca])
+        tap.ok(r.returncode == 0 and canary not in r.stdout + r.stderr,
+               "with only GITHUB_TOKEN set, stage uses it (GH_TOKEN is tried first)", r.stderr)
+        r = stage(new_state(), config, [("acme/clean", clean)],
+                  env={"PATH": os.environ["PATH"], "GH_TOKEN": "ghp_wrong", "GITHUB_TOKEN": canary},
+                  extra=["--github-api", fake.api_base, "--github-codeload", fake.codeload_host,
+                         "--github-ca", fake.ca])
+        tap.ok(r.returncode == 1 and "401" in r.stderr and "ghp_wrong" not in r.stderr and canary not in r.stderr,
+               "GH_TOKEN wins over GITHUB_TOKEN, and a refused token is named by status only", r.stderr)
         remote = next(s for s in staged(state)["seeds"] if s["repo"] == "acme/remote")
         tap.ok(remote["commit"] == commit and remote["source"] == "github",
                "the GitHub seed records the commit the API resolved", remote)
@@ -353,6 +373,12 @@ found += ["NEW"] if os.path.exists("/probe/repo/NEW") else []"""))
         ("a clone path that is not absolute", ok_config, [("acme/clean", "relative/path")], {}, "absolute"),
         ("a missing clone", ok_config, [("acme/clean", os.path.join(work, "nope"))], {}, "local clone"),
     ]
+    bad_catalog = os.path.join(work, "bad-catalog.txt")
+    with open(bad_catalog, "w") as f:
+        f.write("# fine\nacme/clean /no/equals/sign\n")
+    res = stage(state, ok_config, extra=["--catalog", bad_catalog])
+    tap.ok(res.returncode == 1 and "catalog line 2" in res.stderr and "OWNER/REPO=PATH" in res.stderr,
+           "preflight: a malformed catalog line is an error naming the line", res.stderr)
     for name, cfg, clones, env_over, needle in cases:
         env = {"PATH": os.environ["PATH"]}
         env.update(env_over)
