@@ -58,6 +58,10 @@ void sp_staged_release (struct sp_staged *staged);
 /* Opens the seed's directory without following any symlink.  */
 int sp_seed_open (int state_dirfd, const char *run, unsigned index, sp_error_t *err);
 
+/* Records a freshly sealed seed's digest, read through its read-only mount
+   (a seed that is not on one is refused).  */
+int sp_seed_measure (int state_dirfd, const char *run, struct sp_seed *seed, sp_error_t *err);
+
 /* Re-checks a staged seed: its tree still digests to the recorded digest, and
    it is on a read-only mount.  Errors name both digests.  */
 int sp_seed_verify (int state_dirfd, const char *run, const struct sp_seed *seed, sp_error_t *err);

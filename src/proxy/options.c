@@ -57,7 +57,10 @@ sp_options_parse (const char *verb, const char *usage, int argc, char **argv, co
       const struct sp_option *o;
 
       if (strcmp (arg, "--help") == 0 || strcmp (arg, "-h") == 0)
-        return -1;
+        {
+          printf ("%s\n", usage);
+          return -1;
+        }
       o = match (arg, options, n_options, &value);
       if (o == NULL)
         return arg[0] == '-' ? sp_options_usage_error (verb, usage, "unknown option `%s`", arg)

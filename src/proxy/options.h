@@ -20,9 +20,9 @@ struct sp_option
   } list;
 };
 
-/* Parses argv[1..argc).  Returns 0; -1 when --help or -h was given (the verb
-   prints its usage on stdout); or SP_EXIT_USAGE after reporting the reason
-   and the usage line on stderr.  */
+/* Parses argv[1..argc).  Returns 0; -1 after printing the usage line on
+   stdout for --help or -h (the verb then exits 0); or SP_EXIT_USAGE after
+   reporting the reason and the usage line on stderr.  */
 int sp_options_parse (const char *verb, const char *usage, int argc, char **argv,
                       const struct sp_option *options, size_t n_options);
 

@@ -165,19 +165,12 @@ sp_verb_bundle (int argc, char **argv)
   int ret;
 
   ret = parse_args (argc, argv, &a);
-  if (ret < 0)
-    {
-      printf ("%s\n", USAGE);
-      return SP_EXIT_OK;
-    }
   if (ret != 0)
-    return ret;
+    return ret < 0 ? SP_EXIT_OK : ret;
 
   /* Everything is checked before the output directory exists.  */
-  if (sp_config_load (a.config, &config, &err) < 0)
-    return fail ("%s: %s", a.config, sp_error_message (err));
-  if (!config->enabled)
-    return fail ("%s: sealedProbes.enabled: is false, so there is nothing to run", a.config);
+  if (sp_verb_load_enabled_config ("bundle", a.config, &config) < 0)
+    return SP_EXIT_FAIL;
   if (!sp_config_allows_repo (config, (const uint8_t *)a.repo, strlen (a.repo)))
     return fail ("--repo: `%s` is not one of sealedProbes.privateRepos", a.repo);
   if (sp_read_path_capped (a.script, SP_SCRIPT_MAX_BYTES, &script, &script_len, &err) < 0)

@@ -57,6 +57,26 @@ render (const struct sp_config *c, yajl_gen g)
 }
 
 int
+sp_verb_load_enabled_config (const char *verb, const char *path, struct sp_config **config)
+{
+  cleanup_error sp_error_t err = NULL;
+
+  if (sp_config_load (path, config, &err) < 0)
+    {
+      sp_verb_report (verb, "%s: %s", path, sp_error_message (err));
+      return -1;
+    }
+  if (!(*config)->enabled)
+    {
+      sp_verb_report (verb, "%s: sealedProbes.enabled: is false, so sealed probes are off", path);
+      sp_config_free (*config);
+      *config = NULL;
+      return -1;
+    }
+  return 0;
+}
+
+int
 sp_verb_config (int argc, char **argv)
 {
   cleanup_error sp_error_t err = NULL;

@@ -23,7 +23,6 @@
 #include <sealed-probe/secret_env.h>
 #include <sealed-probe/seed_store.h>
 #include <sealed-probe/tree_copy.h>
-#include <sealed-probe/tree_digest.h>
 
 #include "config.h"
 #include "normalize.h"
@@ -143,8 +142,7 @@ make_run_id (char out[SP_ID_MAX_CHARS + 1], sp_error_t *err)
 }
 
 /* Produces seeds/RUN/INDEX for one repository: a sanitized copy of its local
-   clone, or its GitHub tarball; then read-only modes, owner root, and its
-   digest.  */
+   clone, or its GitHub tarball; then read-only modes and owner root.  */
 static int
 stage_one (int run_fd, struct sp_seed *seed, const char *clone, const struct sp_github_source *github,
            sp_error_t *err)
@@ -185,7 +183,7 @@ stage_one (int run_fd, struct sp_seed *seed, const char *clone, const struct sp_
     }
   if (sp_rootfs_normalize (seed_fd, err) < 0)
     return sp_error_wrap (err, "make the seed read-only");
-  return sp_tree_digest (seed_fd, seed->digest, err);
+  return 0;
 }
 
 static int
@@ -220,9 +218,10 @@ stage_all (int state_fd, const struct sp_config *config, const struct sp_catalog
     return sp_make_error (err, errno, "%s/%s: chmod", SP_SEEDS_DIR, staged->run);
   if (sp_seed_run_seal (state_fd, staged->run, err) < 0)
     return -1;
-  /* Re-read every seed through its read-only mount before recording it.  */
+  /* Each digest is taken once, through the read-only mount: what is
+     recorded is what every later reader sees.  */
   for (size_t i = 0; i < staged->n; i++)
-    if (sp_seed_verify (state_fd, staged->run, &staged->seeds[i], err) < 0)
+    if (sp_seed_measure (state_fd, staged->run, &staged->seeds[i], err) < 0)
       return -1;
   return sp_staged_write (state_fd, staged, err);
 }
@@ -265,18 +264,11 @@ sp_verb_stage (int argc, char **argv)
   int ret;
 
   ret = parse_args (argc, argv, &a);
-  if (ret < 0)
-    {
-      printf ("%s\n", USAGE);
-      return SP_EXIT_OK;
-    }
   if (ret != 0)
-    return ret;
+    return ret < 0 ? SP_EXIT_OK : ret;
 
-  if (sp_config_load (a.config, &config, &err) < 0)
-    return fail ("%s: %s", a.config, sp_error_message (err));
-  if (!config->enabled)
-    return fail ("%s: sealedProbes.enabled: is false, so there is nothing to stage", a.config);
+  if (sp_verb_load_enabled_config ("stage", a.config, &config) < 0)
+    return SP_EXIT_FAIL;
   ret = SP_EXIT_FAIL;
   if (a.catalog && sp_catalog_load (&catalog, config, a.catalog, &err) < 0)
     goto out;

@@ -21,13 +21,8 @@ sp_verb_unstage (int argc, char **argv)
   const struct sp_option options[] = { { .name = "--state", .value = &state } };
   int ret = sp_options_parse ("unstage", USAGE, argc, argv, options, 1);
 
-  if (ret < 0)
-    {
-      printf ("%s\n", USAGE);
-      return SP_EXIT_OK;
-    }
   if (ret != 0)
-    return ret;
+    return ret < 0 ? SP_EXIT_OK : ret;
   if (state == NULL)
     state = SP_DEFAULT_STATE;
   if (sp_state_open (state, 0, &state_fd, &err) < 0 || sp_seed_store_reset (state_fd, &err) < 0)

@@ -12,6 +12,13 @@ int sp_verb_bundle (int argc, char **argv);
 int sp_verb_stage (int argc, char **argv);
 int sp_verb_unstage (int argc, char **argv);
 
+struct sp_config;
+
+/* Loads the config at path ("-" for stdin) for a verb that acts on it, which
+   needs the block enabled.  On failure, reports it (naming path and the key)
+   and returns -1.  */
+int sp_verb_load_enabled_config (const char *verb, const char *path, struct sp_config **config);
+
 /* Prints "sealed-probe-proxy: <verb>: <message>" on stderr.  Only main and the
    verbs print.  */
 void sp_verb_report (const char *verb, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));

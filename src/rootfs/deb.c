@@ -12,7 +12,7 @@
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/fileio.h>
 
-#include "cleanup_archive.h"
+#include <sealed-probe/archive_extract.h>
 #include <sealed-probe/bounds.h>
 
 #define DEBIAN_BINARY "2.0\n"

@@ -11,12 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/archive_entry_check.h>
+#include <sealed-probe/archive_extract.h>
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/open_beneath.h>
 
-#include "cleanup_archive.h"
 #include "entry_path.h"
 #include "prune.h"
 
@@ -33,7 +32,7 @@ struct sp_extract
   int saved_cwd;
   struct archive *disk;
   uint64_t entries;
-  int64_t bytes;
+  uint64_t bytes;
 };
 
 static const char *
@@ -141,29 +140,6 @@ sanitize (struct archive_entry *entry, const char *path, const char *target)
 }
 
 static int
-copy_data (struct sp_extract *x, struct archive *in, sp_error_t *err)
-{
-  for (;;)
-    {
-      const void *buf;
-      size_t size;
-      la_int64_t offset;
-      int r = archive_read_data_block (in, &buf, &size, &offset);
-
-      if (r == ARCHIVE_EOF)
-        return 0;
-      if (r != ARCHIVE_OK)
-        return sp_make_error (err, 0, "read: %s", sp_archive_message (in));
-      if ((int64_t)size > SP_ROOTFS_MAX_BYTES - x->bytes)
-        return sp_make_error (err, 0, "the packages hold more than %lld bytes",
-                              (long long)SP_ROOTFS_MAX_BYTES);
-      x->bytes += (int64_t)size;
-      if (archive_write_data_block (x->disk, buf, size, offset) != ARCHIVE_OK)
-        return sp_make_error (err, 0, "write: %s", sp_archive_message (x->disk));
-    }
-}
-
-static int
 extract_entry (struct sp_extract *x, struct archive *in, struct archive_entry *entry, sp_error_t *err)
 {
   char path[SP_ROOTFS_PATH_MAX];
@@ -207,7 +183,8 @@ extract_entry (struct sp_extract *x, struct archive *in, struct archive_entry *e
   sanitize (entry, path, is_hardlink ? target : NULL);
   if (archive_write_header (x->disk, entry) != ARCHIVE_OK)
     return sp_make_error (err, 0, "libarchive refused it: %s", sp_archive_message (x->disk));
-  if (!is_hardlink && archive_entry_filetype (entry) == AE_IFREG && copy_data (x, in, err) < 0)
+  if (!is_hardlink && archive_entry_filetype (entry) == AE_IFREG
+      && sp_archive_copy_data (in, x->disk, &x->bytes, (uint64_t)SP_ROOTFS_MAX_BYTES, err) < 0)
     return -1;
   if (archive_write_finish_entry (x->disk) != ARCHIVE_OK)
     return sp_make_error (err, 0, "libarchive: %s", sp_archive_message (x->disk));

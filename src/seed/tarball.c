@@ -14,12 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/archive_entry_check.h>
+#include <sealed-probe/archive_extract.h>
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/open_beneath.h>
-
-#include "seed_archive.h"
 
 #define WRITER_OPTIONS                                                                                       \
   (ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS                                         \
@@ -143,30 +141,6 @@ lookup (int dstfd, const char *path, bool *exists, struct stat *st, sp_error_t *
   return 0;
 }
 
-/* Copies one regular file's data, counting it against the tree budget.  */
-static int
-copy_data (struct extraction *x, struct archive *in, sp_error_t *err)
-{
-  for (;;)
-    {
-      const void *block;
-      size_t size;
-      la_int64_t offset;
-      int r = archive_read_data_block (in, &block, &size, &offset);
-
-      if (r == ARCHIVE_EOF)
-        return 0;
-      if (r != ARCHIVE_OK)
-        return sp_make_error (err, 0, "read the data: %s", sp_seed_archive_why (in));
-      if (size > x->limits->max_tree_bytes - x->bytes)
-        return sp_make_error (err, 0, "the tree holds more than %llu bytes",
-                              (unsigned long long)x->limits->max_tree_bytes);
-      x->bytes += size;
-      if (archive_write_data_block (x->disk, block, size, offset) != ARCHIVE_OK)
-        return sp_make_error (err, 0, "write the data: %s", sp_seed_archive_why (x->disk));
-    }
-}
-
 /* Rewrites what goes to disk: the stripped name, owner 0:0, no names, ACLs,
    xattrs or flags, and the permissions git itself knows.  */
 static void
@@ -278,18 +252,18 @@ extract_member (struct extraction *x, struct archive *in, struct archive_entry *
 
   normalize (entry, path, hardlink != NULL ? target : NULL, link_perm);
   if (archive_write_header (x->disk, entry) != ARCHIVE_OK)
-    return sp_make_error (err, 0, "libarchive refused it: %s", sp_seed_archive_why (x->disk));
-  if (is_reg && copy_data (x, in, err) < 0)
+    return sp_make_error (err, 0, "libarchive refused it: %s", sp_archive_message (x->disk));
+  if (is_reg && sp_archive_copy_data (in, x->disk, &x->bytes, x->limits->max_tree_bytes, err) < 0)
     return -1;
   if (archive_write_finish_entry (x->disk) != ARCHIVE_OK)
-    return sp_make_error (err, 0, "finish writing it: %s", sp_seed_archive_why (x->disk));
+    return sp_make_error (err, 0, "finish writing it: %s", sp_archive_message (x->disk));
   return 0;
 }
 
 static int
 open_reader (int tarfd, bool raw, struct archive **out, sp_error_t *err)
 {
-  cleanup_seed_archive struct archive *a = archive_read_new ();
+  cleanup_archive struct archive *a = archive_read_new ();
 
   if (a == NULL)
     return sp_make_error (err, ENOMEM, "set up libarchive's reader");
@@ -297,9 +271,9 @@ open_reader (int tarfd, bool raw, struct archive **out, sp_error_t *err)
     return sp_make_error (err, errno, "rewind the tarball");
   if (archive_read_support_filter_gzip (a) != ARCHIVE_OK
       || (raw ? archive_read_support_format_raw (a) : archive_read_support_format_tar (a)) != ARCHIVE_OK)
-    return sp_make_error (err, 0, "set up libarchive's reader: %s", sp_seed_archive_why (a));
+    return sp_make_error (err, 0, "set up libarchive's reader: %s", sp_archive_message (a));
   if (archive_read_open_fd (a, tarfd, SP_TARBALL_READ_BLOCK) != ARCHIVE_OK)
-    return sp_make_error (err, 0, "open the tarball: %s", sp_seed_archive_why (a));
+    return sp_make_error (err, 0, "open the tarball: %s", sp_archive_message (a));
   *out = get_and_reset (&a);
   return 0;
 }
@@ -310,7 +284,7 @@ open_reader (int tarfd, bool raw, struct archive **out, sp_error_t *err)
 static int
 check_stream (int tarfd, const struct sp_tarball_limits *limits, sp_error_t *err)
 {
-  cleanup_seed_archive struct archive *a = NULL;
+  cleanup_archive struct archive *a = NULL;
   cleanup_free char *buf = NULL;
   struct archive_entry *entry;
   uint64_t cap, inflated = 0;
@@ -322,7 +296,7 @@ check_stream (int tarfd, const struct sp_tarball_limits *limits, sp_error_t *err
   if (open_reader (tarfd, true, &a, err) < 0)
     return -1;
   if (archive_read_next_header (a, &entry) != ARCHIVE_OK)
-    return sp_make_error (err, 0, "not a gzip stream: %s", sp_seed_archive_why (a));
+    return sp_make_error (err, 0, "not a gzip stream: %s", sp_archive_message (a));
   if (archive_filter_count (a) != 2 || archive_filter_code (a, 0) != ARCHIVE_FILTER_GZIP)
     return sp_make_error (err, 0, "not a gzip stream");
   buf = malloc (SP_TARBALL_READ_BLOCK);
@@ -335,7 +309,7 @@ check_stream (int tarfd, const struct sp_tarball_limits *limits, sp_error_t *err
       if (n == 0)
         return 0;
       if (n < 0)
-        return sp_make_error (err, 0, "the gzip stream is truncated or corrupt: %s", sp_seed_archive_why (a));
+        return sp_make_error (err, 0, "the gzip stream is truncated or corrupt: %s", sp_archive_message (a));
       inflated += (uint64_t)n;
       if (inflated > cap)
         return sp_make_error (err, 0, "the tarball inflates to more than %llu bytes",
@@ -380,7 +354,7 @@ extract_all (struct extraction *x, struct archive *in, sp_error_t *err)
       if (r == ARCHIVE_EOF)
         break;
       if (r != ARCHIVE_OK)
-        return sp_make_error (err, 0, "read the tar stream: %s", sp_seed_archive_why (in));
+        return sp_make_error (err, 0, "read the tar stream: %s", sp_archive_message (in));
       if (x->entries == 0
           && (archive_filter_count (in) != 2 || archive_filter_code (in, 0) != ARCHIVE_FILTER_GZIP))
         return sp_make_error (err, 0, "not a gzip tar");
@@ -417,7 +391,7 @@ extract_all_utf8 (struct extraction *x, struct archive *in, sp_error_t *err)
 int
 sp_tarball_extract (int tarfd, int dst_dirfd, const struct sp_tarball_limits *limits, sp_error_t *err)
 {
-  cleanup_seed_archive struct archive *in = NULL;
+  cleanup_archive struct archive *in = NULL;
   cleanup_close int saved_cwd = -1;
   struct extraction x = { .dstfd = dst_dirfd, .limits = limits };
   int ret;
@@ -432,18 +406,18 @@ sp_tarball_extract (int tarfd, int dst_dirfd, const struct sp_tarball_limits *li
   x.disk = archive_write_disk_new ();
   if (x.disk == NULL || archive_write_disk_set_options (x.disk, WRITER_OPTIONS) != ARCHIVE_OK)
     {
-      sp_seed_archive_freep (&x.disk);
+      sp_archive_freep (&x.disk);
       return sp_make_error (err, ENOMEM, "set up libarchive's disk writer");
     }
   saved_cwd = open (".", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (saved_cwd < 0)
     {
-      sp_seed_archive_freep (&x.disk);
+      sp_archive_freep (&x.disk);
       return sp_make_error (err, errno, "open the current directory");
     }
   if (fchdir (dst_dirfd) < 0)
     {
-      sp_seed_archive_freep (&x.disk);
+      sp_archive_freep (&x.disk);
       return sp_make_error (err, errno, "enter the destination");
     }
 
@@ -451,8 +425,8 @@ sp_tarball_extract (int tarfd, int dst_dirfd, const struct sp_tarball_limits *li
   /* Still inside the destination: libarchive's deferred directory fixups
      use relative names.  */
   if (archive_write_close (x.disk) != ARCHIVE_OK && ret == 0)
-    ret = sp_make_error (err, 0, "finish extracting: %s", sp_seed_archive_why (x.disk));
-  sp_seed_archive_freep (&x.disk);
+    ret = sp_make_error (err, 0, "finish extracting: %s", sp_archive_message (x.disk));
+  sp_archive_freep (&x.disk);
   if (fchdir (saved_cwd) < 0)
     {
       int saved = errno;

@@ -288,6 +288,15 @@ found += ["NEW"] if os.path.exists("/probe/repo/NEW") else []"""))
                f"on the host, {who} cannot write to the seed", res.stderr.strip()[-200:])
     res = subprocess.run(["findmnt", "-n", "-o", "OPTIONS", "--target", seed], capture_output=True, text=True)
     tap.ok("ro" in res.stdout.split(","), "the seed is on a read-only bind mount", res.stdout)
+    # A record that no longer matches the tree is refused before any snapshot.
+    record = staged(state)
+    wrong = "sha256:" + "0" * 64
+    record["seeds"][0]["digest"] = wrong
+    with open(os.path.join(state, "staged.json"), "w") as f:
+        json.dump(record, f)
+    r3 = probe(state, config, "acme/clean", finder(["clean"]))
+    tap.ok(r3.startswith("bundle failed") and "the seed changed" in r3 and wrong in r3 and before in r3,
+           "a seed whose digest no longer matches staged.json is refused, naming both digests", r3)
 
     # ---- the GitHub source, over real HTTPS on loopback, and the canary ------
     canary = "ghp_STAGECANARY0123456789abcdefABCDEF0"
@@ -396,6 +405,9 @@ found += ["NEW"] if os.path.exists("/probe/repo/NEW") else []"""))
         ("an unknown option", ["--config", ok_config, "--token=x"], "unknown option `--token=x`"),
         ("a stray argument", ["--config", ok_config, "extra"], "unexpected argument `extra`"),
     ]
+    res = subprocess.run([PROXY, "stage", "--help"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    tap.ok(res.returncode == 0 and res.stdout.startswith("usage: sealed-probe-proxy stage") and res.stderr == "",
+           "usage: --help prints the usage on stdout and exits 0", res.stderr)
     for name, args, needle in usage_cases:
         res = subprocess.run([PROXY, "stage"] + args, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         tap.ok(res.returncode == 2 and needle in res.stderr and "usage:" in res.stderr and res.stdout == "",
