@@ -132,6 +132,16 @@ sp_bundle_container_id (const struct sp_bundle_spec *spec)
   return id;
 }
 
+char *
+sp_bundle_cgroup_path (const struct sp_bundle_spec *spec)
+{
+  char *path = NULL;
+
+  if (asprintf (&path, "/%s/%s-%s", SP_BUNDLE_CGROUP_PARENT, spec->run_id, spec->invocation_id) < 0)
+    return NULL;
+  return path;
+}
+
 static unsigned
 gen_str (yajl_gen g, const char *s)
 {
@@ -277,7 +287,8 @@ gen_linux (yajl_gen g, const struct sp_bundle_spec *spec)
   cleanup_free char *cgroups_path = NULL;
   unsigned st = 0;
 
-  if (asprintf (&cgroups_path, "/sealed-probe/%s-%s", spec->run_id, spec->invocation_id) < 0)
+  cgroups_path = sp_bundle_cgroup_path (spec);
+  if (cgroups_path == NULL)
     return yajl_gen_invalid_string;
 
   st |= gen_str (g, "linux");

@@ -46,6 +46,14 @@ int sp_bundle_id_check (const char *id, sp_error_t *err);
 /* The container id a runtime uses: "sp-<run>-<invocation>".  Allocated.  */
 char *sp_bundle_container_id (const struct sp_bundle_spec *spec);
 
+/* The cgroup every sandbox of a proxy lives under, one level below the root
+   of each hierarchy: "/sealed-probe/<run>-<invocation>".  */
+#define SP_BUNDLE_CGROUP_PARENT "sealed-probe"
+
+/* config.json's linux.cgroupsPath: "/sealed-probe/<run>-<invocation>".
+   Allocated.  */
+char *sp_bundle_cgroup_path (const struct sp_bundle_spec *spec);
+
 /* Renders config.json.  Deterministic: the same spec gives the same bytes.  */
 int sp_bundle_render_config (const struct sp_bundle_spec *spec, char **json, size_t *len, sp_error_t *err);
 

@@ -11,6 +11,9 @@ int sp_verb_config (int argc, char **argv);
 int sp_verb_bundle (int argc, char **argv);
 int sp_verb_stage (int argc, char **argv);
 int sp_verb_unstage (int argc, char **argv);
+int sp_verb_serve (int argc, char **argv);
+int sp_verb_check (int argc, char **argv);
+int sp_verb_skill (int argc, char **argv);
 
 struct sp_config;
 

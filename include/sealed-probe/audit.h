@@ -1,0 +1,70 @@
+/* The audit log (docs/audit.md): one JSON line per invocation, isolate-style,
+   in STATE/audit/audit.jsonl.  The directory is root's and 0700, the file
+   0600 and append-only in use; no agent and no sandbox can see it.  It never
+   holds the script, the repository's content or anything the sandbox wrote:
+   only facts the proxy established, and the request's validated fields.  */
+#ifndef SEALED_PROBE_AUDIT_H
+#define SEALED_PROBE_AUDIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sealed-probe/bounds.h>
+#include <sealed-probe/bytes.h>
+#include <sealed-probe/error.h>
+#include <sealed-probe/runtime.h>
+
+#define SP_AUDIT_DIR  "audit"
+#define SP_AUDIT_FILE "audit.jsonl"
+
+struct sp_audit_record
+{
+  const char *id;       /* "<run>-<invocation>" */
+  const char *run;      /* the proxy run */
+  uint64_t received_ns; /* CLOCK_REALTIME, when the request was accepted */
+  uint64_t started_ns;  /* when its slot began (0: never) */
+  uint64_t finished_ns; /* when the answer was ready */
+  /* The request, only once validated (NULL before: invalid bytes are never
+     logged).  */
+  const char *repo;
+  const struct sp_bytes *outcomes; /* SP_OUTCOME_COUNT of them */
+  const char *script_sha256;       /* "sha256:<hex>", or NULL when no script was read */
+  const char *seed_commit;         /* NULL when no seed was used */
+  const char *seed_digest;
+  const char *snapshot; /* "overlay" or "copy", NULL when none was made */
+  bool debited;         /* the budget was debited for this request */
+  uint32_t budget_remaining;
+  uint8_t answer;     /* 0 for ERROR, else the 1-based outcome index */
+  const char *reason; /* the internal failure reason, NULL when answered */
+  const struct sp_run_facts *facts; /* NULL when nothing was launched */
+};
+
+/* Renders one record as a single JSON line ending in "\n", at most
+   SP_AUDIT_LINE_MAX_BYTES (a longer reason is cut, marked, at a UTF-8
+   boundary).  Pure.  Strings are escaped so that no byte of theirs can end
+   the line or the string.  */
+int sp_audit_render (const struct sp_audit_record *rec, char **line, size_t *len, sp_error_t *err);
+
+struct sp_audit;
+
+/* Opens (creating) STATE/audit (root, 0700) and audit.jsonl (0600,
+   O_APPEND).  Refuses a directory or file that is not root's, or that group
+   or others may read.  */
+int sp_audit_open (int state_dirfd, struct sp_audit **out, sp_error_t *err);
+
+/* Appends one line with a single write and fdatasync.  Thread-safe.  */
+int sp_audit_append (struct sp_audit *audit, const struct sp_audit_record *rec, sp_error_t *err);
+
+void sp_audit_close (struct sp_audit *audit);
+
+static inline void
+sp_audit_closep (struct sp_audit **audit)
+{
+  if (*audit)
+    sp_audit_close (*audit);
+  *audit = 0;
+}
+#define cleanup_audit __attribute__ ((cleanup (sp_audit_closep)))
+
+#endif

@@ -1,0 +1,95 @@
+/* The sandbox backends behind one vtable (docs/runtimes.md): one file per
+   backend in runtimes/.  serve picks the backend the config names and never
+   falls back to another; a backend that cannot be verified stops the proxy
+   before it is ready.  */
+#ifndef SEALED_PROBE_RUNTIME_H
+#define SEALED_PROBE_RUNTIME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <sealed-probe/config.h>
+#include <sealed-probe/error.h>
+
+/* What one run of a bundle did, for the audit log.  Never shown to the agent.  */
+struct sp_run_facts
+{
+  bool launched;              /* a container was created */
+  int exit_code;              /* the probe's exit status, or -1 when it died by a signal or is unknown */
+  int signal;                 /* the signal that ended it, or 0 */
+  bool oom;                   /* the kernel's OOM killer killed a process of the sandbox */
+  bool timed_out;             /* the wall-clock timeout expired and the proxy killed the container */
+  uint64_t wall_ns;           /* from launch to exit */
+  uint64_t cpu_ns;            /* CPU time of the whole sandbox (its cgroup), or 0 when unknown */
+  uint64_t peak_memory_bytes; /* peak memory of the whole sandbox (its cgroup), or 0 when unknown */
+};
+
+/* One run, as the proxy asks for it.  */
+struct sp_runtime_job
+{
+  const char *bundle_dir;   /* absolute path of the written bundle */
+  const char *container_id; /* sp_bundle_container_id: "sp-<run>-<invocation>" */
+  const char *cgroup_path;  /* config.json's linux.cgroupsPath */
+  uint32_t timeout_seconds; /* wall clock, from launch */
+};
+
+/* What every backend is given when it is opened.  */
+struct sp_runtime_settings
+{
+  const char *binary;    /* the runtime's executable; NULL: look for it in SP_RUNTIME_SEARCH_PATH */
+  const char *state_dir; /* absolute path of the proxy's protected state directory */
+  const char *run_id;    /* this proxy run's id: every container, directory and cgroup carries it */
+};
+
+/* The fixed PATH a backend's binary is looked up in, and that a runtime is
+   exec'd with: never the caller's environment.  */
+#define SP_RUNTIME_SEARCH_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+struct sp_runtime;
+
+struct sp_runtime_ops
+{
+  const char *name; /* sp_runtime_name's spelling */
+  /* The fail-closed preflight of the binary: it exists, is root's and not
+     writable by others, and its version is one this project supports.  The
+     confinement canary (serve's preflight) runs after it through `run`.  */
+  int (*verify) (struct sp_runtime *rt, sp_error_t *err);
+  /* Once, before the first run: e.g. runc's run-unique --root directory.  */
+  int (*prepare) (struct sp_runtime *rt, sp_error_t *err);
+  /* Runs the bundle to completion under job->timeout_seconds, killing the
+     whole container on expiry, and removes the container.  Returns 0 when
+     the run happened and its facts are known, whatever the probe did; -1
+     when the runtime failed (spawn, wait, delete), facts filled as far as
+     known.  */
+  int (*run) (struct sp_runtime *rt, const struct sp_runtime_job *job, struct sp_run_facts *facts,
+              sp_error_t *err);
+  /* Kills a running container of this run (SIGKILL to all of it).  Safe to
+     call from another thread than the one in `run`.  */
+  int (*kill) (struct sp_runtime *rt, const char *container_id, sp_error_t *err);
+  /* Removes every container, cgroup and runtime state directory that carries
+     a sealed-probe run label: of earlier runs, and of this run too when
+     include_current.  */
+  int (*cleanup_orphans) (struct sp_runtime *rt, bool include_current, sp_error_t *err);
+  void (*close) (struct sp_runtime *rt);
+};
+
+struct sp_runtime
+{
+  const struct sp_runtime_ops *ops;
+};
+
+/* Opens the backend the config names.  A backend this build does not have is
+   an error naming it; nothing falls back.  */
+int sp_runtime_open (enum sp_runtime kind, const struct sp_runtime_settings *settings, struct sp_runtime **out,
+                     sp_error_t *err);
+
+static inline void
+sp_runtime_closep (struct sp_runtime **rt)
+{
+  if (*rt)
+    (*rt)->ops->close (*rt);
+  *rt = 0;
+}
+#define cleanup_runtime __attribute__ ((cleanup (sp_runtime_closep)))
+
+#endif

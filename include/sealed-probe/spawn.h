@@ -1,0 +1,38 @@
+/* Starting a helper program (a runtime's CLI) from the trusted proxy, which
+   is multi-threaded: fork, then only async-signal-safe calls until exec.
+   The child gets /dev/null on stdin, stdout and stderr, every other fd
+   closed (close_range; the CVE-2024-21626 class), exactly the given
+   environment, its own process group, and SIGKILL when the proxy dies.  */
+#ifndef SEALED_PROBE_SPAWN_H
+#define SEALED_PROBE_SPAWN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <sealed-probe/error.h>
+
+struct sp_child
+{
+  pid_t pid;
+  int pidfd; /* O_CLOEXEC; -1 once reaped */
+};
+
+/* Starts path (absolute) with argv and envp.  */
+int sp_spawn (const char *path, char *const argv[], char *const envp[], struct sp_child *child, sp_error_t *err);
+
+/* Waits for the child up to timeout_ms (-1: no limit).  Returns 1 and fills
+   *status (as waitpid's) when it exited, 0 when the time ran out (the child
+   still runs), -1 on error.  */
+int sp_child_wait (struct sp_child *child, int timeout_ms, int *status, sp_error_t *err);
+
+/* SIGKILL to the child's whole process group, then reaps it.  */
+void sp_child_kill_and_reap (struct sp_child *child);
+
+/* Runs path to completion with a limit, capturing at most cap bytes of its
+   stdout into out (NUL-terminated, *len bytes) for version probes; stderr
+   goes to /dev/null.  Exceeding the limit kills it and is an error.  */
+int sp_spawn_capture (const char *path, char *const argv[], char *const envp[], int timeout_ms, char *out,
+                      size_t cap, size_t *len, int *status, sp_error_t *err);
+
+#endif

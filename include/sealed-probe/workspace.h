@@ -1,0 +1,71 @@
+/* One invocation's private workspace (docs/snapshot.md):
+     WORK/RUN/INV/            a tmpfs of its own, size- and inode-limited
+       bundle/                the OCI bundle (bundle.h); bundle/repo is the
+                              probe's writable snapshot of one seed
+       upper/, work/          overlay mode only: the private upper layer
+   WORK is the proxy's protected work directory (STATE/work).  Everything is
+   opened relative to directory fds, and nothing follows a link.  */
+#ifndef SEALED_PROBE_WORKSPACE_H
+#define SEALED_PROBE_WORKSPACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <sealed-probe/error.h>
+#include <sealed-probe/tree_copy.h>
+
+#define SP_WORKSPACE_BUNDLE "bundle"
+
+enum sp_snapshot_mode
+{
+  SP_SNAPSHOT_OVERLAY, /* the read-only seed as lower, a private upper on the workspace tmpfs */
+  SP_SNAPSHOT_COPY,    /* a safe copy (tree_copy.h) onto the workspace tmpfs */
+};
+
+/* "overlay" or "copy"; parse returns -1 for anything else.  */
+const char *sp_snapshot_mode_name (enum sp_snapshot_mode mode);
+int sp_snapshot_mode_parse (const char *name, enum sp_snapshot_mode *mode);
+
+struct sp_workspace_limits
+{
+  uint64_t tmpfs_bytes;  /* the tmpfs size= */
+  uint64_t tmpfs_inodes; /* the tmpfs nr_inodes= */
+};
+
+struct sp_workspace
+{
+  int run_dirfd;     /* WORK/RUN, borrowed */
+  char *name;        /* INV */
+  char *path;        /* absolute WORK/RUN/INV */
+  char *bundle_path; /* absolute WORK/RUN/INV/bundle */
+  int dirfd;         /* the tmpfs root, or -1 */
+  int bundle_dirfd;  /* bundle/, or -1 */
+  bool tmpfs_mounted;
+  bool overlay_mounted;
+};
+
+/* Creates WORK/RUN/INV (0700) and mounts a fresh tmpfs on it (nosuid, nodev,
+   mode 0711, the limits), then creates bundle/ (0711).  run_path is the
+   absolute path of run_dirfd.  On failure nothing is left.  */
+int sp_workspace_create (int run_dirfd, const char *run_path, const char *name,
+                         const struct sp_workspace_limits *limits, struct sp_workspace *ws, sp_error_t *err);
+
+/* Fills bundle/repo (which sp_bundle_write made, owned by the probe uid) with
+   a writable snapshot of the seed open at seed_dirfd.  Copy mode copies with
+   copy_limits, every entry given to the probe uid and owner-writable.
+   Overlay mode mounts an overlay on bundle/repo: lowerdir is the seed
+   (named through /proc/self/fd, so no host path shows in the sandbox's
+   mountinfo), upper and work on this workspace's tmpfs.  */
+int sp_workspace_snapshot (struct sp_workspace *ws, enum sp_snapshot_mode mode, int seed_dirfd,
+                           const struct sp_copy_options *copy_limits, sp_error_t *err);
+
+/* Unmounts the overlay and the tmpfs and removes WORK/RUN/INV.  Every step
+   is tried; any failure is an error (the invocation then answers ERROR).
+   Safe on a partly created workspace, and twice.  */
+int sp_workspace_destroy (struct sp_workspace *ws, sp_error_t *err);
+
+/* Orphans: under the open WORK directory, unmounts whatever is mounted below
+   and removes every RUN directory but keep_run (NULL: all of them).  */
+int sp_workspace_remove_runs (int work_dirfd, const char *keep_run, sp_error_t *err);
+
+#endif

@@ -1,0 +1,2 @@
+/* Placeholder: replaced by its module.  */
+typedef int sp_placeholder_runtime;
