@@ -1,2 +1,24 @@
-/* Placeholder: replaced by its module.  */
-typedef int sp_placeholder_runtime;
+/* Picks the backend the config names: see include/sealed-probe/runtime.h.
+   A backend this build lacks is an error, never a fallback to another.  */
+#include <sealed-probe/runtime.h>
+
+#include "backends.h"
+
+int
+sp_runtime_open (enum sp_runtime kind, const struct sp_runtime_settings *settings,
+                 struct sp_runtime_backend **out, sp_error_t *err)
+{
+  *out = NULL;
+  switch (kind)
+    {
+    case SP_RUNTIME_RUNC:
+      return sp_runc_open (settings, out, err);
+    case SP_RUNTIME_DOCKER:
+    case SP_RUNTIME_GVISOR:
+    case SP_RUNTIME_SBX:
+      return sp_make_error (err, 0, "runtime `%s` is not available in this build yet",
+                            sp_runtime_name (kind));
+    default:
+      return sp_make_error (err, 0, "unknown runtime %d", (int)kind);
+    }
+}

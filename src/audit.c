@@ -1,2 +1,406 @@
-/* Placeholder: replaced by its module.  */
-typedef int sp_placeholder_audit;
+/* The audit log: see include/sealed-probe/audit.h and docs/audit.md.  */
+#define _GNU_SOURCE
+#include <sealed-probe/audit.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sealed-probe/cleanup.h>
+#include <sealed-probe/utf8.h>
+#include <sealed-probe/yajl_util.h>
+
+/* What a cut reason ends with: U+2026 then "[cut]".  */
+#define CUT_MARK "\xE2\x80\xA6[cut]"
+
+struct sp_audit
+{
+  pthread_mutex_t lock;
+  int fd;
+};
+
+int
+sp_audit_format_time (uint64_t ns, char out[SP_AUDIT_TIME_BYTES])
+{
+  time_t secs = (time_t)(ns / 1000000000u);
+  unsigned ms = (unsigned)((ns / 1000000u) % 1000u);
+  struct tm tm;
+  size_t n;
+
+  if (gmtime_r (&secs, &tm) == NULL)
+    return -1;
+  /* %Y could print more than four digits; the format stays RFC 3339 only for
+     years 0..9999, which every uint64_t of nanoseconds is.  */
+  n = strftime (out, SP_AUDIT_TIME_BYTES, "%Y-%m-%dT%H:%M:%S", &tm);
+  if (n != 19)
+    return -1;
+  snprintf (out + n, SP_AUDIT_TIME_BYTES - n, ".%03uZ", ms);
+  return 0;
+}
+
+/* The render state: every yajl status is OR-ed into st (yajl_gen_status_ok
+   is 0), and the first string refused names its key in bad_key.  */
+struct gen
+{
+  yajl_gen g;
+  unsigned st;
+  const char *bad_key;
+};
+
+static void
+key (struct gen *w, const char *k)
+{
+  w->st |= yajl_gen_string (w->g, (const unsigned char *)k, strlen (k));
+}
+
+/* Strict UTF-8 is checked here as well as by yajl, whose own check is
+   looser (it lets surrogates through).  A NUL is refused too: sp_json, and
+   many readers, refuse the \u0000 it would become.  */
+static void
+put_bytes (struct gen *w, const char *k, const void *s, size_t len)
+{
+  if (!sp_utf8_valid (s, len, NULL) || (len > 0 && memchr (s, '\0', len) != NULL))
+    {
+      if (w->bad_key == NULL)
+        w->bad_key = k;
+      w->st |= yajl_gen_invalid_string;
+      return;
+    }
+  w->st |= yajl_gen_string (w->g, len > 0 ? s : (const unsigned char *)"", len);
+  if (w->st != yajl_gen_status_ok && w->bad_key == NULL)
+    w->bad_key = k;
+}
+
+static void
+put_str_or_null (struct gen *w, const char *k, const char *s)
+{
+  key (w, k);
+  if (s == NULL)
+    w->st |= yajl_gen_null (w->g);
+  else
+    put_bytes (w, k, s, strlen (s));
+}
+
+static void
+put_u64 (struct gen *w, const char *k, uint64_t v)
+{
+  char text[24];
+  int n = snprintf (text, sizeof (text), "%" PRIu64, v);
+
+  key (w, k);
+  /* yajl_gen_integer takes a long long; the text keeps any uint64_t exact.  */
+  w->st |= yajl_gen_number (w->g, text, (size_t)n);
+}
+
+static void
+put_time (struct gen *w, const char *k, uint64_t ns, bool zero_is_null)
+{
+  char text[SP_AUDIT_TIME_BYTES];
+
+  key (w, k);
+  if (zero_is_null && ns == 0)
+    w->st |= yajl_gen_null (w->g);
+  else if (sp_audit_format_time (ns, text) < 0)
+    w->st |= yajl_gen_invalid_string;
+  else
+    w->st |= yajl_gen_string (w->g, (const unsigned char *)text, strlen (text));
+}
+
+static void
+put_bool (struct gen *w, const char *k, bool v)
+{
+  key (w, k);
+  w->st |= yajl_gen_bool (w->g, v);
+}
+
+static void
+put_null (struct gen *w, const char *k)
+{
+  key (w, k);
+  w->st |= yajl_gen_null (w->g);
+}
+
+/* One render of rec with reason[0..reason_len) (NULL: null) into a fresh
+   allocation ending in "\n".  */
+static int
+render_once (const struct sp_audit_record *rec, const char *reason, size_t reason_len, char **line,
+             size_t *len, sp_error_t *err)
+{
+  cleanup_yajl_gen yajl_gen g = yajl_gen_alloc (NULL);
+  const struct sp_run_facts *f = rec->facts;
+  struct gen w = { .g = g };
+  const unsigned char *buf;
+  size_t buf_len;
+  char *out;
+
+  if (g == NULL || !yajl_gen_config (g, yajl_gen_validate_utf8, 1)
+      || !yajl_gen_config (g, yajl_gen_beautify, 0))
+    return sp_make_error (err, ENOMEM, "allocate the audit renderer");
+
+  w.st |= yajl_gen_map_open (g);
+  put_str_or_null (&w, "id", rec->id);
+  put_str_or_null (&w, "run", rec->run);
+  put_time (&w, "received", rec->received_ns, false);
+  put_time (&w, "started", rec->started_ns, true);
+  put_time (&w, "finished", rec->finished_ns, false);
+  put_str_or_null (&w, "repo", rec->repo);
+  key (&w, "outcomes");
+  if (rec->outcomes == NULL)
+    w.st |= yajl_gen_null (g);
+  else
+    {
+      w.st |= yajl_gen_array_open (g);
+      for (size_t i = 0; i < SP_OUTCOME_COUNT; i++)
+        put_bytes (&w, "outcomes", rec->outcomes[i].data, rec->outcomes[i].len);
+      w.st |= yajl_gen_array_close (g);
+    }
+  put_str_or_null (&w, "script_sha256", rec->script_sha256);
+  put_str_or_null (&w, "seed_commit", rec->seed_commit);
+  put_str_or_null (&w, "seed_digest", rec->seed_digest);
+  put_str_or_null (&w, "snapshot", rec->snapshot);
+  put_bool (&w, "debited", rec->debited);
+  put_u64 (&w, "budget_remaining", rec->budget_remaining);
+  key (&w, "result");
+  if (rec->answer == 0)
+    key (&w, "ERROR");
+  else
+    put_bytes (&w, "result", rec->outcomes[rec->answer - 1].data, rec->outcomes[rec->answer - 1].len);
+  put_str_or_null (&w, "status", rec->status);
+  key (&w, "reason");
+  if (reason == NULL)
+    w.st |= yajl_gen_null (g);
+  else
+    put_bytes (&w, "reason", reason, reason_len);
+  put_bool (&w, "launched", f != NULL && f->launched);
+  if (f == NULL)
+    {
+      static const char *const keys[]
+          = { "exit", "signal", "oom", "timed_out", "wall_ms", "cpu_ms", "peak_memory_bytes" };
+      for (size_t i = 0; i < sizeof (keys) / sizeof (keys[0]); i++)
+        put_null (&w, keys[i]);
+    }
+  else
+    {
+      key (&w, "exit");
+      if (f->exit_code < 0)
+        w.st |= yajl_gen_null (g);
+      else
+        w.st |= yajl_gen_integer (g, f->exit_code);
+      key (&w, "signal");
+      w.st |= yajl_gen_integer (g, f->signal);
+      put_bool (&w, "oom", f->oom);
+      put_bool (&w, "timed_out", f->timed_out);
+      put_u64 (&w, "wall_ms", f->wall_ns / 1000000u);
+      put_u64 (&w, "cpu_ms", f->cpu_ns / 1000000u);
+      put_u64 (&w, "peak_memory_bytes", f->peak_memory_bytes);
+    }
+  w.st |= yajl_gen_map_close (g);
+
+  if (w.bad_key != NULL)
+    return sp_make_error (err, 0, "audit record: `%s` is not valid UTF-8 without NUL", w.bad_key);
+  if (w.st != yajl_gen_status_ok || yajl_gen_get_buf (g, &buf, &buf_len) != yajl_gen_status_ok)
+    return sp_make_error (err, 0, "audit record: cannot render");
+  /* yajl never beautifies here and escapes every control byte, so the only
+     newline is ours; checked anyway, because a second line would be a
+     forged record.  */
+  if (memchr (buf, '\n', buf_len) != NULL)
+    return sp_make_error (err, 0, "audit record: a raw newline in the rendering");
+
+  out = malloc (buf_len + 2);
+  if (out == NULL)
+    return sp_make_error (err, errno, "allocate the audit line");
+  memcpy (out, buf, buf_len);
+  out[buf_len] = '\n';
+  out[buf_len + 1] = '\0';
+  *line = out;
+  *len = buf_len + 1;
+  return 0;
+}
+
+/* The largest offset <= n that starts a UTF-8 sequence in s (valid UTF-8).  */
+static size_t
+utf8_floor (const char *s, size_t n)
+{
+  while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+    n--;
+  return n;
+}
+
+/* Renders with reason[0..k) + CUT_MARK.  *fits says whether the line is
+   within the bound; on success with fits, *line holds it.  */
+static int
+render_cut (const struct sp_audit_record *rec, const char *reason, size_t k, bool *fits, char **line,
+            size_t *len, sp_error_t *err)
+{
+  cleanup_free char *cut = malloc (k + sizeof (CUT_MARK));
+  cleanup_free char *out = NULL;
+  size_t out_len;
+
+  if (cut == NULL)
+    return sp_make_error (err, errno, "allocate the cut reason");
+  memcpy (cut, reason, k);
+  memcpy (cut + k, CUT_MARK, sizeof (CUT_MARK));
+  if (render_once (rec, cut, k + sizeof (CUT_MARK) - 1, &out, &out_len, err) < 0)
+    return -1;
+  *fits = out_len <= SP_AUDIT_LINE_MAX_BYTES;
+  if (*fits)
+    {
+      *line = get_and_reset (&out);
+      *len = out_len;
+    }
+  return 0;
+}
+
+int
+sp_audit_render (const struct sp_audit_record *rec, char **line, size_t *len, sp_error_t *err)
+{
+  cleanup_free char *out = NULL;
+  const char *reason = rec->reason;
+  size_t reason_len = reason ? strlen (reason) : 0;
+  size_t out_len, lo, hi;
+  bool fits;
+
+  if (rec->answer > SP_OUTCOME_COUNT || (rec->answer > 0 && rec->outcomes == NULL))
+    return sp_make_error (err, 0, "audit record: answer %u names no outcome", (unsigned)rec->answer);
+  if (render_once (rec, reason, reason_len, &out, &out_len, err) < 0)
+    return -1;
+  if (out_len <= SP_AUDIT_LINE_MAX_BYTES)
+    {
+      *line = get_and_reset (&out);
+      *len = out_len;
+      return 0;
+    }
+  if (reason == NULL)
+    return sp_make_error (err, 0, "audit record: %zu bytes without a reason, over %d", out_len,
+                          SP_AUDIT_LINE_MAX_BYTES);
+
+  /* The longest prefix, cut at a character boundary, whose line fits.  How
+     long a prefix renders depends on yajl's escaping, so rather than model
+     it, search: fitting is monotone in the prefix, and this is rare.  */
+  lo = 0;
+  hi = reason_len;
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo + 1) / 2;
+      cleanup_free char *probe = NULL;
+      size_t probe_len;
+
+      if (render_cut (rec, reason, utf8_floor (reason, mid), &fits, &probe, &probe_len, err) < 0)
+        return -1;
+      if (fits)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+  if (render_cut (rec, reason, utf8_floor (reason, lo), &fits, line, len, err) < 0)
+    return -1;
+  if (!fits)
+    return sp_make_error (err, 0, "audit record: over %d bytes even with its reason cut",
+                          SP_AUDIT_LINE_MAX_BYTES);
+  return 0;
+}
+
+/* The directory and the file must be root's and closed to group and others:
+   the log names repositories and outcomes, which may themselves be
+   sensitive.  */
+static int
+check_private (int fd, const char *name, bool want_dir, sp_error_t *err)
+{
+  struct stat st;
+
+  if (fstat (fd, &st) < 0)
+    return sp_make_error (err, errno, "stat `%s`", name);
+  if (want_dir ? !S_ISDIR (st.st_mode) : !S_ISREG (st.st_mode))
+    return sp_make_error (err, 0, "`%s` is not a %s", name, want_dir ? "directory" : "regular file");
+  if (st.st_uid != 0)
+    return sp_make_error (err, 0, "`%s` is owned by uid %u, not root", name, (unsigned)st.st_uid);
+  if (st.st_mode & 077)
+    return sp_make_error (err, 0, "`%s` has mode %04o: group or others may use it (want %s)", name,
+                          (unsigned)(st.st_mode & 07777), want_dir ? "0700" : "0600");
+  return 0;
+}
+
+int
+sp_audit_open (int state_dirfd, struct sp_audit **out, sp_error_t *err)
+{
+  cleanup_close int dirfd = -1;
+  cleanup_close int fd = -1;
+  struct sp_audit *audit;
+
+  if (mkdirat (state_dirfd, SP_AUDIT_DIR, 0700) < 0 && errno != EEXIST)
+    return sp_make_error (err, errno, "mkdir `%s`", SP_AUDIT_DIR);
+  dirfd = TEMP_FAILURE_RETRY (
+      openat (state_dirfd, SP_AUDIT_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dirfd < 0)
+    return sp_make_error (err, errno, "open `%s`", SP_AUDIT_DIR);
+  if (check_private (dirfd, SP_AUDIT_DIR, true, err) < 0)
+    return -1;
+
+  /* O_NONBLOCK so that a FIFO planted in its place cannot hang the open;
+     check_private then refuses it.  */
+  fd = TEMP_FAILURE_RETRY (
+      openat (dirfd, SP_AUDIT_FILE,
+              O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600));
+  if (fd < 0)
+    return sp_make_error (err, errno, "open `%s/%s`", SP_AUDIT_DIR, SP_AUDIT_FILE);
+  if (check_private (fd, SP_AUDIT_DIR "/" SP_AUDIT_FILE, false, err) < 0)
+    return -1;
+
+  audit = calloc (1, sizeof (*audit));
+  if (audit == NULL)
+    return sp_make_error (err, errno, "allocate the audit log");
+  pthread_mutex_init (&audit->lock, NULL);
+  audit->fd = get_and_reset_fd (&fd);
+  *out = audit;
+  return 0;
+}
+
+int
+sp_audit_append (struct sp_audit *audit, const struct sp_audit_record *rec, sp_error_t *err)
+{
+  cleanup_free char *line = NULL;
+  size_t len, done = 0;
+  int ret = 0;
+
+  if (sp_audit_render (rec, &line, &len, err) < 0)
+    return -1;
+
+  /* One write under the lock: O_APPEND keeps a whole write together in the
+     file, and the lock keeps a short write's remainder next to its start.  */
+  pthread_mutex_lock (&audit->lock);
+  while (done < len)
+    {
+      ssize_t n = write (audit->fd, line + done, len - done);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        {
+          ret = sp_make_error (err, n < 0 ? errno : EIO, "write `%s/%s`", SP_AUDIT_DIR, SP_AUDIT_FILE);
+          break;
+        }
+      done += (size_t)n;
+    }
+  if (ret == 0 && fdatasync (audit->fd) < 0)
+    ret = sp_make_error (err, errno, "fdatasync `%s/%s`", SP_AUDIT_DIR, SP_AUDIT_FILE);
+  pthread_mutex_unlock (&audit->lock);
+  return ret;
+}
+
+void
+sp_audit_close (struct sp_audit *audit)
+{
+  if (audit == NULL)
+    return;
+  if (audit->fd >= 0)
+    close (audit->fd);
+  pthread_mutex_destroy (&audit->lock);
+  free (audit);
+}

@@ -88,20 +88,12 @@ is_string (const struct sp_json *v, const char *s)
   return v->type == SP_JSON_STRING && strcmp (v->u.string.data, s) == 0;
 }
 
-/* "<digits><unit>": no sign, no leading zero, unit "m" (MiB) or "g" (GiB).
-   Pure arithmetic with an early stop, so no text can overflow it.  */
-static int
-parse_memory (const struct sp_json *v, uint64_t *bytes)
+int
+sp_size_text_parse (const char *s, size_t len, uint64_t min_bytes, uint64_t max_bytes, uint64_t *bytes)
 {
-  const char *s;
-  size_t len;
   uint64_t n = 0;
   unsigned shift;
 
-  if (v->type != SP_JSON_STRING)
-    return -1;
-  s = v->u.string.data;
-  len = v->u.string.len;
   if (len < 2 || s[0] < '1' || s[0] > '9')
     return -1;
   if (s[len - 1] == 'm')
@@ -115,14 +107,22 @@ parse_memory (const struct sp_json *v, uint64_t *bytes)
       if (s[i] < '0' || s[i] > '9')
         return -1;
       n = n * 10 + (uint64_t)(s[i] - '0');
-      if (n > (SP_MEMORY_MAX_BYTES >> shift))
+      if (n > (max_bytes >> shift))
         return -1;
     }
   n <<= shift;
-  if (n < SP_MEMORY_MIN_BYTES || n > SP_MEMORY_MAX_BYTES)
+  if (n < min_bytes || n > max_bytes)
     return -1;
   *bytes = n;
   return 0;
+}
+
+static int
+parse_memory (const struct sp_json *v, uint64_t *bytes)
+{
+  if (v->type != SP_JSON_STRING)
+    return -1;
+  return sp_size_text_parse (v->u.string.data, v->u.string.len, SP_MEMORY_MIN_BYTES, SP_MEMORY_MAX_BYTES, bytes);
 }
 
 static int

@@ -1,2 +1,353 @@
-/* Placeholder: replaced by its module.  */
-typedef int sp_placeholder_spawn;
+/* Starting helper programs: see include/sealed-probe/spawn.h.  Between fork
+   and execve the child runs only async-signal-safe calls: the proxy is
+   multi-threaded, so another thread may hold malloc's or stdio's lock.  */
+#define _GNU_SOURCE
+#include <sealed-probe/spawn.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sealed-probe/cleanup.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+/* Where the child parks the fds it needs while it rearranges 0..3: above any
+   fd number the rearranging can produce.  */
+#define CHILD_PARK_FD 10
+/* The error pipe's fd in the child: it is closed by execve (FD_CLOEXEC), and
+   close_range starts just above it.  */
+#define CHILD_ERR_FD 3
+/* Without a pidfd, the wait polls this often.  */
+#define WAIT_POLL_NS (10 * 1000 * 1000)
+
+static int64_t
+now_ms (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void __attribute__ ((noreturn)) child_fail (int errfd, int error)
+{
+  /* A failed write leaves the parent reading EOF: it then sees exit 127.  */
+  if (write (errfd, &error, sizeof (error)) < 0)
+    _exit (127);
+  _exit (127);
+}
+
+static void
+child_close_from (int lowfd)
+{
+  struct rlimit rl;
+  long max;
+
+  if (syscall (SYS_close_range, (unsigned int)lowfd, ~0U, 0) == 0)
+    return;
+  /* Kernels before 5.9: close one by one up to the fd limit.  */
+  max = getrlimit (RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY ? (long)rl.rlim_max : 65536;
+  if (max > INT_MAX)
+    max = INT_MAX;
+  for (long fd = lowfd; fd < max; fd++)
+    close ((int)fd);
+}
+
+/* The child's side.  Only async-signal-safe calls from here to execve.  */
+static void __attribute__ ((noreturn)) child_exec (const char *path, char *const argv[], char *const envp[],
+                                                   pid_t parent, int devnull, int outfd, int errfd)
+{
+  struct sigaction dfl;
+  sigset_t none;
+  int null_hi, out_hi, err_hi;
+
+  /* The error pipe first, so that every later failure can be reported.  */
+  err_hi = fcntl (errfd, F_DUPFD_CLOEXEC, CHILD_PARK_FD);
+  if (err_hi < 0)
+    _exit (127);
+  errfd = err_hi;
+
+  if (setpgid (0, 0) < 0)
+    child_fail (errfd, errno);
+  if (prctl (PR_SET_PDEATHSIG, SIGKILL) < 0)
+    child_fail (errfd, errno);
+  /* The parent died before the prctl: nobody would kill us later.  */
+  if (getppid () != parent)
+    _exit (127);
+
+  null_hi = fcntl (devnull, F_DUPFD_CLOEXEC, CHILD_PARK_FD);
+  if (null_hi < 0)
+    child_fail (errfd, errno);
+  out_hi = null_hi;
+  if (outfd >= 0)
+    {
+      out_hi = fcntl (outfd, F_DUPFD_CLOEXEC, CHILD_PARK_FD);
+      if (out_hi < 0)
+        child_fail (errfd, errno);
+    }
+  /* dup2 clears FD_CLOEXEC on 0, 1 and 2; the error pipe keeps it on 3.  */
+  if (dup2 (null_hi, STDIN_FILENO) < 0 || dup2 (out_hi, STDOUT_FILENO) < 0
+      || dup2 (null_hi, STDERR_FILENO) < 0)
+    child_fail (errfd, errno);
+  if (dup3 (errfd, CHILD_ERR_FD, O_CLOEXEC) < 0)
+    child_fail (errfd, errno);
+  errfd = CHILD_ERR_FD;
+  child_close_from (CHILD_ERR_FD + 1);
+
+  memset (&dfl, 0, sizeof (dfl));
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; sig++)
+    sigaction (sig, &dfl, NULL); /* EINVAL for SIGKILL, SIGSTOP and libc's own: fine */
+  sigemptyset (&none);
+  if (sigprocmask (SIG_SETMASK, &none, NULL) < 0)
+    child_fail (errfd, errno);
+
+  execve (path, argv, envp);
+  child_fail (errfd, errno);
+}
+
+static int
+spawn_with (const char *path, char *const argv[], char *const envp[], int outfd, struct sp_child *child,
+            sp_error_t *err)
+{
+  cleanup_close int devnull = -1;
+  cleanup_close int err_rd = -1;
+  cleanup_close int err_wr = -1;
+  int pipefd[2];
+  sigset_t all, old;
+  pid_t parent = getpid ();
+  pid_t pid;
+  int child_errno = 0;
+  ssize_t n;
+
+  child->pid = -1;
+  child->pidfd = -1;
+  if (path == NULL || path[0] != '/')
+    return sp_make_error (err, 0, "spawn: `%s` is not an absolute path", path ? path : "(null)");
+  if (argv == NULL || argv[0] == NULL || envp == NULL)
+    return sp_make_error (err, 0, "spawn `%s`: argv and envp are required", path);
+
+  devnull = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  if (devnull < 0)
+    return sp_make_error (err, errno, "open `/dev/null`");
+  if (pipe2 (pipefd, O_CLOEXEC) < 0)
+    return sp_make_error (err, errno, "spawn `%s`: pipe", path);
+  err_rd = pipefd[0];
+  err_wr = pipefd[1];
+
+  /* No handler of ours may run in the child before it resets them.  */
+  sigfillset (&all);
+  pthread_sigmask (SIG_SETMASK, &all, &old);
+  pid = fork ();
+  if (pid == 0)
+    child_exec (path, argv, envp, parent, devnull, outfd, err_wr);
+  int fork_errno = errno;
+  pthread_sigmask (SIG_SETMASK, &old, NULL);
+  if (pid < 0)
+    return sp_make_error (err, fork_errno, "spawn `%s`: fork", path);
+
+  /* Also from here, so that a group kill reaches it even before the child's
+     own setpgid ran (one of the two wins; the other fails harmlessly).  */
+  setpgid (pid, pid);
+  child->pid = pid;
+  child->pidfd = (int)syscall (SYS_pidfd_open, pid, 0); /* always O_CLOEXEC; -1 falls back to polling */
+
+  sp_closep (&err_wr);
+  n = TEMP_FAILURE_RETRY (read (err_rd, &child_errno, sizeof (child_errno)));
+  if (n != 0)
+    {
+      /* execve failed (or the child could not even report why).  */
+      int status;
+
+      TEMP_FAILURE_RETRY (waitpid (pid, &status, 0));
+      if (child->pidfd >= 0)
+        close (child->pidfd);
+      child->pid = -1;
+      child->pidfd = -1;
+      if (n == (ssize_t)sizeof (child_errno))
+        return sp_make_error (err, child_errno, "spawn `%s`", path);
+      return sp_make_error (err, 0, "spawn `%s`: the child failed before exec", path);
+    }
+  return 0;
+}
+
+int
+sp_spawn (const char *path, char *const argv[], char *const envp[], struct sp_child *child, sp_error_t *err)
+{
+  return spawn_with (path, argv, envp, -1, child, err);
+}
+
+static void
+child_reaped (struct sp_child *child)
+{
+  if (child->pidfd >= 0)
+    close (child->pidfd);
+  child->pidfd = -1;
+  child->pid = -1;
+}
+
+int
+sp_child_wait (struct sp_child *child, int timeout_ms, int *status, sp_error_t *err)
+{
+  int64_t deadline = timeout_ms < 0 ? -1 : now_ms () + timeout_ms;
+  int st = 0;
+
+  if (child->pid <= 0)
+    return sp_make_error (err, ECHILD, "wait: no child");
+  for (;;)
+    {
+      int left = -1;
+      pid_t r;
+
+      if (deadline >= 0)
+        {
+          int64_t d = deadline - now_ms ();
+          left = d < 0 ? 0 : d > INT_MAX ? INT_MAX : (int)d;
+        }
+      if (child->pidfd >= 0)
+        {
+          struct pollfd pfd = { .fd = child->pidfd, .events = POLLIN };
+          int ready = poll (&pfd, 1, left);
+
+          if (ready < 0 && errno != EINTR)
+            return sp_make_error (err, errno, "wait for pid %d: poll", (int)child->pid);
+          if (ready == 0)
+            return 0;
+          if (ready < 0)
+            continue;
+        }
+      r = TEMP_FAILURE_RETRY (waitpid (child->pid, &st, child->pidfd >= 0 ? 0 : WNOHANG));
+      if (r < 0)
+        return sp_make_error (err, errno, "wait for pid %d", (int)child->pid);
+      if (r == child->pid)
+        {
+          child_reaped (child);
+          if (status)
+            *status = st;
+          return 1;
+        }
+      /* No pidfd: poll waitpid.  */
+      if (left == 0)
+        return 0;
+      struct timespec nap = { 0, WAIT_POLL_NS };
+      nanosleep (&nap, NULL);
+    }
+}
+
+void
+sp_child_kill_and_reap (struct sp_child *child)
+{
+  int st;
+
+  if (child->pid <= 0)
+    return;
+  /* The pgid is the pid (setpgid (0, 0)), and it cannot be reused while the
+     unreaped child holds it.  */
+  kill (-child->pid, SIGKILL);
+  kill (child->pid, SIGKILL);
+  TEMP_FAILURE_RETRY (waitpid (child->pid, &st, 0));
+  child_reaped (child);
+}
+
+int
+sp_spawn_capture (const char *path, char *const argv[], char *const envp[], int timeout_ms, char *out,
+                  size_t cap, size_t *len, int *status, sp_error_t *err)
+{
+  struct sp_child child = { -1, -1 };
+  cleanup_close int rd = -1;
+  cleanup_close int wr = -1;
+  int pipefd[2];
+  int64_t deadline = now_ms () + (timeout_ms < 0 ? 0 : timeout_ms);
+  size_t used = 0;
+  int ret;
+
+  *len = 0;
+  if (out == NULL)
+    return sp_make_error (err, EINVAL, "capture `%s`: no buffer", path ? path : "(null)");
+  out[0] = '\0';
+  if (pipe2 (pipefd, O_CLOEXEC) < 0)
+    return sp_make_error (err, errno, "capture `%s`: pipe", path ? path : "(null)");
+  rd = pipefd[0];
+  wr = pipefd[1];
+  if (spawn_with (path, argv, envp, wr, &child, err) < 0)
+    return -1;
+  sp_closep (&wr);
+
+  for (;;)
+    {
+      struct pollfd pfd = { .fd = rd, .events = POLLIN };
+      int64_t d = deadline - now_ms ();
+      int ready;
+      ssize_t n;
+      char sink;
+
+      if (d <= 0)
+        {
+          sp_child_kill_and_reap (&child);
+          return sp_make_error (err, 0, "`%s` did not finish within %d ms", path, timeout_ms);
+        }
+      ready = poll (&pfd, 1, d > INT_MAX ? INT_MAX : (int)d);
+      if (ready < 0 && errno == EINTR)
+        continue;
+      if (ready < 0)
+        {
+          int e = errno;
+          sp_child_kill_and_reap (&child);
+          return sp_make_error (err, e, "capture `%s`: poll", path);
+        }
+      if (ready == 0)
+        continue;
+      /* One byte past cap is enough to know the output is too long.  */
+      n = used < cap ? read (rd, out + used, cap - used) : read (rd, &sink, 1);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        continue;
+      if (n < 0)
+        {
+          int e = errno;
+          sp_child_kill_and_reap (&child);
+          return sp_make_error (err, e, "capture `%s`: read", path);
+        }
+      if (n == 0)
+        break;
+      if (used >= cap)
+        {
+          sp_child_kill_and_reap (&child);
+          out[used] = '\0';
+          return sp_make_error (err, 0, "`%s` wrote more than %zu bytes", path, cap);
+        }
+      used += (size_t)n;
+    }
+  out[used] = '\0';
+  *len = used;
+
+  /* Its stdout is closed; it may still run (or a grandchild held the pipe).  */
+  int64_t d = deadline - now_ms ();
+  ret = sp_child_wait (&child, d < 0 ? 0 : d > INT_MAX ? INT_MAX : (int)d, status, err);
+  if (ret < 0)
+    {
+      sp_child_kill_and_reap (&child);
+      return -1;
+    }
+  if (ret == 0)
+    {
+      sp_child_kill_and_reap (&child);
+      return sp_make_error (err, 0, "`%s` did not finish within %d ms", path, timeout_ms);
+    }
+  return 0;
+}

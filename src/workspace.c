@@ -1,2 +1,538 @@
-/* Placeholder: replaced by its module.  */
-typedef int sp_placeholder_workspace;
+/* The invocation workspace: see workspace.h and docs/snapshot.md.  */
+#define _GNU_SOURCE
+#include <sealed-probe/workspace.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sealed-probe/bounds.h>
+#include <sealed-probe/bundle.h>
+#include <sealed-probe/cleanup.h>
+
+#include "rmtree.h"
+#include "walk.h"
+
+#define UPPER_DIR "upper"
+#define WORK_DIR  "work"
+
+/* A busy unmount is retried this often, this far apart: a sandbox that has
+   just exited may still hold the mount for a moment.  */
+#define UMOUNT_TRIES    5
+#define UMOUNT_PAUSE_NS (20 * 1000 * 1000)
+
+/* Room for the overlay's options: three "/proc/self/fd/N" and the flags.  */
+#define OVERLAY_OPTS_MAX 256
+
+/* How many mounts stacked on one point remove_runs peels off.  */
+#define STACKED_MOUNTS_MAX 8
+
+const char *
+sp_snapshot_mode_name (enum sp_snapshot_mode mode)
+{
+  switch (mode)
+    {
+    case SP_SNAPSHOT_OVERLAY:
+      return "overlay";
+    case SP_SNAPSHOT_COPY:
+      return "copy";
+    default:
+      return "unknown";
+    }
+}
+
+int
+sp_snapshot_mode_parse (const char *name, enum sp_snapshot_mode *mode)
+{
+  if (name == NULL)
+    return -1;
+  if (strcmp (name, "overlay") == 0)
+    *mode = SP_SNAPSHOT_OVERLAY;
+  else if (strcmp (name, "copy") == 0)
+    *mode = SP_SNAPSHOT_COPY;
+  else
+    return -1;
+  return 0;
+}
+
+/* Run and invocation ids are the proxy's own: [a-z0-9-], bounded.  Anything
+   else under WORK is not ours, and a name with '/' or ".." never reaches a
+   path.  */
+static bool
+id_ok (const char *name)
+{
+  size_t n = strlen (name);
+
+  if (n == 0 || n > SP_ID_MAX_CHARS)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') || name[i] == '-'))
+      return false;
+  return true;
+}
+
+/* umount2 without flags, retried briefly while busy: never a lazy detach,
+   which would report success while the mount lives on.  */
+static int
+umount_retry (const char *path)
+{
+  const struct timespec pause = { .tv_sec = 0, .tv_nsec = UMOUNT_PAUSE_NS };
+
+  for (int i = 0;; i++)
+    {
+      if (umount2 (path, UMOUNT_NOFOLLOW | MNT_DETACH) == 0)
+        return 0;
+      if (errno != EBUSY || i + 1 >= UMOUNT_TRIES)
+        return -1;
+      nanosleep (&pause, NULL);
+    }
+}
+
+/* Whether parentfd/name is a directory with another file system on it.  */
+static int
+is_mount_point (int parentfd, const char *name, bool *mounted)
+{
+  struct stat parent, st;
+
+  *mounted = false;
+  if (fstat (parentfd, &parent) < 0)
+    return -1;
+  if (fstatat (parentfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT ? 0 : -1;
+  *mounted = S_ISDIR (st.st_mode) && st.st_dev != parent.st_dev;
+  return 0;
+}
+
+int
+sp_workspace_create (int run_dirfd, const char *run_path, const char *name,
+                     const struct sp_workspace_limits *limits, struct sp_workspace *ws, sp_error_t *err)
+{
+  cleanup_error sp_error_t undo_err = NULL;
+  cleanup_close int path_fd = -1;
+  struct stat run_st, path_st, created, mounted;
+  char target[64];
+  char opts[128];
+
+  /* First, so that destroy is safe whatever happens below.  */
+  *ws = (struct sp_workspace){ .run_dirfd = run_dirfd, .dirfd = -1, .bundle_dirfd = -1 };
+
+  if (!id_ok (name))
+    return sp_make_error (err, 0, "workspace name must be 1 to %d of [a-z0-9-]", SP_ID_MAX_CHARS);
+  if (run_path[0] != '/')
+    return sp_make_error (err, 0, "workspace: the run path must be absolute");
+  /* The path is what mount and umount see; it must name run_dirfd.  */
+  if (fstat (run_dirfd, &run_st) < 0 || stat (run_path, &path_st) < 0)
+    return sp_make_error (err, errno, "workspace: stat the run directory");
+  if (run_st.st_dev != path_st.st_dev || run_st.st_ino != path_st.st_ino)
+    return sp_make_error (err, 0, "workspace: the run path does not name the run directory");
+
+  if (mkdirat (run_dirfd, name, 0700) < 0)
+    return sp_make_error (err, errno, "workspace `%s`: mkdir", name);
+  ws->name = strdup (name);
+  if (ws->name == NULL)
+    {
+      unlinkat (run_dirfd, name, AT_REMOVEDIR);
+      return sp_make_error (err, ENOMEM, "workspace `%s`", name);
+    }
+  if (asprintf (&ws->path, "%s/%s", run_path, name) < 0)
+    {
+      ws->path = NULL;
+      goto fail_errno;
+    }
+  if (asprintf (&ws->bundle_path, "%s/%s", ws->path, SP_WORKSPACE_BUNDLE) < 0)
+    {
+      ws->bundle_path = NULL;
+      goto fail_errno;
+    }
+
+  /* Mount through an O_PATH fd on the directory just made: the tmpfs lands
+     on exactly that directory, whatever a path walk would find.  */
+  path_fd = openat (run_dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (path_fd < 0 || fstat (path_fd, &created) < 0)
+    goto fail_errno;
+  snprintf (target, sizeof (target), "/proc/self/fd/%d", path_fd);
+  snprintf (opts, sizeof (opts), "size=%" PRIu64 ",mode=0711", limits->tmpfs_bytes);
+  if (mount ("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+    {
+      sp_make_error (err, errno, "workspace `%s`: mount the tmpfs", name);
+      goto fail;
+    }
+  ws->tmpfs_mounted = true;
+  /* The fd would keep the tmpfs busy at destroy.  */
+  sp_closep (&path_fd);
+
+  ws->dirfd = openat (run_dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (ws->dirfd < 0 || fstat (ws->dirfd, &mounted) < 0)
+    goto fail_errno;
+  if (mounted.st_dev == created.st_dev)
+    {
+      sp_make_error (err, 0, "workspace `%s`: the tmpfs is not where it was mounted", name);
+      goto fail;
+    }
+  if (mkdirat (ws->dirfd, SP_WORKSPACE_BUNDLE, 0711) < 0)
+    goto fail_errno;
+  ws->bundle_dirfd = openat (ws->dirfd, SP_WORKSPACE_BUNDLE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (ws->bundle_dirfd < 0)
+    goto fail_errno;
+  /* mkdir's mode passed through the umask; the bundle's is exact.  */
+  if (fchmod (ws->bundle_dirfd, 0711) < 0)
+    goto fail_errno;
+  return 0;
+
+fail_errno:
+  sp_make_error (err, errno, "workspace `%s`: create", name);
+fail:
+  sp_closep (&path_fd);
+  if (sp_workspace_destroy (ws, &undo_err) < 0)
+    return sp_error_wrap (err, "(and undoing it failed: %s)", sp_error_message (undo_err));
+  return -1;
+}
+
+static int
+snapshot_copy (struct sp_workspace *ws, int seed_dirfd, const struct sp_copy_options *copy_limits,
+               sp_error_t *err)
+{
+  struct sp_copy_options opts = *copy_limits;
+  cleanup_close int repo_fd = -1;
+
+  /* A probe's checkout is writable whatever the seed's modes are.  */
+  opts.owner_writable = true;
+  repo_fd = openat (ws->bundle_dirfd, SP_BUNDLE_REPO, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (repo_fd < 0)
+    return sp_make_error (err, errno, "snapshot: open %s/%s", SP_WORKSPACE_BUNDLE, SP_BUNDLE_REPO);
+  if (sp_tree_copy (seed_dirfd, repo_fd, &opts, SP_PROBE_UID, SP_PROBE_GID, err) < 0)
+    return sp_error_wrap (err, "snapshot (copy)");
+  return 0;
+}
+
+/* Makes dirfd/name (a fresh directory, root 0700) and returns an O_PATH fd
+   on it.  */
+static int
+make_private_dir (int dirfd, const char *name, sp_error_t *err)
+{
+  int fd;
+
+  if (mkdirat (dirfd, name, 0700) < 0)
+    return sp_make_error (err, errno, "snapshot (overlay): mkdir %s", name);
+  fd = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return sp_make_error (err, errno, "snapshot (overlay): open %s", name);
+  return fd;
+}
+
+static int
+snapshot_overlay (struct sp_workspace *ws, int seed_dirfd, sp_error_t *err)
+{
+  cleanup_close int upper_fd = -1;
+  cleanup_close int work_fd = -1;
+  cleanup_close int repo_fd = -1;
+  struct stat seed_st, bundle_st, repo_st;
+  char opts[OVERLAY_OPTS_MAX];
+  char target[64];
+  int n;
+
+  if (fstat (seed_dirfd, &seed_st) < 0)
+    return sp_make_error (err, errno, "snapshot (overlay): stat the seed");
+  if (!S_ISDIR (seed_st.st_mode))
+    return sp_make_error (err, 0, "snapshot (overlay): the seed is not a directory");
+  upper_fd = make_private_dir (ws->dirfd, UPPER_DIR, err);
+  if (upper_fd < 0)
+    return -1;
+  work_fd = make_private_dir (ws->dirfd, WORK_DIR, err);
+  if (work_fd < 0)
+    return -1;
+  /* The overlay's root takes its owner and mode from the upper directory,
+     not from the lower: make them the seed's own.  */
+  if (fchown (upper_fd, seed_st.st_uid, seed_st.st_gid) < 0
+      || fchmod (upper_fd, seed_st.st_mode & (S_IRWXU | S_IRWXG | S_IRWXO)) < 0)
+    return sp_make_error (err, errno, "snapshot (overlay): give %s the seed's owner and mode", UPPER_DIR);
+
+  repo_fd = openat (ws->bundle_dirfd, SP_BUNDLE_REPO, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (repo_fd < 0)
+    return sp_make_error (err, errno, "snapshot (overlay): open %s/%s", SP_WORKSPACE_BUNDLE, SP_BUNDLE_REPO);
+  if (fstat (ws->bundle_dirfd, &bundle_st) < 0 || fstat (repo_fd, &repo_st) < 0)
+    return sp_make_error (err, errno, "snapshot (overlay): stat %s", SP_BUNDLE_REPO);
+  if (repo_st.st_dev != bundle_st.st_dev)
+    return sp_make_error (err, 0, "snapshot (overlay): %s is already a mount point", SP_BUNDLE_REPO);
+
+  /* Every directory is named through this process's fds: the options, which
+     any reader of mountinfo sees (the sandbox too), hold no host path, and
+     no path is walked again.  index, metacopy and xino off: a plain copy-up
+     overlay that keeps nothing outside upper and work.  redirect_dir=on, or
+     renaming a seed directory fails with EXDEV where a copy would succeed;
+     its xattr names a path inside the lower layer, in an upper layer only
+     the proxy can give trusted.* xattrs to.  */
+  n = snprintf (opts, sizeof (opts),
+                "lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d,"
+                "index=off,metacopy=off,redirect_dir=off,xino=off",
+                seed_dirfd, upper_fd, work_fd);
+  if (n < 0 || (size_t)n >= sizeof (opts))
+    return sp_make_error (err, 0, "snapshot (overlay): options too long");
+  snprintf (target, sizeof (target), "/proc/self/fd/%d", repo_fd);
+  if (mount ("overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+    return sp_make_error (err, errno, "snapshot (overlay): mount");
+  ws->overlay_mounted = true;
+  return 0;
+}
+
+int
+sp_workspace_snapshot (struct sp_workspace *ws, enum sp_snapshot_mode mode, int seed_dirfd,
+                       const struct sp_copy_options *copy_limits, sp_error_t *err)
+{
+  if (ws->dirfd < 0 || ws->bundle_dirfd < 0)
+    return sp_make_error (err, 0, "snapshot: the workspace is not open");
+  if (ws->overlay_mounted)
+    return sp_make_error (err, 0, "snapshot: the workspace has a snapshot already");
+  switch (mode)
+    {
+    case SP_SNAPSHOT_COPY:
+      return snapshot_copy (ws, seed_dirfd, copy_limits, err);
+    case SP_SNAPSHOT_OVERLAY:
+      return snapshot_overlay (ws, seed_dirfd, err);
+    default:
+      return sp_make_error (err, 0, "snapshot: unknown mode");
+    }
+}
+
+/* The failures of a destroy, one after another.  */
+struct failures
+{
+  char text[1024];
+  size_t len;
+  int count;
+};
+
+static void
+failed (struct failures *f, int errnum, const char *what)
+{
+  int n = snprintf (f->text + f->len, sizeof (f->text) - f->len, "%s%s (%s)", f->count > 0 ? "; " : "", what,
+                    strerror (errnum));
+
+  if (n > 0)
+    f->len = f->len + (size_t)n < sizeof (f->text) ? f->len + (size_t)n : sizeof (f->text) - 1;
+  f->count++;
+}
+
+int
+sp_workspace_destroy (struct sp_workspace *ws, sp_error_t *err)
+{
+  struct failures f = { .len = 0, .count = 0 };
+
+  if (ws->overlay_mounted)
+    {
+      cleanup_free char *repo = NULL;
+
+      if (asprintf (&repo, "%s/%s", ws->bundle_path, SP_BUNDLE_REPO) < 0)
+        {
+          repo = NULL;
+          failed (&f, ENOMEM, "unmount the overlay");
+        }
+      else if (umount_retry (repo) < 0)
+        failed (&f, errno, "unmount the overlay");
+      else
+        ws->overlay_mounted = false;
+    }
+  /* Our own fds on the tmpfs would keep it busy.  */
+  sp_closep (&ws->bundle_dirfd);
+  sp_closep (&ws->dirfd);
+  if (ws->tmpfs_mounted)
+    {
+      if (umount_retry (ws->path) < 0)
+        failed (&f, errno, "unmount the tmpfs");
+      else
+        ws->tmpfs_mounted = false;
+    }
+  /* Only once nothing is mounted: rmdir never reaches into a mount.  */
+  if (ws->name != NULL && !ws->tmpfs_mounted && !ws->overlay_mounted)
+    {
+      if (unlinkat (ws->run_dirfd, ws->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        failed (&f, errno, "remove the directory");
+    }
+
+  if (f.count > 0)
+    /* What is left stays recorded, so that a later destroy (or remove_runs)
+       can finish the job.  */
+    return sp_make_error (err, 0, "destroy workspace `%s`: %s", ws->name != NULL ? ws->name : "?", f.text);
+  free (ws->name);
+  free (ws->path);
+  free (ws->bundle_path);
+  ws->name = ws->path = ws->bundle_path = NULL;
+  return 0;
+}
+
+static int
+refuse_mount (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_walk_event event,
+              void *ctx, sp_error_t *err)
+{
+  const dev_t *top_dev = ctx;
+
+  if (st->st_dev != *top_dev)
+    return sp_make_error (err, 0, "`%s` is a mount point", path);
+  return 0;
+}
+
+/* sp_remove_tree_at crosses mount points; a tree is only removed after a
+   walk found none below it.  */
+static int
+remove_tree_no_mounts (int parentfd, const char *name, sp_error_t *err)
+{
+  cleanup_close int fd = openat (parentfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+
+  if (fd < 0)
+    {
+      if (errno == ENOENT)
+        return 0;
+      if (errno == ENOTDIR || errno == ELOOP)
+        return sp_remove_tree_at (parentfd, name, err);
+      return sp_make_error (err, errno, "open `%s`", name);
+    }
+  if (fstat (fd, &st) < 0)
+    return sp_make_error (err, errno, "stat `%s`", name);
+  if (sp_walk (fd, refuse_mount, &st.st_dev, err) < 0)
+    return sp_error_wrap (err, "`%s`", name);
+  sp_closep (&fd);
+  return sp_remove_tree_at (parentfd, name, err);
+}
+
+/* Unmounts whatever is mounted on parentfd/name, stacked mounts too.  The
+   path goes through /proc/self/fd/PARENT: the parent fd is not on the mount,
+   so it does not keep it busy.  */
+static int
+unmount_all_at (int parentfd, const char *name, sp_error_t *err)
+{
+  char path[PATH_MAX];
+
+  snprintf (path, sizeof (path), "/proc/self/fd/%d/%s", parentfd, name);
+  for (int i = 0; i < STACKED_MOUNTS_MAX; i++)
+    {
+      bool mounted;
+
+      if (is_mount_point (parentfd, name, &mounted) < 0)
+        return sp_make_error (err, errno, "stat `%s`", name);
+      if (!mounted)
+        return 0;
+      if (umount_retry (path) < 0)
+        return sp_make_error (err, errno, "unmount `%s`", name);
+    }
+  return sp_make_error (err, 0, "unmount `%s`: more than %d mounts", name, STACKED_MOUNTS_MAX);
+}
+
+/* One orphaned invocation: the overlay on bundle/repo, then the tmpfs.  */
+static int
+remove_inv (int run_fd, const char *inv, sp_error_t *err)
+{
+  bool mounted;
+
+  if (is_mount_point (run_fd, inv, &mounted) < 0)
+    return sp_make_error (err, errno, "stat `%s`", inv);
+  if (mounted)
+    {
+      cleanup_close int inv_fd = openat (run_fd, inv, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      cleanup_close int bundle_fd = -1;
+      int ret;
+
+      if (inv_fd < 0)
+        return sp_make_error (err, errno, "open `%s`", inv);
+      bundle_fd = openat (inv_fd, SP_WORKSPACE_BUNDLE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (bundle_fd >= 0)
+        {
+          if (unmount_all_at (bundle_fd, SP_BUNDLE_REPO, err) < 0)
+            return sp_error_wrap (err, "%s/%s", inv, SP_WORKSPACE_BUNDLE);
+        }
+      else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
+        return sp_make_error (err, errno, "open `%s/%s`", inv, SP_WORKSPACE_BUNDLE);
+      /* Our fds on the tmpfs would keep it busy.  */
+      sp_closep (&bundle_fd);
+      sp_closep (&inv_fd);
+      ret = unmount_all_at (run_fd, inv, err);
+      if (ret < 0)
+        return ret;
+    }
+  return remove_tree_no_mounts (run_fd, inv, err);
+}
+
+static int
+remove_run (int work_dirfd, const char *run, sp_error_t *err)
+{
+  cleanup_close int run_fd = openat (work_dirfd, run, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  cleanup_dir DIR *dir = NULL;
+  struct dirent *de;
+  int dup_fd;
+
+  if (run_fd < 0)
+    return sp_make_error (err, errno, "open `%s`", run);
+  dup_fd = openat (run_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dup_fd < 0)
+    return sp_make_error (err, errno, "open `%s`", run);
+  dir = fdopendir (dup_fd);
+  if (dir == NULL)
+    {
+      close (dup_fd);
+      return sp_make_error (err, errno, "open `%s`", run);
+    }
+  while ((errno = 0, de = readdir (dir)) != NULL)
+    {
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+        continue;
+      if (remove_inv (run_fd, de->d_name, err) < 0)
+        return sp_error_wrap (err, "%s", run);
+    }
+  if (errno != 0)
+    return sp_make_error (err, errno, "read `%s`", run);
+  sp_closedirp (&dir);
+  sp_closep (&run_fd);
+  return remove_tree_no_mounts (work_dirfd, run, err);
+}
+
+int
+sp_workspace_remove_runs (int work_dirfd, const char *keep_run, sp_error_t *err)
+{
+  cleanup_dir DIR *dir = NULL;
+  struct dirent *de;
+  int dup_fd;
+  int ret = 0;
+
+  dup_fd = openat (work_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dup_fd < 0)
+    return sp_make_error (err, errno, "remove old runs: open the work directory");
+  dir = fdopendir (dup_fd);
+  if (dir == NULL)
+    {
+      close (dup_fd);
+      return sp_make_error (err, errno, "remove old runs: open the work directory");
+    }
+  while ((errno = 0, de = readdir (dir)) != NULL)
+    {
+      struct stat st;
+
+      /* Only run directories are the proxy's: anything else is left.  */
+      if (!id_ok (de->d_name) || (keep_run != NULL && strcmp (de->d_name, keep_run) == 0))
+        continue;
+      if (fstatat (work_dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR (st.st_mode))
+        continue;
+      /* One run that fails does not stop the others; the first error is
+         reported.  */
+      if (ret == 0)
+        ret = remove_run (work_dirfd, de->d_name, err);
+      else
+        {
+          cleanup_error sp_error_t more = NULL;
+          remove_run (work_dirfd, de->d_name, &more);
+        }
+    }
+  if (errno != 0 && ret == 0)
+    return sp_make_error (err, errno, "remove old runs: read the work directory");
+  if (ret < 0)
+    return sp_error_wrap (err, "remove old runs");
+  return 0;
+}

@@ -18,6 +18,12 @@
 #define SP_AUDIT_DIR  "audit"
 #define SP_AUDIT_FILE "audit.jsonl"
 
+#define SP_AUDIT_STATUS_ANSWERED  "answered"  /* a valid answer came back */
+#define SP_AUDIT_STATUS_REFUSED   "refused"   /* not run: bad frame or request, budget, queue, shutdown */
+#define SP_AUDIT_STATUS_PROBE     "probe"     /* the probe ran; its answer was missing or invalid */
+#define SP_AUDIT_STATUS_TIMED_OUT "timed_out" /* the probe hit the wall-clock timeout */
+#define SP_AUDIT_STATUS_INTERNAL  "internal"  /* the proxy or the runtime failed (snapshot, run, cleanup) */
+
 struct sp_audit_record
 {
   const char *id;       /* "<run>-<invocation>" */
@@ -35,7 +41,11 @@ struct sp_audit_record
   const char *snapshot; /* "overlay" or "copy", NULL when none was made */
   bool debited;         /* the budget was debited for this request */
   uint32_t budget_remaining;
-  uint8_t answer;     /* 0 for ERROR, else the 1-based outcome index */
+  uint8_t answer; /* 0 for ERROR, else the 1-based outcome index */
+  /* The verdict, kept apart from the proxy's own failures as isolate does:
+     one of the SP_AUDIT_STATUS_* below.  The agent sees ERROR for all but
+     "answered".  */
+  const char *status;
   const char *reason; /* the internal failure reason, NULL when answered */
   const struct sp_run_facts *facts; /* NULL when nothing was launched */
 };
@@ -45,6 +55,13 @@ struct sp_audit_record
    boundary).  Pure.  Strings are escaped so that no byte of theirs can end
    the line or the string.  */
 int sp_audit_render (const struct sp_audit_record *rec, char **line, size_t *len, sp_error_t *err);
+
+/* Formats ns (CLOCK_REALTIME) as RFC 3339 UTC with milliseconds,
+   "2026-11-30T07:01:02.345Z", into out (SP_AUDIT_TIME_BYTES with its NUL).
+   Pure.  Returns 0, or -1 when the time cannot be formatted.  The audit
+   line's "received", "started" and "finished" are in this form.  */
+#define SP_AUDIT_TIME_BYTES 25
+int sp_audit_format_time (uint64_t ns, char out[SP_AUDIT_TIME_BYTES]);
 
 struct sp_audit;
 

@@ -62,6 +62,12 @@ sp_config_freep (struct sp_config **config)
 }
 #define cleanup_config __attribute__ ((cleanup (sp_config_freep)))
 
+/* A size as the config writes one: "<digits><unit>", no sign, no leading
+   zero, unit "m" (MiB) or "g" (GiB), within min_bytes..max_bytes.  Pure
+   arithmetic with an early stop, so no text can overflow it.  Returns -1
+   for anything else.  */
+int sp_size_text_parse (const char *s, size_t len, uint64_t min_bytes, uint64_t max_bytes, uint64_t *bytes);
+
 /* "docker", "gvisor", "sbx" or "runc".  */
 const char *sp_runtime_name (enum sp_runtime runtime);
 

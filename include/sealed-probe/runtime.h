@@ -45,7 +45,10 @@ struct sp_runtime_settings
    exec'd with: never the caller's environment.  */
 #define SP_RUNTIME_SEARCH_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-struct sp_runtime;
+/* One opened backend.  Named sp_runtime_backend, not sp_runtime: C shares
+   one tag namespace between struct and enum, and config.h's enum sp_runtime
+   (the config's choice of backend) already holds that tag.  */
+struct sp_runtime_backend;
 
 struct sp_runtime_ops
 {
@@ -53,38 +56,38 @@ struct sp_runtime_ops
   /* The fail-closed preflight of the binary: it exists, is root's and not
      writable by others, and its version is one this project supports.  The
      confinement canary (serve's preflight) runs after it through `run`.  */
-  int (*verify) (struct sp_runtime *rt, sp_error_t *err);
+  int (*verify) (struct sp_runtime_backend *rt, sp_error_t *err);
   /* Once, before the first run: e.g. runc's run-unique --root directory.  */
-  int (*prepare) (struct sp_runtime *rt, sp_error_t *err);
+  int (*prepare) (struct sp_runtime_backend *rt, sp_error_t *err);
   /* Runs the bundle to completion under job->timeout_seconds, killing the
      whole container on expiry, and removes the container.  Returns 0 when
      the run happened and its facts are known, whatever the probe did; -1
      when the runtime failed (spawn, wait, delete), facts filled as far as
      known.  */
-  int (*run) (struct sp_runtime *rt, const struct sp_runtime_job *job, struct sp_run_facts *facts,
+  int (*run) (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struct sp_run_facts *facts,
               sp_error_t *err);
   /* Kills a running container of this run (SIGKILL to all of it).  Safe to
      call from another thread than the one in `run`.  */
-  int (*kill) (struct sp_runtime *rt, const char *container_id, sp_error_t *err);
+  int (*kill) (struct sp_runtime_backend *rt, const char *container_id, sp_error_t *err);
   /* Removes every container, cgroup and runtime state directory that carries
      a sealed-probe run label: of earlier runs, and of this run too when
      include_current.  */
-  int (*cleanup_orphans) (struct sp_runtime *rt, bool include_current, sp_error_t *err);
-  void (*close) (struct sp_runtime *rt);
+  int (*cleanup_orphans) (struct sp_runtime_backend *rt, bool include_current, sp_error_t *err);
+  void (*close) (struct sp_runtime_backend *rt);
 };
 
-struct sp_runtime
+struct sp_runtime_backend
 {
   const struct sp_runtime_ops *ops;
 };
 
 /* Opens the backend the config names.  A backend this build does not have is
    an error naming it; nothing falls back.  */
-int sp_runtime_open (enum sp_runtime kind, const struct sp_runtime_settings *settings, struct sp_runtime **out,
-                     sp_error_t *err);
+int sp_runtime_open (enum sp_runtime kind, const struct sp_runtime_settings *settings,
+                     struct sp_runtime_backend **out, sp_error_t *err);
 
 static inline void
-sp_runtime_closep (struct sp_runtime **rt)
+sp_runtime_closep (struct sp_runtime_backend **rt)
 {
   if (*rt)
     (*rt)->ops->close (*rt);

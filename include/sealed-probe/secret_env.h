@@ -11,6 +11,11 @@
    with sp_secret_free.  */
 char *sp_secret_env_take (const char *const *names, const char **which);
 
+/* Wipes every string of the environment in place (names too), then empties
+   it: serve holds no credential of any name, and its children inherit
+   nothing.  */
+void sp_env_scrub_all (void);
+
 /* explicit_bzero, then free.  */
 void sp_secret_free (char *secret);
 

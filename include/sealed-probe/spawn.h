@@ -18,20 +18,28 @@ struct sp_child
   int pidfd; /* O_CLOEXEC; -1 once reaped */
 };
 
-/* Starts path (absolute) with argv and envp.  */
-int sp_spawn (const char *path, char *const argv[], char *const envp[], struct sp_child *child, sp_error_t *err);
+/* Starts path (absolute) with argv and envp.  An execve failure (a missing
+   binary, say) is reported here, as an error naming path, not as an exit
+   status.  PR_SET_PDEATHSIG fires when the *thread* that called sp_spawn
+   exits: spawn from a thread that outlives the child.  */
+int sp_spawn (const char *path, char *const argv[], char *const envp[], struct sp_child *child,
+              sp_error_t *err);
 
 /* Waits for the child up to timeout_ms (-1: no limit).  Returns 1 and fills
    *status (as waitpid's) when it exited, 0 when the time ran out (the child
    still runs), -1 on error.  */
 int sp_child_wait (struct sp_child *child, int timeout_ms, int *status, sp_error_t *err);
 
-/* SIGKILL to the child's whole process group, then reaps it.  */
+/* SIGKILL to the child's whole process group, then reaps it.  A no-op on a
+   child already reaped (its pid may be reused).  */
 void sp_child_kill_and_reap (struct sp_child *child);
 
 /* Runs path to completion with a limit, capturing at most cap bytes of its
    stdout into out (NUL-terminated, *len bytes) for version probes; stderr
-   goes to /dev/null.  Exceeding the limit kills it and is an error.  */
+   goes to /dev/null.  Exceeding the limit kills it and is an error.
+   out must hold cap + 1 bytes.  Writing more than cap bytes kills its whole
+   process group and is an error; so is running past timeout_ms.  A program
+   that cannot be exec'd is an error; a non-zero exit is not (see *status).  */
 int sp_spawn_capture (const char *path, char *const argv[], char *const envp[], int timeout_ms, char *out,
                       size_t cap, size_t *len, int *status, sp_error_t *err);
 

@@ -17,8 +17,11 @@ struct verb
 static const struct verb verbs[] = {
   { "stage", sp_verb_stage, "make one immutable, sanitized seed per configured repository, then exit" },
   { "unstage", sp_verb_unstage, "unmount and remove every staged seed" },
+  { "serve", sp_verb_serve, "run the proxy: preflight, then answer probes on the socket until SIGTERM" },
+  { "check", sp_verb_check, "run serve's whole preflight, canary included, print what it verified, and exit" },
   { "config", sp_verb_config, "validate a sealedProbes config and print the effective settings" },
   { "bundle", sp_verb_bundle, "write the OCI bundle serve would run (--dry-run), and start nothing" },
+  { "skill", sp_verb_skill, "write the agent-facing SKILL.md for the configured repositories" },
 };
 
 void

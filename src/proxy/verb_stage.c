@@ -181,8 +181,11 @@ stage_one (int run_fd, struct sp_seed *seed, const char *clone, const struct sp_
       if (sp_github_fetch (github, seed->repo, seed_fd, seed->commit, err) < 0)
         return -1;
     }
-  if (sp_rootfs_normalize (seed_fd, err) < 0)
-    return sp_error_wrap (err, "make the seed read-only");
+  /* Owned by the probe and owner-writable, so that an overlay snapshot is
+     writable in the sandbox; the seed itself stays immutable through its
+     read-only mount and the 0700 state directory (docs/staging.md).  */
+  if (sp_tree_normalize (seed_fd, &sp_seed_policy, err) < 0)
+    return sp_error_wrap (err, "normalize the seed");
   return 0;
 }
 

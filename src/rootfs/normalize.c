@@ -15,18 +15,39 @@ static const struct timespec fixed_times[2] = {
   { .tv_sec = SP_ROOTFS_MTIME, .tv_nsec = 0 },
 };
 
+const struct sp_normalize_policy sp_rootfs_policy = {
+  .uid = 0,
+  .gid = 0,
+  .dir_mode = SP_ROOTFS_DIR_MODE,
+  .file_mode = SP_ROOTFS_FILE_MODE,
+  .exec_mode = SP_ROOTFS_EXEC_MODE,
+};
+
+const struct sp_normalize_policy sp_seed_policy = {
+  .uid = SP_PROBE_UID,
+  .gid = SP_PROBE_GID,
+  .dir_mode = SP_SEED_DIR_MODE,
+  .file_mode = SP_SEED_FILE_MODE,
+  .exec_mode = SP_SEED_EXEC_MODE,
+};
+
+/* Only permission bits: never setuid, setgid or sticky.  */
+#define PERM_MASK 0777
+
 static int
-normalize_one (int dirfd, const char *name, const char *path, const struct stat *st, sp_error_t *err)
+normalize_one (int dirfd, const char *name, const char *path, const struct stat *st,
+               const struct sp_normalize_policy *policy, sp_error_t *err)
 {
   mode_t mode;
 
   /* chown first: it would clear setuid/setgid bits set before it anyway.  */
-  if (fchownat (dirfd, name, 0, 0, AT_SYMLINK_NOFOLLOW) < 0)
-    return sp_make_error (err, errno, "chown `%s` to 0:0 (the builder needs root)", path);
+  if (fchownat (dirfd, name, policy->uid, policy->gid, AT_SYMLINK_NOFOLLOW) < 0)
+    return sp_make_error (err, errno, "chown `%s` to %u:%u (this needs root)", path, (unsigned)policy->uid,
+                          (unsigned)policy->gid);
   if (S_ISDIR (st->st_mode))
-    mode = SP_ROOTFS_DIR_MODE;
+    mode = policy->dir_mode & PERM_MASK;
   else if (S_ISREG (st->st_mode))
-    mode = (st->st_mode & 0111) ? SP_ROOTFS_EXEC_MODE : SP_ROOTFS_FILE_MODE;
+    mode = ((st->st_mode & 0111) ? policy->exec_mode : policy->file_mode) & PERM_MASK;
   else if (S_ISLNK (st->st_mode))
     mode = 0;
   else
@@ -46,19 +67,26 @@ on_entry (int dirfd, const char *name, const char *path, const struct stat *st, 
   /* A directory waits until its children are done: deepest first.  */
   if (S_ISDIR (st->st_mode) != (event == SP_WALK_DIR_DONE))
     return 0;
-  return normalize_one (dirfd, name, path, st, err);
+  return normalize_one (dirfd, name, path, st, ctx, err);
+}
+
+int
+sp_tree_normalize (int rootfd, const struct sp_normalize_policy *policy, sp_error_t *err)
+{
+  if (sp_walk (rootfd, on_entry, (void *)policy, err) < 0)
+    return -1;
+  if (fchown (rootfd, policy->uid, policy->gid) < 0)
+    return sp_make_error (err, errno, "chown the tree's root to %u:%u (this needs root)",
+                          (unsigned)policy->uid, (unsigned)policy->gid);
+  if (fchmod (rootfd, policy->dir_mode & PERM_MASK) < 0)
+    return sp_make_error (err, errno, "chmod the tree's root");
+  if (futimens (rootfd, fixed_times) < 0)
+    return sp_make_error (err, errno, "set the times of the tree's root");
+  return 0;
 }
 
 int
 sp_rootfs_normalize (int rootfd, sp_error_t *err)
 {
-  if (sp_walk (rootfd, on_entry, NULL, err) < 0)
-    return -1;
-  if (fchown (rootfd, 0, 0) < 0)
-    return sp_make_error (err, errno, "chown the tree's root to 0:0 (the builder needs root)");
-  if (fchmod (rootfd, SP_ROOTFS_DIR_MODE) < 0)
-    return sp_make_error (err, errno, "chmod the tree's root");
-  if (futimens (rootfd, fixed_times) < 0)
-    return sp_make_error (err, errno, "set the times of the tree's root");
-  return 0;
+  return sp_tree_normalize (rootfd, &sp_rootfs_policy, err);
 }

@@ -44,6 +44,14 @@ sp_secret_env_take (const char *const *names, const char **which)
 }
 
 void
+sp_env_scrub_all (void)
+{
+  for (char **e = environ; e && *e; e++)
+    explicit_bzero (*e, strlen (*e));
+  clearenv ();
+}
+
+void
 sp_secret_free (char *secret)
 {
   if (secret)

@@ -236,11 +236,40 @@ found += os.listdir(hooks) if os.path.isdir(hooks) else []""")) == NO,
 
     # ---- the seed is immutable: 20 probes try to write to it ----------------
     clean = make_clone("clean", {"README.md": b"clean\n", "src/app.py": b"print('app')\n"})
+    os.chmod(os.path.join(clean, "src/app.py"), 0o4775)
+    git(clean, "commit", "-q", "-a", "-m", "executable")
     state = new_state()
     config = write_config(["acme/clean"])
     r = stage(state, config, [("acme/clean", clean)])
     tap.ok(r.returncode == 0, "stage a clean clone", r.stderr)
     seed = seed_dir(state, "acme/clean")
+
+    # The seed policy: every entry the probe's, owner-writable modes, so that
+    # an overlay snapshot is writable; immutability comes from the read-only
+    # mount and the 0700 state directory, checked below.
+    wrong_policy = []
+    for dirpath, dirnames, filenames in os.walk(seed):
+        for p in [dirpath] + [os.path.join(dirpath, n) for n in dirnames + filenames]:
+            st = os.lstat(p)
+            mode = st.st_mode & 0o7777
+            if os.path.islink(p):
+                ok = True
+            elif os.path.isdir(p):
+                ok = mode == 0o755
+            else:
+                ok = mode in (0o644, 0o755)
+            if not ok or (st.st_uid, st.st_gid) != (65534, 65534) or st.st_mtime != 0:
+                wrong_policy.append((os.path.relpath(p, seed), oct(mode), st.st_uid, st.st_gid, st.st_mtime))
+    tap.ok(wrong_policy == [], "every seed entry is 65534:65534 with mtime 0, directories 0755, files 0644 or "
+           "0755, no setuid, setgid or sticky", wrong_policy[:5])
+    app = os.stat(os.path.join(seed, "src/app.py"))
+    tap.ok(app.st_mode & 0o7777 == 0o755 and os.stat(os.path.join(seed, "README.md")).st_mode & 0o7777 == 0o644,
+           "an executable (setuid in the clone) becomes 0755, a plain file 0644", oct(app.st_mode))
+    run_dir = os.path.dirname(seed)
+    rst = os.stat(run_dir)
+    tap.ok((rst.st_uid, rst.st_gid) == (0, 0) and rst.st_mode & 0o7777 == 0o555
+           and os.stat(state).st_uid == 0 and os.stat(state).st_mode & 0o777 == 0o700,
+           "seeds/RUN stays root 0555 inside root's 0700 state directory", (oct(rst.st_mode), rst.st_uid))
     before = staged(state)["seeds"][0]["digest"]
 
     def tree_snapshot(top):

@@ -1,0 +1,86 @@
+/* serve's and check's options: see serve_options.h and docs/operations.md.  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sealed-probe/bounds.h>
+#include <sealed-probe/config.h>
+
+#include "config.h"
+#include "options.h"
+#include "serve_options.h"
+#include "verbs.h"
+
+/* A decimal 1..max, with nothing around it.  */
+static int
+parse_count (const char *text, unsigned max, unsigned *out)
+{
+  unsigned long n = 0;
+
+  if (text[0] < '1' || text[0] > '9')
+    return -1;
+  for (const char *p = text; *p; p++)
+    {
+      if (*p < '0' || *p > '9')
+        return -1;
+      n = n * 10 + (unsigned long)(*p - '0');
+      if (n > max)
+        return -1;
+    }
+  *out = (unsigned)n;
+  return 0;
+}
+
+int
+sp_serve_options_parse (const char *verb, const char *usage, int argc, char **argv, bool with_serving,
+                        struct sp_serve_options *opt)
+{
+  const char *concurrency = NULL, *queue = NULL, *queue_wait = NULL, *snapshot = NULL, *scratch = NULL;
+  const struct sp_option common[] = {
+    { .name = "--config", .value = &opt->config },     { .name = "--state", .value = &opt->state },
+    { .name = "--rootfs", .value = &opt->rootfs },     { .name = "--runc", .value = &opt->runc },
+    { .name = "--snapshot", .value = &snapshot },      { .name = "--scratch-size", .value = &scratch },
+    { .name = "--socket", .value = &opt->socket },     { .name = "--socket-group", .value = &opt->socket_group },
+    { .name = "--ready-file", .value = &opt->ready_file }, { .name = "--concurrency", .value = &concurrency },
+    { .name = "--queue", .value = &queue },            { .name = "--queue-wait", .value = &queue_wait },
+  };
+  size_t n_options = with_serving ? sizeof (common) / sizeof (common[0]) : 6;
+  int ret;
+
+  *opt = (struct sp_serve_options){
+    .concurrency = SP_SERVE_CONCURRENCY_DEFAULT,
+    .queue = SP_SERVE_QUEUE_DEFAULT,
+    .queue_wait_seconds = SP_SERVE_QUEUE_WAIT_DEFAULT,
+    .snapshot = SP_SNAPSHOT_OVERLAY,
+    .scratch_bytes = SP_SERVE_SCRATCH_DEFAULT_BYTES,
+  };
+  ret = sp_options_parse (verb, usage, argc, argv, common, n_options);
+  if (ret != 0)
+    return ret;
+  if (opt->config == NULL)
+    return sp_options_usage_error (verb, usage, "--config is required");
+  /* Defaults go in after parsing: the parser refuses an option set twice.  */
+  if (opt->state == NULL)
+    opt->state = SP_DEFAULT_STATE;
+  if (opt->rootfs == NULL)
+    opt->rootfs = SP_DEFAULT_ROOTFS;
+  if (opt->socket == NULL)
+    opt->socket = SP_DEFAULT_SOCKET;
+  if (snapshot != NULL && sp_snapshot_mode_parse (snapshot, &opt->snapshot) < 0)
+    return sp_options_usage_error (verb, usage, "--snapshot: must be `overlay` or `copy`");
+  if (scratch != NULL
+      && sp_size_text_parse (scratch, strlen (scratch), SP_SERVE_SCRATCH_MIN_BYTES, SP_SERVE_SCRATCH_MAX_BYTES,
+                             &opt->scratch_bytes)
+             < 0)
+    return sp_options_usage_error (verb, usage, "--scratch-size: must be a size like 256m or 2g, from 1m to 16g");
+  if (concurrency != NULL && parse_count (concurrency, SP_SERVE_CONCURRENCY_MAX, &opt->concurrency) < 0)
+    return sp_options_usage_error (verb, usage, "--concurrency: must be an integer from 1 to %d",
+                                   SP_SERVE_CONCURRENCY_MAX);
+  if (queue != NULL && parse_count (queue, SP_SERVE_QUEUE_MAX, &opt->queue) < 0)
+    return sp_options_usage_error (verb, usage, "--queue: must be an integer from 1 to %d", SP_SERVE_QUEUE_MAX);
+  if (queue_wait != NULL && parse_count (queue_wait, SP_SERVE_QUEUE_WAIT_MAX, &opt->queue_wait_seconds) < 0)
+    return sp_options_usage_error (verb, usage, "--queue-wait: must be an integer from 1 to %d seconds",
+                                   SP_SERVE_QUEUE_WAIT_MAX);
+  return 0;
+}

@@ -1,0 +1,66 @@
+/* sealed-probe-proxy check: serve's whole preflight, canary included, then
+   a report of what it verified, and exit.  The operator's "would serve
+   start?" with nothing listening (docs/operations.md).  */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <unistd.h>
+
+#include <sealed-probe/cleanup.h>
+#include <sealed-probe/config.h>
+#include <sealed-probe/secret_env.h>
+
+#include "options.h"
+#include "serve.h"
+#include "serve_options.h"
+#include "verbs.h"
+
+#define USAGE                                                                                                \
+  "usage: sealed-probe-proxy check --config PATH|- [--state DIR] [--rootfs DIR] [--runc PATH]\n"            \
+  "                                [--snapshot overlay|copy] [--scratch-size SIZE]"
+
+#define fail(...) (sp_verb_report ("check", __VA_ARGS__), SP_EXIT_FAIL)
+
+/* One JSON line.  Repository names, digests and commits passed strict
+   character checks when they were loaded, so they need no escaping.  */
+static void
+report (const struct sp_serve *s)
+{
+  printf ("{\"runtime\":\"%s\",\"rootfs\":\"%s\",\"snapshot\":\"%s\",\"budget_remaining\":%u,\"seeds\":[",
+          sp_runtime_name (s->config->runtime), s->rootfs.digest, sp_snapshot_mode_name (s->opt->snapshot),
+          (unsigned)sp_ledger_remaining (s->ledger));
+  for (size_t i = 0; i < s->config->n_private_repos; i++)
+    printf ("%s{\"repo\":\"%s\",\"commit\":\"%s\",\"digest\":\"%s\"}", i ? "," : "", s->seeds[i].seed->repo,
+            s->seeds[i].seed->commit, s->seeds[i].seed->digest);
+  printf ("],\"canary\":\"confined\"}\n");
+}
+
+int
+sp_verb_check (int argc, char **argv)
+{
+  cleanup_error sp_error_t err = NULL;
+  cleanup_config struct sp_config *config = NULL;
+  struct sp_serve_options opt;
+  struct sp_serve s = { .state_fd = -1, .work_fd = -1, .work_run_fd = -1 };
+  int ret;
+
+  /* check runs what serve runs, so it holds what serve holds: nothing.  */
+  sp_env_scrub_all ();
+  ret = sp_serve_options_parse ("check", USAGE, argc, argv, false, &opt);
+  if (ret != 0)
+    return ret < 0 ? SP_EXIT_OK : ret;
+  if (geteuid () != 0)
+    return fail ("needs root: it mounts a workspace and runs the runtime's canary");
+  if (sp_verb_load_enabled_config ("check", opt.config, &config) < 0)
+    return SP_EXIT_FAIL;
+  if (sp_serve_setup (&s, &opt, config, &err) < 0)
+    ret = fail ("%s", sp_error_message (err));
+  else
+    {
+      report (&s);
+      ret = fflush (stdout) == 0 ? SP_EXIT_OK : fail ("standard output");
+    }
+  sp_error_release (&err);
+  if (sp_serve_release (&s, &err) < 0)
+    ret = fail ("cleanup: %s", sp_error_message (err));
+  return ret;
+}

@@ -1,0 +1,157 @@
+/* sealed-probe-proxy serve: the proxy daemon (docs/operations.md).  It holds
+   no credential (its environment is wiped before anything else), has no
+   network (a namespace with only `lo`), passes the whole preflight, then
+   answers requests on its socket until SIGTERM or SIGINT.  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <sealed-probe/bounds.h>
+#include <sealed-probe/cleanup.h>
+#include <sealed-probe/config.h>
+#include <sealed-probe/secret_env.h>
+
+#include "config.h"
+#include "options.h"
+#include "serve.h"
+#include "serve_options.h"
+#include "verbs.h"
+
+#define USAGE                                                                                                \
+  "usage: sealed-probe-proxy serve --config PATH|- [--state DIR] [--rootfs DIR] [--socket PATH]\n"          \
+  "                                [--socket-group GROUP] [--ready-file PATH] [--concurrency N]\n"          \
+  "                                [--queue N] [--queue-wait SECONDS] [--snapshot overlay|copy]\n"          \
+  "                                [--scratch-size SIZE] [--runc PATH]"
+
+#define fail(...) (sp_verb_report ("serve", __VA_ARGS__), SP_EXIT_FAIL)
+
+static int
+parse_group (const char *name, gid_t *gid, sp_error_t *err)
+{
+  char buf[4096];
+  struct group grp, *found = NULL;
+  char *end;
+  unsigned long n;
+
+  if (name == NULL)
+    {
+      *gid = 0;
+      return 0;
+    }
+  errno = 0;
+  n = strtoul (name, &end, 10);
+  if (*name >= '0' && *name <= '9' && *end == '\0' && errno == 0 && n < (gid_t)-1)
+    {
+      *gid = (gid_t)n;
+      return 0;
+    }
+  if (getgrnam_r (name, &grp, buf, sizeof (buf), &found) != 0 || found == NULL)
+    return sp_make_error (err, 0, "--socket-group: no group `%s`", name);
+  *gid = found->gr_gid;
+  return 0;
+}
+
+/* SIGTERM and SIGINT arrive through a signalfd; they are blocked before any
+   thread exists, so that every thread inherits the mask.  */
+static int
+open_signal_fd (sp_error_t *err)
+{
+  sigset_t set;
+  int fd;
+
+  sigemptyset (&set);
+  sigaddset (&set, SIGTERM);
+  sigaddset (&set, SIGINT);
+  if (sigprocmask (SIG_BLOCK, &set, NULL) < 0)
+    return sp_make_error (err, errno, "block SIGTERM and SIGINT");
+  fd = signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd < 0)
+    return sp_make_error (err, errno, "signalfd");
+  /* A client that leaves early must not kill the proxy.  */
+  signal (SIGPIPE, SIG_IGN);
+  return fd;
+}
+
+static void
+remove_path (const char *path)
+{
+  if (path != NULL)
+    unlink (path);
+}
+
+int
+sp_verb_serve (int argc, char **argv)
+{
+  cleanup_error sp_error_t err = NULL;
+  cleanup_config struct sp_config *config = NULL;
+  cleanup_close int signal_fd = -1;
+  cleanup_close int listen_fd = -1;
+  struct sp_serve_options opt;
+  struct sp_serve s = { .state_fd = -1, .work_fd = -1, .work_run_fd = -1 };
+  struct sp_notify notify = { .fd = -1 };
+  bool ready = false;
+  gid_t group;
+  int ret;
+
+  /* First of all: NOTIFY_SOCKET is the one variable serve needs, taken
+     before the whole environment is wiped.  */
+  if (sp_notify_open (&notify, &err) < 0)
+    {
+      sp_env_scrub_all ();
+      return fail ("%s", sp_error_message (err));
+    }
+  sp_env_scrub_all ();
+
+  ret = sp_serve_options_parse ("serve", USAGE, argc, argv, true, &opt);
+  if (ret != 0)
+    {
+      sp_notify_close (&notify);
+      return ret < 0 ? SP_EXIT_OK : ret;
+    }
+  if (geteuid () != 0)
+    ret = fail ("needs root: it mounts workspaces and runs the runtime");
+  else if (parse_group (opt.socket_group, &group, &err) < 0)
+    ret = fail ("%s", sp_error_message (err));
+  else if (sp_verb_load_enabled_config ("serve", opt.config, &config) < 0)
+    ret = SP_EXIT_FAIL;
+  else if ((signal_fd = open_signal_fd (&err)) < 0)
+    ret = fail ("%s", sp_error_message (err));
+  else if (sp_serve_setup (&s, &opt, config, &err) < 0)
+    ret = fail ("%s", sp_error_message (err));
+  else if (sp_serve_listen (opt.socket, group, &listen_fd, &err) < 0)
+    ret = fail ("%s", sp_error_message (err));
+  else if (opt.ready_file && sp_ready_file_write (opt.ready_file, &err) < 0)
+    ret = fail ("%s", sp_error_message (err));
+  else
+    {
+      ready = true;
+      fprintf (stderr,
+               "sealed-probe-proxy: serve: ready: run %s, %zu repositories, runtime %s, snapshot %s, socket %s\n",
+               s.run_id, config->n_private_repos, sp_runtime_name (config->runtime),
+               sp_snapshot_mode_name (opt.snapshot), opt.socket);
+      sp_notify_send (&notify, "READY=1");
+      ret = sp_serve_loop (&s, listen_fd, signal_fd, &err) < 0 ? fail ("%s", sp_error_message (err)) : SP_EXIT_OK;
+      sp_notify_send (&notify, "STOPPING=1");
+    }
+
+  /* Whatever happened, nothing of this run stays: not the socket, not the
+     ready file, not a container, mount or directory.  */
+  if (listen_fd >= 0)
+    remove_path (opt.socket);
+  sp_closep (&listen_fd);
+  if (ready)
+    remove_path (opt.ready_file);
+  sp_error_release (&err);
+  if (s.config != NULL && sp_serve_release (&s, &err) < 0)
+    ret = fail ("cleanup: %s", sp_error_message (err));
+  sp_notify_close (&notify);
+  if (ret == SP_EXIT_OK)
+    fprintf (stderr, "sealed-probe-proxy: serve: stopped\n");
+  return ret;
+}

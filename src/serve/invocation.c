@@ -1,0 +1,498 @@
+/* One invocation, in the order of ARCHITECTURE.md: decode, validate, debit,
+   allocate a workspace, snapshot, bundle, run, read /probe/out, validate,
+   clean up, answer, audit.  Every failure answers the same ERROR bytes; the
+   audit record keeps the reason.  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <sealed-probe/bounds.h>
+#include <sealed-probe/bundle.h>
+#include <sealed-probe/cleanup.h>
+#include <sealed-probe/probe_out.h>
+#include <sealed-probe/protocol.h>
+#include <sealed-probe/request.h>
+#include <sealed-probe/result.h>
+#include <sealed-probe/sha256.h>
+
+#include "serve.h"
+
+/* What one invocation has learned, for its answer and its audit record.  */
+struct invocation
+{
+  struct sp_serve *s;
+  char inv[24];
+  char id[2 * SP_ID_MAX_CHARS + 2];
+  const struct sp_serve_seed *seed;
+  const void *script;
+  size_t script_len;
+  const struct sp_bytes *outcomes;
+  struct sp_run_facts facts;
+  bool ran;
+  const char *status;
+};
+
+/* Reads exactly len bytes before the deadline.  */
+static int
+read_exact (int fd, uint8_t *buf, size_t len, uint64_t deadline_ns, sp_error_t *err)
+{
+  size_t got = 0;
+
+  while (got < len)
+    {
+      uint64_t now = sp_monotonic_ns ();
+      struct pollfd pfd = { .fd = fd, .events = POLLIN };
+      ssize_t n;
+      int ret;
+
+      if (now >= deadline_ns)
+        return sp_make_error (err, 0, "the request did not arrive within %d s", SP_SERVE_REQUEST_READ_SECONDS);
+      ret = poll (&pfd, 1, (int)((deadline_ns - now) / 1000000) + 1);
+      if (ret < 0 && errno != EINTR)
+        return sp_make_error (err, errno, "poll the client");
+      if (ret <= 0)
+        continue;
+      n = recv (fd, buf + got, len - got, MSG_DONTWAIT);
+      if (n == 0)
+        return sp_make_error (err, 0, "the client closed after %zu of %zu bytes", got, len);
+      if (n < 0 && errno != EAGAIN && errno != EINTR)
+        return sp_make_error (err, errno, "read the request");
+      if (n > 0)
+        got += (size_t)n;
+    }
+  return 0;
+}
+
+/* One whole request frame: the header bounds the body before anything is
+   allocated, and a byte already waiting after the frame is refused.  */
+static int
+read_request (int fd, uint8_t **frame, size_t *len, sp_error_t *err)
+{
+  uint64_t deadline = sp_monotonic_ns () + (uint64_t)SP_SERVE_REQUEST_READ_SECONDS * 1000000000ULL;
+  uint8_t hdr[SP_FRAME_HEADER_BYTES];
+  cleanup_free uint8_t *buf = NULL;
+  size_t body_len;
+  uint8_t extra;
+
+  if (read_exact (fd, hdr, sizeof (hdr), deadline, err) < 0
+      || sp_frame_header_decode (hdr, SP_FRAME_KIND_REQUEST, &body_len, err) < 0)
+    return -1;
+  buf = malloc (sizeof (hdr) + body_len);
+  if (buf == NULL)
+    return sp_make_error (err, errno, "allocate the request");
+  memcpy (buf, hdr, sizeof (hdr));
+  if (read_exact (fd, buf + sizeof (hdr), body_len, deadline, err) < 0)
+    return -1;
+  if (recv (fd, &extra, 1, MSG_DONTWAIT | MSG_PEEK) > 0)
+    return sp_make_error (err, 0, "bytes follow the request frame");
+  *len = sizeof (hdr) + body_len;
+  *frame = get_and_reset (&buf);
+  return 0;
+}
+
+static void
+answer (int fd, uint8_t index)
+{
+  uint8_t frame[SP_RESPONSE_FRAME_BYTES];
+  sp_error_t err = NULL;
+
+  if (sp_response_encode (index, frame, &err) < 0)
+    {
+      sp_error_release (&err);
+      sp_response_encode (SP_RESPONSE_ERROR, frame, &err);
+    }
+  /* The client may be gone; its answer is then lost, never retried.  */
+  (void)send (fd, frame, sizeof (frame), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static int
+register_container (struct sp_serve *s, const char *id)
+{
+  int ret = -1;
+
+  pthread_mutex_lock (&s->lock);
+  if (!s->stopping)
+    for (unsigned i = 0; i < s->opt->concurrency + 1; i++)
+      if (s->active[i] == NULL)
+        {
+          s->active[i] = (char *)id;
+          ret = 0;
+          break;
+        }
+  pthread_mutex_unlock (&s->lock);
+  return ret;
+}
+
+static bool
+unregister_container (struct sp_serve *s, const char *id)
+{
+  bool stopping;
+
+  pthread_mutex_lock (&s->lock);
+  for (unsigned i = 0; i < s->opt->concurrency + 1; i++)
+    if (s->active[i] == id)
+      s->active[i] = NULL;
+  stopping = s->stopping;
+  pthread_mutex_unlock (&s->lock);
+  return stopping;
+}
+
+void
+sp_serve_stop (struct sp_serve *s)
+{
+  pthread_mutex_lock (&s->lock);
+  s->stopping = true;
+  for (unsigned i = 0; i < s->opt->concurrency + 1; i++)
+    if (s->active[i] != NULL)
+      {
+        sp_error_t err = NULL;
+
+        if (s->runtime->ops->kill (s->runtime, s->active[i], &err) < 0)
+          sp_error_release (&err);
+      }
+  pthread_mutex_unlock (&s->lock);
+}
+
+static void
+workspace_limits (const struct sp_serve *s, const struct sp_serve_seed *seed, struct sp_workspace_limits *l)
+{
+  l->tmpfs_bytes = s->opt->scratch_bytes + SP_SERVE_WORKSPACE_OVERHEAD_BYTES;
+  l->tmpfs_inodes = SP_SERVE_SCRATCH_INODES + 64;
+  if (s->opt->snapshot == SP_SNAPSHOT_COPY)
+    {
+      l->tmpfs_bytes += seed->bytes;
+      l->tmpfs_inodes += seed->entries;
+    }
+}
+
+/* Steps 4 to 9: returns 0 with *index set (0 for ERROR) and inv->status, or
+   -1 with the reason; the workspace is gone either way, and a failure to
+   remove it is itself a failure.  */
+static int
+run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
+{
+  struct sp_serve *s = inv->s;
+  static const struct sp_copy_options copy_limits = {
+    .max_bytes = SP_SEED_MAX_BYTES,
+    .max_entries = SP_SEED_MAX_ENTRIES,
+    .max_depth = SP_SEED_MAX_DEPTH,
+    .owner_writable = true,
+  };
+  struct sp_workspace ws = { .dirfd = -1, .bundle_dirfd = -1 };
+  struct sp_workspace_limits limits;
+  cleanup_free char *container_id = NULL;
+  cleanup_free char *cgroup_path = NULL;
+  cleanup_close int seed_fd = -1;
+  char out[SP_RESULT_MAX_BYTES + 1];
+  struct sp_bundle_spec spec;
+  sp_error_t cleanup_err = NULL;
+  size_t out_len = 0;
+  int ret = -1;
+  bool stopping;
+
+  *index = SP_RESPONSE_ERROR;
+  inv->status = SP_AUDIT_STATUS_INTERNAL;
+  workspace_limits (s, inv->seed, &limits);
+  if (sp_workspace_create (s->work_run_fd, s->work_run_path, inv->inv, &limits, &ws, err) < 0)
+    return sp_error_wrap (err, "workspace");
+
+  spec = (struct sp_bundle_spec){
+    .bundle_dir = ws.bundle_path,
+    .rootfs_root = s->rootfs.root_path,
+    .rootfs_digest = s->rootfs.digest,
+    .run_id = s->run_id,
+    .invocation_id = inv->inv,
+    .memory_limit_bytes = s->config->memory_limit_bytes,
+    .interpreter = s->config->interpreter,
+    .seccomp = s->seccomp,
+  };
+  container_id = sp_bundle_container_id (&spec);
+  cgroup_path = sp_bundle_cgroup_path (&spec);
+  /* A directory fd of its own: a copy reads the seed's entries through it,
+     and invocations run at once.  */
+  seed_fd = openat (inv->seed->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (container_id == NULL || cgroup_path == NULL || seed_fd < 0)
+    sp_make_error (err, errno, "allocate the invocation");
+  else if (sp_bundle_write (ws.bundle_dirfd, &spec, inv->script, inv->script_len, err) < 0)
+    sp_error_wrap (err, "bundle");
+  else if (sp_workspace_snapshot (&ws, s->opt->snapshot, seed_fd, &copy_limits, err) < 0)
+    sp_error_wrap (err, "snapshot");
+  else if (register_container (s, container_id) < 0)
+    sp_make_error (err, 0, "the proxy is shutting down");
+  else
+    {
+      const struct sp_runtime_job job = {
+        .bundle_dir = ws.bundle_path,
+        .container_id = container_id,
+        .cgroup_path = cgroup_path,
+        .timeout_seconds = s->config->timeout_seconds,
+      };
+
+      inv->ran = true;
+      ret = s->runtime->ops->run (s->runtime, &job, &inv->facts, err);
+      stopping = unregister_container (s, container_id);
+      if (ret < 0)
+        sp_error_wrap (err, "runtime");
+      else if (stopping)
+        ret = sp_make_error (err, 0, "the proxy stopped while the probe ran");
+      else if (inv->facts.timed_out)
+        {
+          inv->status = SP_AUDIT_STATUS_TIMED_OUT;
+          ret = sp_make_error (err, 0, "the probe ran past the %" PRIu32 " s timeout", job.timeout_seconds);
+        }
+      else if (inv->facts.signal != 0 || inv->facts.exit_code != 0)
+        {
+          inv->status = SP_AUDIT_STATUS_PROBE;
+          ret = inv->facts.signal ? sp_make_error (err, 0, "the probe died of signal %d%s", inv->facts.signal,
+                                                   inv->facts.oom ? " (out of memory)" : "")
+                                  : sp_make_error (err, 0, "the probe exited with status %d", inv->facts.exit_code);
+        }
+      else
+        {
+          int found;
+
+          inv->status = SP_AUDIT_STATUS_PROBE;
+          if (sp_probe_out_read (ws.bundle_dirfd, SP_BUNDLE_OUT, out, sizeof (out), &out_len, err) < 0)
+            ret = sp_error_wrap (err, "/probe/out");
+          else if ((found = sp_result_validate (out, out_len, inv->outcomes, err)) < 0)
+            ret = sp_error_wrap (err, "/probe/out");
+          else
+            {
+              *index = (uint8_t)found;
+              inv->status = SP_AUDIT_STATUS_ANSWERED;
+              ret = 0;
+            }
+        }
+    }
+
+  /* Step 9: nothing of the invocation may outlive its answer.  */
+  if (sp_workspace_destroy (&ws, &cleanup_err) < 0)
+    {
+      *index = SP_RESPONSE_ERROR;
+      inv->status = SP_AUDIT_STATUS_INTERNAL;
+      if (ret == 0)
+        {
+          *err = cleanup_err;
+          return sp_error_wrap (err, "clean up the workspace");
+        }
+      sp_error_release (&cleanup_err);
+    }
+  return ret;
+}
+
+static void
+audit (struct invocation *inv, const struct sp_request *req, const char *script_sha256, bool debited,
+       uint32_t remaining, uint64_t received_ns, uint64_t started_ns, uint8_t index, const char *reason)
+{
+  struct sp_audit_record rec = {
+    .id = inv->id,
+    .run = inv->s->run_id,
+    .received_ns = received_ns,
+    .started_ns = started_ns,
+    .finished_ns = sp_realtime_ns (),
+    .script_sha256 = script_sha256,
+    .debited = debited,
+    .budget_remaining = remaining,
+    .answer = index,
+    .status = inv->status,
+    .reason = reason,
+    .facts = inv->ran ? &inv->facts : NULL,
+  };
+  cleanup_free char *repo = NULL;
+  sp_error_t err = NULL;
+
+  if (inv->outcomes != NULL)
+    {
+      repo = strndup ((const char *)req->repo.data, req->repo.len);
+      rec.repo = repo;
+      rec.outcomes = inv->outcomes;
+    }
+  if (inv->seed != NULL)
+    {
+      rec.seed_commit = inv->seed->seed->commit;
+      rec.seed_digest = inv->seed->seed->digest;
+      rec.snapshot = inv->ran ? sp_snapshot_mode_name (inv->s->opt->snapshot) : NULL;
+    }
+  /* A record that cannot be written must not go unnoticed: the operator
+     sees it on stderr, with the id only.  */
+  if (sp_audit_append (inv->s->audit, &rec, &err) < 0)
+    {
+      fprintf (stderr, "sealed-probe-proxy: serve: audit %s: %s\n", inv->id, sp_error_message (err));
+      sp_error_release (&err);
+    }
+}
+
+static void
+invocation_init (struct invocation *inv, struct sp_serve *s)
+{
+  uint64_t n = atomic_fetch_add (&s->next_invocation, 1);
+
+  memset (inv, 0, sizeof (*inv));
+  inv->s = s;
+  inv->facts.exit_code = -1;
+  inv->status = SP_AUDIT_STATUS_REFUSED;
+  snprintf (inv->inv, sizeof (inv->inv), "%" PRIu64, n);
+  snprintf (inv->id, sizeof (inv->id), "%s-%s", s->run_id, inv->inv);
+}
+
+void
+sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, const char *reason)
+{
+  struct invocation inv;
+
+  invocation_init (&inv, s);
+  answer (client_fd, SP_RESPONSE_ERROR);
+  close (client_fd);
+  audit (&inv, NULL, NULL, false, sp_ledger_remaining (s->ledger), received_ns, 0, SP_RESPONSE_ERROR, reason);
+}
+
+static const struct sp_serve_seed *
+find_seed (const struct sp_serve *s, const struct sp_bytes *repo)
+{
+  for (size_t i = 0; i < s->config->n_private_repos; i++)
+    {
+      const char *name = s->config->private_repos[i];
+
+      if (strlen (name) == repo->len && memcmp (name, repo->data, repo->len) == 0)
+        return &s->seeds[i];
+    }
+  return NULL;
+}
+
+void
+sp_serve_invocation (struct sp_serve *s, int client_fd, uint64_t received_ns, uint64_t started_ns)
+{
+  cleanup_close int fd = client_fd;
+  cleanup_error sp_error_t err = NULL;
+  cleanup_free uint8_t *frame = NULL;
+  char script_sha256[SP_DIGEST_TEXT_SIZE];
+  uint8_t digest[SP_SHA256_BYTES];
+  struct sp_request req = { 0 };
+  struct invocation inv;
+  uint32_t remaining = 0;
+  bool debited = false;
+  uint8_t index = SP_RESPONSE_ERROR;
+  size_t frame_len;
+  int ret;
+
+  invocation_init (&inv, s);
+  /* Steps 1 and 2: nothing is copied or launched for a request that fails
+     them.  */
+  if (read_request (fd, &frame, &frame_len, &err) < 0 || sp_request_decode (frame, frame_len, &req, &err) < 0)
+    {
+      sp_error_wrap (&err, "frame");
+      goto done;
+    }
+  if (sp_request_validate (&req, s->config->private_repos, s->config->n_private_repos, &err) < 0)
+    {
+      sp_error_wrap (&err, "request");
+      goto done;
+    }
+  inv.outcomes = req.outcomes;
+  inv.script = req.script.data;
+  inv.script_len = req.script.len;
+  inv.seed = find_seed (s, &req.repo);
+  sp_sha256 (req.script.data, req.script.len, digest);
+  sp_sha256_digest_text (digest, script_sha256);
+  if (inv.seed == NULL)
+    {
+      sp_make_error (&err, 0, "the repository has no staged seed");
+      goto done;
+    }
+
+  /* Step 3: spent before anything runs, never refunded.  */
+  ret = sp_ledger_debit (s->ledger, &remaining, &err);
+  if (ret == SP_LEDGER_EXHAUSTED)
+    {
+      sp_make_error (&err, 0, "the invocation budget is spent");
+      goto done;
+    }
+  if (ret < 0)
+    {
+      inv.status = SP_AUDIT_STATUS_INTERNAL;
+      sp_error_wrap (&err, "budget");
+      goto done;
+    }
+  debited = true;
+
+  if (run_probe (&inv, &index, &err) == 0)
+    sp_error_release (&err);
+
+done:
+  if (!debited)
+    remaining = sp_ledger_remaining (s->ledger);
+  answer (fd, index);
+  audit (&inv, &req, inv.outcomes ? script_sha256 : NULL, debited, remaining, received_ns, started_ns, index,
+         err ? sp_error_message (err) : NULL);
+}
+
+/* The confinement canary: the proxy's own probe, run through the same path
+   as any request, that answers CONFINED only when it sees, from inside, every
+   property docs/runtimes.md lists.  */
+static const char canary_script[]
+    = "import os\n"
+      "def status():\n"
+      "    out = {}\n"
+      "    for line in open('/proc/self/status'):\n"
+      "        k, _, v = line.partition(':')\n"
+      "        out[k] = v.strip()\n"
+      "    return out\n"
+      "def confined():\n"
+      "    st = status()\n"
+      "    if os.getuid() != 65534 or os.getgid() != 65534 or os.geteuid() != 65534:\n"
+      "        return False\n"
+      "    for cap in ('CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'):\n"
+      "        if int(st.get(cap, 'f'), 16) != 0:\n"
+      "            return False\n"
+      "    if st.get('NoNewPrivs') != '1' or st.get('Seccomp') != '2':\n"
+      "        return False\n"
+      "    if os.getpid() != 1:\n"
+      "        return False\n"
+      "    ifaces = [l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:]]\n"
+      "    if ifaces != ['lo']:\n"
+      "        return False\n"
+      "    if len(open('/proc/net/route').read().splitlines()) > 1:\n"
+      "        return False\n"
+      "    if not os.statvfs('/').f_flag & os.ST_RDONLY:\n"
+      "        return False\n"
+      "    if os.access('/probe/probe.py', os.W_OK):\n"
+      "        return False\n"
+      "    probe = os.path.join('/probe/repo', '.sealed-probe-canary')\n"
+      "    with open(probe, 'w') as f:\n"
+      "        f.write('x')\n"
+      "    os.unlink(probe)\n"
+      "    return True\n"
+      "open('/probe/out', 'w').write('{\"result\":\"%s\"}' % ('CONFINED' if confined() else 'UNCONFINED'))\n";
+
+int
+sp_serve_canary (struct sp_serve *s, sp_error_t *err)
+{
+  static const struct sp_bytes outcomes[SP_OUTCOME_COUNT] = {
+    { (const uint8_t *)"CONFINED", 8 },
+    { (const uint8_t *)"UNCONFINED", 10 },
+    { (const uint8_t *)"UNKNOWN", 7 },
+  };
+  struct invocation inv;
+  uint8_t index;
+
+  if (s->config->n_private_repos == 0)
+    return sp_make_error (err, 0, "canary: no repository to snapshot");
+  invocation_init (&inv, s);
+  inv.seed = &s->seeds[0];
+  inv.outcomes = outcomes;
+  inv.script = canary_script;
+  inv.script_len = sizeof (canary_script) - 1;
+  if (run_probe (&inv, &index, err) < 0)
+    return sp_error_wrap (err, "canary");
+  if (index != 1)
+    return sp_make_error (err, 0, "canary: the sandbox is not confined as required (it answered %s)",
+                          index == 2 ? "UNCONFINED" : "something else");
+  return 0;
+}

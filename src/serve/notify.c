@@ -1,0 +1,117 @@
+/* Readiness signals: a ready file and systemd's sd_notify datagram, written
+   here rather than linked from libsystemd (one datagram, no dependency).  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sealed-probe/cleanup.h>
+#include <sealed-probe/fileio.h>
+
+#include "serve.h"
+
+int
+sp_notify_open (struct sp_notify *n, sp_error_t *err)
+{
+  const char *path = getenv ("NOTIFY_SOCKET");
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  size_t len;
+  int fd;
+
+  n->fd = -1;
+  if (path == NULL || *path == '\0')
+    return 0;
+  len = strlen (path);
+  if ((path[0] != '/' && path[0] != '@') || len >= sizeof (addr.sun_path))
+    return sp_make_error (err, 0, "NOTIFY_SOCKET: must be an absolute path or @abstract name that fits a socket address");
+  memcpy (addr.sun_path, path, len);
+  if (path[0] == '@')
+    addr.sun_path[0] = '\0';
+  fd = socket (AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return sp_make_error (err, errno, "NOTIFY_SOCKET: socket");
+  if (connect (fd, (struct sockaddr *)&addr, offsetof (struct sockaddr_un, sun_path) + len) < 0)
+    {
+      int saved = errno;
+      close (fd);
+      return sp_make_error (err, saved, "NOTIFY_SOCKET: connect");
+    }
+  n->fd = fd;
+  return 0;
+}
+
+void
+sp_notify_send (struct sp_notify *n, const char *state)
+{
+  char msg[128];
+  int len;
+
+  if (n->fd < 0)
+    return;
+  len = snprintf (msg, sizeof (msg), "%s\nMAINPID=%ld\n", state, (long)getpid ());
+  /* Best effort, as sd_notify is: readiness is also in the ready file.  */
+  if (len > 0)
+    (void)send (n->fd, msg, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void
+sp_notify_close (struct sp_notify *n)
+{
+  sp_closep (&n->fd);
+}
+
+int
+sp_ready_file_write (const char *path, sp_error_t *err)
+{
+  cleanup_free char *copy = strdup (path);
+  cleanup_free char *base = strdup (path);
+  cleanup_close int dirfd = -1;
+  char *slash;
+  char text[32];
+  int len;
+
+  if (copy == NULL || base == NULL)
+    return sp_make_error (err, errno, "--ready-file");
+  slash = strrchr (copy, '/');
+  if (slash == NULL)
+    dirfd = open (".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  else
+    {
+      *slash = '\0';
+      dirfd = open (slash == copy ? "/" : copy, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      strcpy (base, slash + 1);
+    }
+  if (dirfd < 0)
+    return sp_make_error (err, errno, "--ready-file: `%s`: its directory", path);
+  if (*base == '\0')
+    return sp_make_error (err, 0, "--ready-file: `%s` names no file", path);
+  len = snprintf (text, sizeof (text), "%ld\n", (long)getpid ());
+  if (sp_write_file_atomic_at (dirfd, base, text, (size_t)len, 0644, err) < 0)
+    return sp_error_wrap (err, "--ready-file: `%s`", path);
+  return 0;
+}
+
+uint64_t
+sp_realtime_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t
+sp_monotonic_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}

@@ -1,0 +1,211 @@
+/* serve's preflight: every guarantee is established before the proxy says it
+   is ready, or the proxy refuses to start (docs/operations.md).  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sealed-probe/bounds.h>
+#include <sealed-probe/cleanup.h>
+
+#include "serve.h"
+#include "walk.h"
+
+#define TMPFS_PAGE 4096ULL
+
+struct measure
+{
+  uint64_t bytes;
+  uint64_t entries;
+};
+
+/* A tmpfs stores each file in whole pages: count them so, so that copy mode's
+   tmpfs fits the seed exactly plus the scratch allowance.  */
+static int
+measure_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_walk_event event,
+               void *ctx_, sp_error_t *err)
+{
+  struct measure *m = ctx_;
+
+  (void)dirfd, (void)name, (void)path, (void)err;
+  if (event != SP_WALK_ENTRY)
+    return 0;
+  m->entries++;
+  if (S_ISREG (st->st_mode) || S_ISLNK (st->st_mode))
+    m->bytes += ((uint64_t)st->st_size + TMPFS_PAGE - 1) / TMPFS_PAGE * TMPFS_PAGE;
+  return 0;
+}
+
+static int
+open_seeds (struct sp_serve *s, sp_error_t *err)
+{
+  const struct sp_config *config = s->config;
+
+  if (sp_staged_load (s->state_fd, &s->staged, err) < 0)
+    return sp_error_wrap (err, "--state: %s", SP_STAGED_FILE);
+  s->seeds = calloc (config->n_private_repos, sizeof (*s->seeds));
+  if (s->seeds == NULL)
+    return sp_make_error (err, errno, "allocate the seeds");
+  for (size_t i = 0; i < config->n_private_repos; i++)
+    s->seeds[i].dirfd = -1;
+  for (size_t i = 0; i < config->n_private_repos; i++)
+    {
+      const char *repo = config->private_repos[i];
+      struct sp_serve_seed *seed = &s->seeds[i];
+      struct measure m = { 0 };
+
+      seed->seed = sp_staged_find (&s->staged, repo);
+      if (seed->seed == NULL)
+        return sp_make_error (err, 0, "sealedProbes.privateRepos: `%s` has no staged seed (run `sealed-probe-proxy stage`)",
+                              repo);
+      if (sp_seed_verify (s->state_fd, s->staged.run, seed->seed, err) < 0)
+        return sp_error_wrap (err, "seed of `%s`", repo);
+      seed->dirfd = sp_seed_open (s->state_fd, s->staged.run, seed->seed->index, err);
+      if (seed->dirfd < 0)
+        return sp_error_wrap (err, "seed of `%s`", repo);
+      if (sp_walk (seed->dirfd, measure_entry, &m, err) < 0)
+        return sp_error_wrap (err, "measure the seed of `%s`", repo);
+      seed->bytes = m.bytes;
+      seed->entries = m.entries;
+    }
+  return 0;
+}
+
+static int
+make_run_id (char out[SP_ID_MAX_CHARS + 1], sp_error_t *err)
+{
+  uint8_t bytes[6];
+
+  if (getrandom (bytes, sizeof (bytes), 0) != (ssize_t)sizeof (bytes))
+    return sp_make_error (err, errno, "getrandom");
+  for (size_t i = 0; i < sizeof (bytes); i++)
+    snprintf (out + 2 * i, 3, "%02x", bytes[i]);
+  return 0;
+}
+
+/* STATE/work, then this run's STATE/work/RUN, after the leftovers of earlier
+   runs are gone.  */
+static int
+open_work (struct sp_serve *s, sp_error_t *err)
+{
+  if (mkdirat (s->state_fd, SP_SERVE_WORK_DIR, 0700) < 0 && errno != EEXIST)
+    return sp_make_error (err, errno, "--state: make %s", SP_SERVE_WORK_DIR);
+  s->work_fd = openat (s->state_fd, SP_SERVE_WORK_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (s->work_fd < 0)
+    return sp_make_error (err, errno, "--state: open %s", SP_SERVE_WORK_DIR);
+  if (sp_workspace_remove_runs (s->work_fd, NULL, err) < 0)
+    return sp_error_wrap (err, "remove the workspaces of earlier runs");
+  if (mkdirat (s->work_fd, s->run_id, 0700) < 0)
+    return sp_make_error (err, errno, "--state: make %s/%s", SP_SERVE_WORK_DIR, s->run_id);
+  s->work_run_fd = openat (s->work_fd, s->run_id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (s->work_run_fd < 0)
+    return sp_make_error (err, errno, "--state: open %s/%s", SP_SERVE_WORK_DIR, s->run_id);
+  if (asprintf (&s->work_run_path, "%s/%s/%s", s->state_path, SP_SERVE_WORK_DIR, s->run_id) < 0)
+    return sp_make_error (err, errno, "allocate a path");
+  return 0;
+}
+
+int
+sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_error_t *err)
+{
+  struct sp_runtime_settings settings;
+
+  s->opt = opt;
+  s->state_fd = s->work_fd = s->work_run_fd = -1;
+  atomic_init (&s->next_invocation, 1);
+  pthread_mutex_init (&s->lock, NULL);
+  s->active = calloc (opt->concurrency + 1, sizeof (*s->active));
+  if (s->active == NULL)
+    return sp_make_error (err, errno, "allocate the invocation slots");
+
+  if (sp_state_open (opt->state, 0, &s->state_fd, err) < 0)
+    return sp_error_wrap (err, "--state: `%s`", opt->state);
+  s->state_path = realpath (opt->state, NULL);
+  if (s->state_path == NULL)
+    return sp_make_error (err, errno, "--state: `%s`", opt->state);
+  if (open_seeds (s, err) < 0)
+    return -1;
+  if (sp_rootfs_verify (opt->rootfs, &s->rootfs, err) < 0)
+    return sp_error_wrap (err, "--rootfs: `%s`", opt->rootfs);
+  if (sp_seccomp_profile_load_builtin (&s->seccomp, err) < 0)
+    return sp_error_wrap (err, "seccomp profile");
+  /* The ledger's lock makes this the only proxy of this state directory, so
+     what follows may treat every other run's leftovers as orphans.  */
+  if (sp_ledger_open (s->state_fd, s->config->max_invocations, &s->ledger, err) < 0)
+    return sp_error_wrap (err, "--state: budget");
+  if (sp_audit_open (s->state_fd, &s->audit, err) < 0)
+    return sp_error_wrap (err, "--state: audit log");
+  if (make_run_id (s->run_id, err) < 0)
+    return -1;
+
+  settings = (struct sp_runtime_settings){ .binary = opt->runc, .state_dir = s->state_path, .run_id = s->run_id };
+  if (sp_runtime_open (s->config->runtime, &settings, &s->runtime, err) < 0)
+    return sp_error_wrap (err, "sealedProbes.runtime");
+  if (s->runtime->ops->verify (s->runtime, err) < 0)
+    return sp_error_wrap (err, "%s", opt->runc ? "--runc" : "runtime `runc`");
+  if (s->runtime->ops->cleanup_orphans (s->runtime, false, err) < 0)
+    return sp_error_wrap (err, "remove the containers of earlier runs");
+  if (open_work (s, err) < 0)
+    return -1;
+  if (s->runtime->ops->prepare (s->runtime, err) < 0)
+    return sp_error_wrap (err, "prepare the runtime");
+  return 0;
+}
+
+int
+sp_serve_release (struct sp_serve *s, sp_error_t *err)
+{
+  sp_error_t step = NULL;
+  int ret = 0;
+
+  if (s->runtime != NULL && s->runtime->ops->cleanup_orphans (s->runtime, true, &step) < 0)
+    {
+      ret = -1;
+      *err = step;
+      step = NULL;
+    }
+  sp_closep (&s->work_run_fd);
+  if (s->work_fd >= 0 && sp_workspace_remove_runs (s->work_fd, NULL, &step) < 0)
+    {
+      if (ret == 0)
+        *err = step;
+      else
+        sp_error_release (&step);
+      ret = -1;
+    }
+  sp_runtime_closep (&s->runtime);
+  sp_closep (&s->work_fd);
+  free (s->work_run_path);
+  if (s->seeds != NULL)
+    for (size_t i = 0; i < s->config->n_private_repos; i++)
+      sp_closep (&s->seeds[i].dirfd);
+  free (s->seeds);
+  sp_staged_release (&s->staged);
+  sp_audit_closep (&s->audit);
+  sp_ledger_closep (&s->ledger);
+  sp_seccomp_profile_freep (&s->seccomp);
+  sp_rootfs_info_release (&s->rootfs);
+  sp_closep (&s->state_fd);
+  free (s->state_path);
+  free (s->active);
+  memset (s, 0, sizeof (*s));
+  s->state_fd = s->work_fd = s->work_run_fd = -1;
+  return ret;
+}
+
+int
+sp_serve_setup (struct sp_serve *s, const struct sp_serve_options *opt, struct sp_config *config, sp_error_t *err)
+{
+  s->config = config;
+  if (sp_serve_detach (err) < 0)
+    return -1;
+  if (sp_serve_preflight (s, opt, err) < 0)
+    return -1;
+  return sp_serve_canary (s, err);
+}

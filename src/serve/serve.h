@@ -1,0 +1,137 @@
+/* The proxy daemon, `sealed-probe-proxy serve` (docs/operations.md): the
+   preflight that must pass before it is ready, the invocation path of
+   ARCHITECTURE.md, and the accept loop with its bounded queue.  Internal to
+   the proxy program.  */
+#ifndef SP_SERVE_H
+#define SP_SERVE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <sealed-probe/audit.h>
+#include <sealed-probe/config.h>
+#include <sealed-probe/error.h>
+#include <sealed-probe/ledger.h>
+#include <sealed-probe/rootfs.h>
+#include <sealed-probe/runtime.h>
+#include <sealed-probe/seccomp_profile.h>
+#include <sealed-probe/seed_store.h>
+#include <sealed-probe/workspace.h>
+
+/* The operator's choices, from the command line.  */
+struct sp_serve_options
+{
+  const char *config;
+  const char *state;
+  const char *rootfs;
+  const char *socket;
+  const char *socket_group;
+  const char *ready_file;
+  const char *runc;
+  unsigned concurrency;
+  unsigned queue;
+  unsigned queue_wait_seconds;
+  enum sp_snapshot_mode snapshot;
+  uint64_t scratch_bytes;
+};
+
+/* One staged seed as serve uses it: verified once, kept open.  */
+struct sp_serve_seed
+{
+  const struct sp_seed *seed;
+  int dirfd;
+  uint64_t bytes;   /* file bytes, for copy mode's tmpfs size */
+  uint64_t entries; /* entries, for its inode count */
+};
+
+/* Everything the preflight established, shared by every invocation.  */
+struct sp_serve
+{
+  const struct sp_serve_options *opt;
+  struct sp_config *config;
+  char *state_path; /* absolute */
+  int state_fd;
+  struct sp_staged staged;
+  struct sp_serve_seed *seeds; /* parallel to config->private_repos */
+  struct sp_rootfs_info rootfs;
+  struct sp_seccomp_profile *seccomp;
+  struct sp_ledger *ledger;
+  struct sp_audit *audit;
+  struct sp_runtime_backend *runtime;
+  char runc_version[64];
+  int work_fd;     /* STATE/work */
+  int work_run_fd; /* STATE/work/RUN */
+  char *work_run_path;
+  char run_id[SP_ID_MAX_CHARS + 1];
+  atomic_uint_fast64_t next_invocation;
+
+  /* Shutdown: set under lock; a worker registers its container under the
+     same lock just before launch, so that none starts after the kill.  */
+  pthread_mutex_t lock;
+  bool stopping;
+  char **active; /* opt->concurrency slots: the running container ids */
+};
+
+#define SP_SERVE_WORK_DIR "work"
+
+/* serve's preflight, in the order docs/operations.md gives: state, seeds,
+   rootfs, seccomp, ledger, audit log, runtime (verify, orphans, prepare),
+   the run's work directory, and the confinement canary.  Fills s.  */
+int sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_error_t *err);
+
+/* detach, preflight, canary: everything before the socket exists.  On
+   failure the caller still calls sp_serve_release.  */
+int sp_serve_setup (struct sp_serve *s, const struct sp_serve_options *opt, struct sp_config *config,
+                    sp_error_t *err);
+
+/* Runs the confinement canary through the invocation path.  */
+int sp_serve_canary (struct sp_serve *s, sp_error_t *err);
+
+/* Removes everything of this run (containers, cgroups, workspaces, the
+   runtime's state) and releases s.  Returns -1 when something stayed.  */
+int sp_serve_release (struct sp_serve *s, sp_error_t *err);
+
+/* One connection, start to end: read, validate, debit, snapshot, run, read
+   the answer, clean up, answer, audit.  Closes client_fd.  */
+void sp_serve_invocation (struct sp_serve *s, int client_fd, uint64_t received_ns, uint64_t started_ns);
+
+/* Answers ERROR at once and audits it as refused, for a request that never
+   got a slot (queue full, waited too long, shutting down).  Closes fd.  */
+void sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, const char *reason);
+
+/* Kills the running containers and lets no new one start.  */
+void sp_serve_stop (struct sp_serve *s);
+
+/* The accept loop: --concurrency workers, a bounded queue, SIGTERM/SIGINT
+   through signal_fd.  Returns when a signal came, after every worker ended.  */
+int sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err);
+
+/* Leaves the host's network (a namespace with only `lo`, up) and its mount
+   propagation (a private mount namespace, slave to the host's), before any
+   thread exists.  */
+int sp_serve_detach (sp_error_t *err);
+
+/* The listening socket: its directory made or checked (root's, not writable
+   by group or others), a stale socket replaced, mode 0660, root:group.  */
+int sp_serve_listen (const char *path, gid_t group, int *fd, sp_error_t *err);
+
+/* Readiness: the ready file (the pid, atomically) and sd_notify.  */
+struct sp_notify
+{
+  int fd; /* connected datagram socket to $NOTIFY_SOCKET, or -1 */
+};
+/* Connects to $NOTIFY_SOCKET when set; call before the environment is
+   scrubbed and before the network namespace changes (an abstract socket
+   belongs to the namespace it was made in).  */
+int sp_notify_open (struct sp_notify *n, sp_error_t *err);
+void sp_notify_send (struct sp_notify *n, const char *state);
+void sp_notify_close (struct sp_notify *n);
+int sp_ready_file_write (const char *path, sp_error_t *err);
+
+uint64_t sp_realtime_ns (void);
+uint64_t sp_monotonic_ns (void);
+
+#endif

@@ -1,0 +1,704 @@
+"""Shared plumbing for the `sealed-probe-proxy serve` integration tests
+(test_serve_*.py): fixture clones, configs, staging into fresh state
+directories, a serve process that is always stopped, the real client, a raw
+v1 frame sender (docs/protocol.md, written here independently of
+protocol.c), audit-log readers and leak checks.  Standard library only."""
+
+import contextlib
+import ctypes
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+
+from sp_harness import cached_rootfs, env_path
+
+PROXY = env_path("SP_PROXY")
+CLIENT = os.environ.get("SP_CLIENT") or os.path.join(os.path.dirname(PROXY), "sealed-probe")
+RUNC = shutil.which("runc") or "runc"
+
+ERROR_LINE = '{"result":"ERROR"}\n'
+ERROR_FRAME = b"SPRB\x01\x02\x00\x00\x00\x01\x00"
+OUTCOMES = ("YES", "NO", "UNKNOWN")
+AUDIT_KEYS = ["id", "run", "received", "started", "finished", "repo", "outcomes", "script_sha256", "seed_commit",
+              "seed_digest", "snapshot", "debited", "budget_remaining", "result", "status", "reason", "launched",
+              "exit", "signal", "oom", "timed_out", "wall_ms", "cpu_ms", "peak_memory_bytes"]
+AUDIT_STATUSES = {"answered", "refused", "probe", "timed_out", "internal"}
+RUN_ID = re.compile(r"^[0-9a-f]{12}$")
+RFC3339_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+
+
+def answer(outcome):
+    return '{"result":"%s"}\n' % outcome
+
+
+class Work:
+    """One temp directory per test file, and everything made under it: state
+    directories (unstaged at the end), network namespaces, veths.  close()
+    removes all of it, and is safe to call after any failure."""
+
+    def __init__(self, prefix):
+        self.dir = tempfile.mkdtemp(prefix=prefix)
+        os.chmod(self.dir, 0o711)
+        self.states = []
+        self.netns = []
+        self.links = []
+        self.counter = 0
+        self.git_env = {"PATH": "/usr/bin:/bin", "HOME": self.dir, "GIT_CONFIG_NOSYSTEM": "1",
+                        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+        self._rootfs = None
+
+    @property
+    def rootfs(self):
+        if self._rootfs is None:
+            self._rootfs = cached_rootfs()
+        return self._rootfs
+
+    def path(self, name):
+        self.counter += 1
+        return os.path.join(self.dir, f"{name}-{self.counter}")
+
+    def git(self, repo, *args):
+        return subprocess.run(["git", "-C", repo, *args], check=True, capture_output=True, text=True,
+                              env=self.git_env).stdout.strip()
+
+    def make_clone(self, name, files, symlinks=None):
+        """A committed git repository holding files {rel: bytes} and symlinks
+        {rel: target}, cloned with --no-hardlinks so that stage accepts it."""
+        src = os.path.join(self.dir, "src", name)
+        os.makedirs(src)
+        self.git(src, "init", "-q", "-b", "main")
+        for rel, data in files.items():
+            full = os.path.join(src, rel)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "wb") as f:
+                f.write(data)
+        for rel, target in (symlinks or {}).items():
+            full = os.path.join(src, rel)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            os.symlink(target, full)
+        self.git(src, "add", "-A")
+        self.git(src, "commit", "-q", "-m", "fixture")
+        dst = os.path.join(self.dir, "clones", name)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        subprocess.run(["git", "clone", "-q", "--no-hardlinks", src, dst], check=True, capture_output=True,
+                       env=self.git_env)
+        return dst
+
+    def write_config(self, repos, **extra):
+        path = self.path("config") + ".json"
+        block = {"enabled": True, "privateRepos": list(repos), "runtime": "runc"}
+        block.update(extra)
+        with open(path, "w") as f:
+            json.dump({"sealedProbes": block}, f)
+        return path
+
+    def new_state(self):
+        path = self.path("state")
+        self.states.append(path)
+        return path
+
+    def stage(self, state, config, clones):
+        argv = [PROXY, "stage", "--config", config, "--state", state]
+        for repo, path in clones:
+            argv += ["--clone", f"{repo}={path}"]
+        return subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
+                              env={"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")})
+
+    def staged_state(self, config, clones):
+        """A fresh state directory with every clone staged; raises on failure."""
+        state = self.new_state()
+        r = self.stage(state, config, clones)
+        if r.returncode != 0:
+            raise RuntimeError(f"stage failed: {r.stderr.strip()}")
+        return state
+
+    def add_netns(self, name):
+        self.netns.append(name)
+
+    def add_link(self, name):
+        self.links.append(name)
+
+    def close(self):
+        for name in self.links:
+            subprocess.run(["ip", "link", "del", name], capture_output=True)
+        for name in self.netns:
+            subprocess.run(["ip", "netns", "pids", name], capture_output=True)
+            pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout.split()
+            for pid in pids:
+                with contextlib.suppress(OSError, ValueError):
+                    os.kill(int(pid), signal.SIGKILL)
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        for s in self.states:
+            if os.path.isdir(s):
+                subprocess.run([PROXY, "unstage", "--state", s], capture_output=True, stdin=subprocess.DEVNULL)
+                for root in glob.glob(os.path.join(s, "runc", "*")):
+                    force_delete_containers(root)
+        for s in self.states:
+            for line in mounts_under(s, "/proc/self/mountinfo")[::-1]:
+                subprocess.run(["umount", "-l", line], capture_output=True)
+        subprocess.run(["rm", "-rf", "--one-file-system", self.dir])
+
+
+def staged(state):
+    with open(os.path.join(state, "staged.json")) as f:
+        return json.load(f)
+
+
+def seed_record(state, repo):
+    return next(s for s in staged(state)["seeds"] if s["repo"] == repo)
+
+
+def seed_dir(state, repo):
+    record = staged(state)
+    return os.path.join(state, "seeds", record["run"], str(seed_record(state, repo)["index"]))
+
+
+def tree_fingerprint(top):
+    """Every entry's relative path, type, mode, owner, and content sha256 (or
+    link target): equal fingerprints mean an unchanged tree."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(top):
+        for n in dirnames + filenames:
+            p = os.path.join(dirpath, n)
+            st = os.lstat(p)
+            if os.path.islink(p):
+                what = "link:" + os.readlink(p)
+            elif os.path.isfile(p):
+                with open(p, "rb") as f:
+                    what = hashlib.sha256(f.read()).hexdigest()
+            else:
+                what = "dir"
+            out.append((os.path.relpath(p, top), st.st_mode, st.st_uid, st.st_gid, what))
+    return sorted(out)
+
+
+def dry_run_bundle_ok(work, state, config, repo):
+    """`bundle --dry-run --state` re-verifies the seed's digest before it
+    snapshots it: success means the seed still matches staged.json."""
+    script = work.path("dry") + ".py"
+    with open(script, "w") as f:
+        f.write("print(1)\n")
+    out = work.path("bundle")
+    r = subprocess.run([PROXY, "bundle", "--dry-run", "--config", config, "--repo", repo, "--script", script,
+                        "--out", out, "--rootfs", work.rootfs, "--state", state],
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    subprocess.run(["rm", "-rf", out, script])
+    return r
+
+
+# ---- the serve process -------------------------------------------------------
+
+class ServeFailed(Exception):
+    pass
+
+
+class Serve:
+    """One `sealed-probe-proxy serve`.  start() waits for the ready file
+    (bounded) or for the process to exit; stop() sends SIGTERM and waits
+    (bounded), then SIGKILLs.  Output goes to files, so that a test can read
+    serve's stdout and stderr after it ended."""
+
+    def __init__(self, work, config, state, snapshot=None, concurrency=None, queue=None, queue_wait=None,
+                 scratch_size=None, runc=None, rootfs=None, socket_group=None, env=None, extra=(),
+                 socket_in_new_dir=True):
+        self.work = work
+        self.config = config
+        self.state = state
+        self.dir = tempfile.mkdtemp(prefix="sp-srv-")  # short: sun_path holds 107 bytes
+        os.chmod(self.dir, 0o755)
+        self.sockdir = os.path.join(self.dir, "sock") if socket_in_new_dir else self.dir
+        self.socket = os.path.join(self.sockdir, "probe.sock")
+        self.ready_file = os.path.join(self.dir, "ready")
+        self.stdout_path = os.path.join(self.dir, "stdout")
+        self.stderr_path = os.path.join(self.dir, "stderr")
+        argv = [PROXY, "serve", "--config", config, "--state", state,
+                "--rootfs", rootfs or work.rootfs, "--socket", self.socket, "--ready-file", self.ready_file]
+        for flag, value in (("--snapshot", snapshot), ("--concurrency", concurrency), ("--queue", queue),
+                            ("--queue-wait", queue_wait), ("--scratch-size", scratch_size), ("--runc", runc),
+                            ("--socket-group", socket_group)):
+            if value is not None:
+                argv += [flag, str(value)]
+        self.argv = argv + list(extra)
+        self.env = env if env is not None else {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+        self.proc = None
+        self.run = None
+        self.returncode = None
+        self.ready_seconds = None
+
+    def start(self, ready_timeout=60):
+        runc_before = set(os.listdir(os.path.join(self.state, "runc"))) \
+            if os.path.isdir(os.path.join(self.state, "runc")) else set()
+        self._out = open(self.stdout_path, "wb")
+        self._err = open(self.stderr_path, "wb")
+        t0 = time.monotonic()
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err,
+                                     env=self.env, cwd=self.dir)
+        deadline = t0 + ready_timeout
+        while time.monotonic() < deadline:
+            if os.path.exists(self.ready_file):
+                self.ready_seconds = time.monotonic() - t0
+                break
+            if self.proc.poll() is not None:
+                self.returncode = self.proc.returncode
+                return False
+            time.sleep(0.05)
+        else:
+            return False
+        time.sleep(0.05)  # the ready file's content is written before or as it appears
+        roots = os.path.join(self.state, "runc")
+        new = set(os.listdir(roots)) - runc_before if os.path.isdir(roots) else set()
+        if len(new) == 1:
+            self.run = new.pop()
+        return True
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, sig=signal.SIGTERM, timeout=60):
+        """Returns serve's exit status (None if it had to be SIGKILLed)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                self.returncode = None
+                self._close_files()
+                return None
+        self.returncode = self.proc.returncode
+        self._close_files()
+        return self.returncode
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.returncode = self.proc.returncode
+        self._close_files()
+
+    def _close_files(self):
+        for f in (getattr(self, "_out", None), getattr(self, "_err", None)):
+            if f and not f.closed:
+                f.close()
+
+    def stderr(self):
+        with open(self.stderr_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def stdout(self):
+        with open(self.stdout_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def ready_content(self):
+        try:
+            with open(self.ready_file) as f:
+                return f.read()
+        except OSError:
+            return None
+
+    def cleanup(self):
+        """Stop (SIGTERM, then SIGKILL) and remove the temp dir; never raises."""
+        with contextlib.suppress(Exception):
+            if self.alive():
+                self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # ---- talking to it ----
+    def client(self, script, repo, outcomes=OUTCOMES, timeout=120, cwd=None, env_extra=None):
+        """Runs the real client; returns the CompletedProcess (bytes)."""
+        env = {"SEALED_PROBE_SOCKET": self.socket, "SEALED_PROBE_TIMEOUT": str(timeout)}
+        env.update(env_extra or {})
+        argv = [CLIENT, "--repo", repo]
+        for o in outcomes:
+            argv += ["--outcome", o]
+        data = script.encode() if isinstance(script, str) else script
+        return subprocess.run(argv, input=data, capture_output=True, env=env, timeout=timeout + 30,
+                              cwd=cwd or self.dir)
+
+    def probe(self, script, repo, outcomes=OUTCOMES, **kw):
+        """The client's stdout, as text."""
+        return self.client(script, repo, outcomes, **kw).stdout.decode("utf-8", "replace")
+
+    def raw(self, data, shutdown=True, timeout=60):
+        return send_raw(self.socket, data, shutdown=shutdown, timeout=timeout)
+
+
+@contextlib.contextmanager
+def serving(work, config, state, **kw):
+    """Starts serve and always stops it; raises ServeFailed when it does not
+    become ready (with its stderr)."""
+    srv = Serve(work, config, state, **kw)
+    try:
+        if not srv.start():
+            srv.stop()
+            raise ServeFailed(f"serve did not become ready (exit {srv.returncode}): {srv.stderr().strip()[-800:]}")
+        yield srv
+    finally:
+        srv.cleanup()
+
+
+# ---- the wire protocol v1, independently of protocol.c ----------------------
+
+def field(tag, value):
+    return struct.pack(">BI", tag, len(value)) + value
+
+
+def frame(body, magic=b"SPRB", version=1, kind=1, length=None):
+    return magic + struct.pack(">BBI", version, kind, len(body) if length is None else length) + body
+
+
+def request_frame(repo, outcomes, script):
+    enc = (lambda v: v.encode() if isinstance(v, str) else v)
+    body = field(1, enc(repo)) + b"".join(field(2, enc(o)) for o in outcomes) + field(3, enc(script))
+    return frame(body)
+
+
+def send_raw(path, data, shutdown=True, timeout=60):
+    """Connects, writes data, half-closes, reads at most 64 bytes until EOF.
+    Returns the bytes read (b"" on a reset)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    got = b""
+    try:
+        s.connect(path)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            s.sendall(data)
+            if shutdown:
+                s.shutdown(socket.SHUT_WR)
+        while len(got) < 64:
+            chunk = s.recv(64 - len(got))
+            if not chunk:
+                break
+            got += chunk
+    except (ConnectionResetError, BrokenPipeError):
+        pass
+    finally:
+        s.close()
+    return got
+
+
+# ---- the audit log -----------------------------------------------------------
+
+def audit_path(state):
+    return os.path.join(state, "audit", "audit.jsonl")
+
+
+def audit_raw(state):
+    try:
+        with open(audit_path(state), "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return b""
+
+
+def audit_lines(state, run=None):
+    """Every audit record (parsed, key order kept), optionally of one run."""
+    out = []
+    for line in audit_raw(state).decode("utf-8", "replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line, object_pairs_hook=lambda pairs: dict(pairs))
+        except ValueError:
+            rec = {"__unparsable__": line}
+        if run is None or rec.get("run") == run:
+            out.append(rec)
+    return out
+
+
+def audit_key_problems(rec):
+    """What is wrong with one record's shape, by the documented key list and
+    types; [] when it is well-formed."""
+    problems = []
+    if list(rec) != AUDIT_KEYS:
+        problems.append(f"keys {list(rec)}")
+        return problems
+    if not RUN_ID.match(str(rec["run"])) or not re.match(r"^%s-[1-9][0-9]*$" % re.escape(str(rec["run"])),
+                                                          str(rec["id"])):
+        problems.append(f"id/run {rec['id']!r} {rec['run']!r}")
+    for k in ("received", "finished"):
+        if not isinstance(rec[k], str) or not RFC3339_MS.match(rec[k]):
+            problems.append(f"{k} {rec[k]!r}")
+    if rec["started"] is not None and not (isinstance(rec["started"], str) and RFC3339_MS.match(rec["started"])):
+        problems.append(f"started {rec['started']!r}")
+    if rec["status"] not in AUDIT_STATUSES:
+        problems.append(f"status {rec['status']!r}")
+    if not isinstance(rec["debited"], bool) or not isinstance(rec["launched"], bool):
+        problems.append("debited/launched not bool")
+    if rec["status"] == "answered" and rec["reason"] is not None:
+        problems.append(f"answered with a reason {rec['reason']!r}")
+    if rec["status"] != "answered" and rec["result"] != "ERROR":
+        problems.append(f"status {rec['status']} with result {rec['result']!r}")
+    if not rec["launched"]:
+        for k in ("exit", "signal", "oom", "timed_out", "wall_ms", "cpu_ms", "peak_memory_bytes"):
+            if rec[k] is not None:
+                problems.append(f"not launched but {k}={rec[k]!r}")
+    return problems
+
+
+def audit_id_inv(rec):
+    return int(str(rec["id"]).rsplit("-", 1)[1])
+
+
+def sha256_tag(data):
+    return "sha256:" + hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
+
+
+# ---- leak checks -------------------------------------------------------------
+
+def unescape_mountinfo(p):
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), p)
+
+
+def mounts_under(prefix, mountinfo="/proc/self/mountinfo"):
+    """Mount points at or below prefix in a mountinfo file."""
+    prefix = prefix.rstrip("/")
+    out = []
+    try:
+        with open(mountinfo) as f:
+            for line in f:
+                mp = unescape_mountinfo(line.split()[4])
+                if mp == prefix or mp.startswith(prefix + "/"):
+                    out.append(mp)
+    except OSError:
+        pass
+    return out
+
+
+def runc_containers(root):
+    """Container ids in one runc --root: from `runc list` and from the
+    directory (a half-created container may not list)."""
+    ids = set()
+    if not os.path.isdir(root):
+        return ids
+    r = subprocess.run([RUNC, "--root", root, "list", "-q"], capture_output=True, text=True)
+    ids |= {x for x in r.stdout.split() if x}
+    ids |= {n for n in os.listdir(root) if os.path.isdir(os.path.join(root, n))}
+    return ids
+
+
+def force_delete_containers(root):
+    for cid in runc_containers(root):
+        subprocess.run([RUNC, "--root", root, "kill", cid, "KILL"], capture_output=True)
+        subprocess.run([RUNC, "--root", root, "delete", "--force", cid], capture_output=True)
+
+
+def cgroup_dirs(run):
+    return sorted(glob.glob(f"/sys/fs/cgroup/*/sealed-probe/{run}-*") +
+                  glob.glob(f"/sys/fs/cgroup/sealed-probe/{run}-*") +
+                  glob.glob(f"/sys/fs/cgroup/*/*/sealed-probe/{run}-*"))
+
+
+def processes_in_run_cgroups(run):
+    pids = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cgroup") as f:
+                if f"sealed-probe/{run}-" in f.read():
+                    pids.append(int(pid))
+        except OSError:
+            pass
+    return pids
+
+
+def runc_processes(state):
+    """Processes whose argv names runc and this state directory."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and os.path.basename(argv[0]) in (b"runc", b"runc:[2:INIT]") and state.encode() in b" ".join(argv):
+            out.append((int(pid), b" ".join(argv)[:200]))
+    return out
+
+
+def leaks(state, run, serve_pid=None, after_exit=False, srv=None):
+    """Everything of run that is left; [] when nothing is.  While serve runs
+    (serve_pid), its own mount namespace is checked for mounts below
+    STATE/work/<run> as well.  after_exit: also STATE/runc/<run>, the socket
+    and the ready file must be gone."""
+    found = []
+    for root in glob.glob(os.path.join(state, "runc", "*")):
+        ids = runc_containers(root)
+        if ids:
+            found.append(f"containers in {root}: {sorted(ids)}")
+    found += [f"cgroup {d}" for d in cgroup_dirs(run)] if run else []
+    pids = processes_in_run_cgroups(run) if run else []
+    if pids:
+        found.append(f"processes in the run's cgroups: {pids}")
+    work_run = os.path.join(state, "work", run) if run else None
+    for mi in ["/proc/self/mountinfo"] + ([f"/proc/{serve_pid}/mountinfo"] if serve_pid else []):
+        for base in ("work", "runc"):
+            m = mounts_under(os.path.join(state, base), mi)
+            if m:
+                found.append(f"mounts in {mi}: {m}")
+    if work_run and os.path.isdir(work_run):
+        entries = os.listdir(work_run)
+        if entries or after_exit:
+            found.append(f"{work_run} holds {entries}" if entries else f"{work_run} is left")
+    if after_exit and run and os.path.exists(os.path.join(state, "runc", run)):
+        found.append(f"{os.path.join(state, 'runc', run)} is left")
+    if after_exit and srv is not None:
+        for p in (srv.socket, srv.ready_file):
+            if os.path.lexists(p):
+                found.append(f"{p} is left")
+    if after_exit:
+        procs = runc_processes(state)
+        if procs:
+            found.append(f"runc processes: {procs}")
+    return found
+
+
+def wait_for(pred, timeout=30, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(interval)
+    return pred()
+
+
+def wait_container(state, run, timeout=30):
+    """Waits until a container of run exists in STATE/runc/<run>; its id."""
+    root = os.path.join(state, "runc", run or "")
+
+    def one():
+        ids = runc_containers(root) if run else set()
+        return sorted(ids)[0] if ids else None
+    return wait_for(one, timeout)
+
+
+# ---- inotify, through libc ---------------------------------------------------
+
+IN_CREATE = 0x100
+IN_NONBLOCK = 0o4000
+IN_CLOEXEC = 0o2000000
+
+
+class Inotify:
+    """IN_CREATE events on a few directories."""
+
+    def __init__(self):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        if self.fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1")
+        self.watches = {}
+
+    def watch(self, path, mask=IN_CREATE):
+        wd = self.libc.inotify_add_watch(self.fd, path.encode(), mask)
+        if wd < 0:
+            raise OSError(ctypes.get_errno(), f"inotify_add_watch {path}")
+        self.watches[wd] = path
+
+    def events(self):
+        """[(dir, name, mask)] read so far (non-blocking)."""
+        out = []
+        while True:
+            try:
+                buf = os.read(self.fd, 65536)
+            except BlockingIOError:
+                break
+            i = 0
+            while i + 16 <= len(buf):
+                wd, mask, _cookie, length = struct.unpack_from("iIII", buf, i)
+                name = buf[i + 16:i + 16 + length].rstrip(b"\0").decode("utf-8", "replace")
+                out.append((self.watches.get(wd), name, mask))
+                i += 16 + length
+        return out
+
+    def close(self):
+        os.close(self.fd)
+
+
+# ---- probes ------------------------------------------------------------------
+
+def answer_script(outcome):
+    return f'import json\nwith open("/probe/out", "w") as f:\n    json.dump({{"result": {outcome!r}}}, f)\n'
+
+
+FINDER = r'''
+import json, os, stat, sys
+NEEDLES = [n.encode() for n in NEEDLES_]      # must not be found
+CONTROLS = [n.encode() for n in CONTROLS_]    # must be found (the detection works)
+SKIP = ("/proc", "/sys", "/dev")
+hits, seen_controls = [], set()
+def look(path, data):
+    for n in NEEDLES:
+        if n in data:
+            hits.append(path)
+    for n in CONTROLS:
+        if n in data:
+            seen_controls.add(n)
+def scan(roots, follow=False, max_file=8 << 20):
+    for top in roots:
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=follow):
+            if any(dirpath == s or dirpath.startswith(s + "/") for s in SKIP) and top not in SKIP:
+                dirnames[:] = []
+                continue
+            if dirpath.count("/") > 40:
+                dirnames[:] = []
+            for name in dirnames + filenames:
+                p = os.path.join(dirpath, name)
+                look(p + " (name)", p.encode())
+                try:
+                    st = os.stat(p)   # follows a symlink on purpose
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode) and st.st_size <= max_file:
+                    try:
+                        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+                        try:
+                            data = os.read(fd, max_file + 1)
+                        finally:
+                            os.close(fd)
+                    except OSError:
+                        continue
+                    look(p, data)
+EXTRA_
+if not all(c in seen_controls for c in CONTROLS):
+    result = "BROKEN"
+elif hits:
+    result = "SEEN"
+else:
+    result = "NOTSEEN"
+with open("/probe/out", "w") as f:
+    json.dump({"result": result}, f)
+'''
+FINDER_OUTCOMES = ("SEEN", "NOTSEEN", "BROKEN")
+
+
+def finder(needles, controls, roots=("/",), pre="", extra=""):
+    """A probe answering SEEN when any needle is in any path or file it can
+    reach from roots (symlinks to files read through), NOTSEEN when none is
+    but every control is, BROKEN when a control is missing (the detection
+    failed, so a NOTSEEN would prove nothing).  pre runs first (it may plant
+    controls), extra after the scan (it may add to hits / seen_controls)."""
+    body = FINDER.replace("NEEDLES_", repr(list(needles))).replace("CONTROLS_", repr(list(controls)))
+    body = body.replace("EXTRA_", f"scan({list(roots)!r})\n" + extra)
+    return pre + body

@@ -1,0 +1,287 @@
+"""`sealed-probe-proxy serve` end to end, the basics: a probe's writes stay in
+its own copy and the seed re-verifies, in both snapshot modes; one audit line
+per request with the documented keys; exact ERROR bytes for a disallowed
+repository and for malformed frames; the ready file, READY=1, the socket's
+mode and owner; SIGTERM leaves nothing; and each preflight refusal."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sp_harness import Tap, require_root_and  # noqa: E402
+
+require_root_and("runc", "git")
+import sp_serve as S  # noqa: E402
+
+tap = Tap()
+work = S.Work("sp-serve-basic-")
+nonce = uuid.uuid4().hex[:12]
+ALPHA = f"ALPHA-MARK-{nonce}"
+
+MUTATE = f"""import json, os
+ok = open("README.md").read().startswith({ALPHA!r})
+with open("README.md", "a") as f:
+    f.write("MUTATED-{nonce}")
+open("NEWFILE-{nonce}", "w").write("new")
+os.unlink("src/app.py")
+os.chmod("README.md", 0o600)
+ok = ok and open("README.md").read().endswith("MUTATED-{nonce}") and not os.path.exists("src/app.py")
+with open("/probe/out", "w") as f:
+    json.dump({{"result": "YES" if ok else "NO"}}, f)
+"""
+FRESH = f"""import json, os
+fresh = (open("README.md").read() == {ALPHA + chr(10)!r} and not os.path.exists("NEWFILE-{nonce}")
+         and os.path.exists("src/app.py") and os.stat("README.md").st_mode & 0o777 != 0o600)
+with open("/probe/out", "w") as f:
+    json.dump({{"result": "FRESH" if fresh else "STALE"}}, f)
+"""
+SLOW = """import json, time
+time.sleep(1.5)
+with open("/probe/out", "w") as f:
+    json.dump({"result": "YES"}, f)
+"""
+TMP_WRITABLE = """import json
+try:
+    with open("/tmp/scratch", "w") as f:
+        f.write("x")
+    ok = open("/tmp/scratch").read() == "x"
+except OSError:
+    ok = False
+with open("/probe/out", "w") as f:
+    json.dump({"result": "YES" if ok else "NO"}, f)
+"""
+SCRIPT_CANARY = f"SCRIPT-CANARY-{nonce}"
+
+
+def preflight_refusal(name, needle, config, state, **kw):
+    srv = S.Serve(work, config, state, **kw)
+    try:
+        ready = srv.start(ready_timeout=60)
+        err = srv.stderr()
+        if ready:
+            srv.stop()
+        lines = [line for line in err.splitlines() if line.strip()]
+        tap.ok(not ready and srv.returncode == 1 and len(lines) == 1
+               and lines[0].startswith("sealed-probe-proxy: serve: ") and needle in lines[0]
+               and not os.path.lexists(srv.ready_file) and not os.path.lexists(srv.socket),
+               f"preflight: {name}: exit 1, one line naming {needle!r}, no ready file, no socket",
+               f"ready {ready} exit {srv.returncode} stderr {err!r} ready-file {os.path.lexists(srv.ready_file)} "
+               f"socket {os.path.lexists(srv.socket)}")
+    finally:
+        srv.cleanup()
+
+
+try:
+    alpha = work.make_clone("alpha", {"README.md": (ALPHA + "\n").encode(), "src/app.py": b"print('app')\n"})
+    beta = work.make_clone("beta", {"README.md": b"beta\n"})
+    config = work.write_config(["acme/alpha", "acme/beta"], timeout=5, maxInvocations=1000)
+    state = work.staged_state(config, [("acme/alpha", alpha), ("acme/beta", beta)])
+    seed = S.seed_dir(state, "acme/alpha")
+    seed_before = S.tree_fingerprint(seed)
+    alpha_rec = S.seed_record(state, "acme/alpha")
+
+    for mode in ("overlay", "copy"):
+        # NOTIFY_SOCKET: a datagram socket the test listens on.
+        notify_path = os.path.join(work.dir, f"notify-{mode}")
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        notify.bind(notify_path)
+        notify.settimeout(0.2)
+        got_notify = []
+
+        def listen():
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and not got_notify:
+                try:
+                    data = notify.recv(4096)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+                got_notify.append((data, os.path.exists(srv.ready_file)))
+        srv = S.Serve(work, config, state, snapshot=mode,
+                      env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "NOTIFY_SOCKET": notify_path})
+        listener = threading.Thread(target=listen, daemon=True)
+        listener.start()
+        try:
+            ready = srv.start()
+            if not tap.ok(ready, f"{mode}: serve becomes ready", f"exit {srv.returncode}: {srv.stderr()}"):
+                continue
+            tap.ok(srv.ready_content() == f"{srv.pid}\n", f"{mode}: the ready file holds serve's pid and a newline",
+                   repr(srv.ready_content()))
+            listener.join(timeout=10)
+            tap.ok(got_notify and b"READY=1" in got_notify[0][0].split(b"\n") and got_notify[0][1],
+                   f"{mode}: READY=1 reaches $NOTIFY_SOCKET, after the ready file is written", got_notify)
+            st = os.lstat(srv.socket)
+            import stat as statmod
+            tap.ok(statmod.S_ISSOCK(st.st_mode) and st.st_mode & 0o777 == 0o660 and st.st_uid == 0
+                   and st.st_gid == 0, f"{mode}: the socket is a socket, mode 0660, owner root, group root",
+                   f"mode {oct(st.st_mode)} uid {st.st_uid} gid {st.st_gid}")
+            dst = os.stat(srv.sockdir)
+            tap.ok(dst.st_mode & 0o777 == 0o755 and dst.st_uid == 0,
+                   f"{mode}: the socket's missing directory is created 0755", oct(dst.st_mode))
+            tap.ok(srv.run is not None and S.RUN_ID.match(srv.run),
+                   f"{mode}: the run id (STATE/runc/<run>) is 12 lowercase hex", srv.run)
+            audit_before = len(S.audit_lines(state, srv.run))
+
+            r1 = srv.client(MUTATE + f"# {SCRIPT_CANARY}\n", "acme/alpha")
+            tap.ok(r1.stdout == b'{"result":"YES"}\n' and r1.stderr == b"",
+                   f"{mode}: a probe reads its copy and modifies it (append, create, delete, chmod)", r1)
+            r2 = srv.probe(FRESH, "acme/alpha", ("FRESH", "STALE", "UNKNOWN"))
+            tap.ok(r2 == S.answer("FRESH"), f"{mode}: the next probe's copy holds none of those changes", r2)
+            r3 = srv.probe(S.answer_script("UNKNOWN"), "acme/alpha")
+            tap.ok(r3 == S.answer("UNKNOWN"), f"{mode}: the third outcome comes back as written", r3)
+            tap.ok(S.tree_fingerprint(seed) == seed_before,
+                   f"{mode}: the seed is byte-identical after the writing probe (file by file)")
+            dr = S.dry_run_bundle_ok(work, state, config, "acme/alpha")
+            tap.ok(dr.returncode == 0, f"{mode}: the seed's digest re-verifies (bundle --dry-run --state)",
+                   dr.stderr)
+
+            # While a probe runs: its workspace is mounted in serve's private
+            # mount namespace, not in ours.
+            result = {}
+            t = threading.Thread(target=lambda: result.setdefault("r", srv.probe(SLOW, "acme/alpha")))
+            t.start()
+            work_mounts = S.wait_for(lambda: S.mounts_under(os.path.join(state, "work", srv.run),
+                                                            f"/proc/{srv.pid}/mountinfo"), timeout=20)
+            ours = S.mounts_under(os.path.join(state, "work"), "/proc/self/mountinfo")
+            t.join(timeout=60)
+            tap.ok(work_mounts and not ours,
+                   f"{mode}: the invocation's mounts are in serve's mount namespace only",
+                   f"serve's {work_mounts} ours {ours}")
+            tap.ok(result.get("r") == S.answer("YES"), f"{mode}: the slow probe answers", result)
+
+            # A raw frame naming a repository outside privateRepos.
+            resp = srv.raw(S.request_frame("acme/gamma", S.OUTCOMES, S.answer_script("YES")))
+            tap.ok(resp == S.ERROR_FRAME, f"{mode}: a raw frame naming a disallowed repo gets exactly the ERROR frame",
+                   resp.hex())
+            rc = srv.client(S.answer_script("YES"), "acme/gamma")
+            tap.ok(rc.stdout == S.ERROR_LINE.encode() and rc.stderr == b"",
+                   f"{mode}: the client prints exactly {S.ERROR_LINE.strip()} for it", rc)
+            n_requests = 6  # MUTATE, FRESH, UNKNOWN, SLOW, the raw gamma frame, the client's gamma request
+
+            if mode == "overlay":
+                good = S.request_frame("acme/alpha", S.OUTCOMES, S.answer_script("YES"))
+                body = good[10:]
+                malformed = {
+                    "bad magic": S.frame(body, magic=b"SPRX"),
+                    "version 2": S.frame(body, version=2),
+                    "kind response": S.frame(body, kind=2),
+                    "truncated body": good[:-3],
+                    "trailing byte": good + b"\0",
+                    "body_length above the maximum": S.frame(b"", length=65894),
+                    "body_length below the minimum": S.frame(b"", length=29),
+                    "header only, cut short": good[:6],
+                    "nothing at all": b"",
+                    "unknown tag 04": S.frame(body + S.field(4, b"x")),
+                    "two outcomes": S.frame(S.field(1, b"acme/alpha") + S.field(2, b"A") + S.field(2, b"B")
+                                            + S.field(3, b"print(1)")),
+                    "four outcomes": S.frame(S.field(1, b"acme/alpha") + b"".join(S.field(2, o) for o in
+                                             (b"A", b"B", b"C", b"D")) + S.field(3, b"print(1)")),
+                    "an outcome spelled ERROR": S.request_frame("acme/alpha", ("YES", "ERROR", "NO"),
+                                                                S.answer_script("YES")),
+                    "duplicate outcomes": S.request_frame("acme/alpha", ("YES", "YES", "NO"),
+                                                          S.answer_script("YES")),
+                    "a zero-length script": S.frame(S.field(1, b"acme/alpha") + b"".join(
+                        S.field(2, o) for o in (b"A", b"B", b"C")) + S.field(3, b"")),
+                    "a case variant of the repo": S.request_frame("Acme/Alpha", S.OUTCOMES, S.answer_script("YES")),
+                    "a repo with an embedded NUL": S.request_frame(b"acme/alpha\0x", S.OUTCOMES,
+                                                                   S.answer_script("YES")),
+                    "a 64 KiB + 1 script": S.request_frame("acme/alpha", S.OUTCOMES, b"#" * 65537),
+                }
+                for name, data in malformed.items():
+                    resp = srv.raw(data)
+                    tap.ok(resp == S.ERROR_FRAME, f"malformed frame ({name}): exactly the ERROR frame", resp.hex())
+                n_requests += len(malformed)
+                resp = srv.raw(S.request_frame("acme/alpha", S.OUTCOMES, S.answer_script("NO")))
+                tap.ok(resp == b"SPRB\x01\x02\x00\x00\x00\x01\x02",
+                       "after the malformed frames, a valid raw frame gets the second outcome's frame", resp.hex())
+                n_requests += 1
+                r_tmp = srv.probe(TMP_WRITABLE, "acme/beta")
+                tap.ok(r_tmp == S.answer("YES"), "the sandbox's /tmp is writable scratch space (docs/bundle.md)",
+                       f"{r_tmp} (runc chmods a tmpfs mount point to the mode of the directory under it: "
+                       "the rootfs's /tmp must be 1777)")
+                n_requests += 1
+
+            # The audit log: one line per request, in order, documented keys.
+            time.sleep(0.2)
+            lines = S.audit_lines(state, srv.run)[audit_before:]
+            problems = [(i, S.audit_key_problems(rec)) for i, rec in enumerate(lines) if S.audit_key_problems(rec)]
+            # An empty connection ("nothing at all") may or may not count as a request.
+            expected = (n_requests - 1, n_requests) if mode == "overlay" else (n_requests,)
+            tap.ok(len(lines) in expected and not problems,
+                   f"{mode}: one well-formed audit line per request, keys in the documented order",
+                   f"{len(lines)} lines for {expected} requests; {problems[:3]}; first {lines[:1]}")
+            if lines:
+                first = lines[0]
+                tap.ok(first["status"] == "answered" and first["result"] == "YES" and first["reason"] is None
+                       and first["repo"] == "acme/alpha" and first["outcomes"] == list(S.OUTCOMES)
+                       and first["snapshot"] == mode and first["debited"] is True and first["launched"] is True
+                       and first["exit"] == 0 and first["oom"] is False and first["timed_out"] is False
+                       and first["signal"] in (0, None) and isinstance(first["wall_ms"], int),
+                       f"{mode}: the first probe's line: answered YES, {mode} snapshot, debited, launched, exit 0",
+                       first)
+                tap.ok(first["script_sha256"] == S.sha256_tag(MUTATE + f"# {SCRIPT_CANARY}\n")
+                       and first["seed_commit"] == alpha_rec["commit"] and first["seed_digest"] == alpha_rec["digest"],
+                       f"{mode}: it records the script's sha256 and the seed's commit and digest", first)
+                invs = [S.audit_id_inv(rec) for rec in lines]
+                tap.ok(invs == sorted(invs) and len(set(invs)) == len(invs) and all(i >= 1 for i in invs),
+                       f"{mode}: invocation ids are increasing decimal counters", invs)
+                budgets = [rec["budget_remaining"] for rec in lines if rec["debited"]]
+                tap.ok(budgets == sorted(budgets, reverse=True) and len(set(budgets)) == len(budgets),
+                       f"{mode}: budget_remaining falls by one per debited request", budgets)
+                refused = [rec for rec in lines if rec["repo"] == "acme/gamma" or rec["repo"] is None]
+                tap.ok(refused and all(rec["status"] == "refused" and rec["debited"] is False
+                                       and rec["launched"] is False and rec["result"] == "ERROR" for rec in refused),
+                       f"{mode}: refused requests are audited refused, not debited, not launched", refused[:2])
+            raw = S.audit_raw(state)
+            tap.ok(SCRIPT_CANARY.encode() not in raw and ALPHA.encode() not in raw and b"MUTATED" not in raw,
+                   f"{mode}: the audit log holds neither the script nor the repository's content")
+            st_a = os.stat(S.audit_path(state))
+            tap.ok(st_a.st_mode & 0o077 == 0 and st_a.st_uid == 0
+                   and os.stat(os.path.dirname(S.audit_path(state))).st_mode & 0o077 == 0,
+                   f"{mode}: the audit log and its directory are root's and private",
+                   oct(st_a.st_mode))
+
+            during = S.leaks(state, srv.run, serve_pid=srv.pid)
+            tap.ok(not during, f"{mode}: between requests nothing of the finished probes is left", during)
+            run = srv.run
+            rc = srv.stop(timeout=60)
+            tap.ok(rc == 0, f"{mode}: SIGTERM: serve exits 0", f"exit {rc}: {srv.stderr()[-500:]}")
+            left = S.leaks(state, run, after_exit=True, srv=srv)
+            tap.ok(not left, f"{mode}: after SIGTERM nothing is left (containers, cgroups, mounts, work, runc root, "
+                             "socket, ready file)", left)
+        finally:
+            srv.cleanup()
+            notify.close()
+
+    # ---- preflight refusals ------------------------------------------------
+    preflight_refusal("runtime not runc", "sealedProbes.runtime",
+                      work.write_config(["acme/alpha", "acme/beta"], runtime="docker"), state)
+    preflight_refusal("sealedProbes disabled", "sealedProbes.enabled",
+                      work.write_config(["acme/alpha", "acme/beta"], enabled=False), state)
+    fake_runc = os.path.join(work.dir, "fake-runc")
+    with open(fake_runc, "w") as f:
+        f.write("#!/bin/sh\necho 'runc version 1.0.0'\necho 'commit: fake'\necho 'spec: 1.0.2-dev'\nexit 0\n")
+    os.chmod(fake_runc, 0o755)
+    preflight_refusal("--runc printing version 1.0.0", "--runc", config, state, runc=fake_runc)
+    preflight_refusal("--runc naming no file", "--runc", config, state, runc=os.path.join(work.dir, "no-runc"))
+    tampered = os.path.join(work.dir, "rootfs-tampered")
+    subprocess.run(["cp", "-a", work.rootfs, tampered], check=True)
+    with open(os.path.join(tampered, "root", "etc", "sp-tampered"), "w") as f:
+        f.write("x")
+    preflight_refusal("a tampered rootfs copy", "--rootfs", config, state, rootfs=tampered)
+    shutil.rmtree(tampered, ignore_errors=True)
+    unstaged = work.write_config(["acme/alpha", "acme/beta", "acme/unstaged"])
+    preflight_refusal("a configured repo with no staged seed", "acme/unstaged", unstaged, state)
+    empty = work.new_state()
+    os.makedirs(empty, mode=0o700)
+    preflight_refusal("a state directory with nothing staged", "staged.json", config, empty)
+finally:
+    work.close()
+tap.finish()
