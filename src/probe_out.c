@@ -44,7 +44,7 @@ sp_probe_out_read (int bundle_dirfd, const char *name, char *buf, size_t cap, si
         return sp_make_error (err, 0, "probe output `%s` is missing", name);
       return sp_make_error (err, errno, "probe output `%s`: stat", name);
     }
-  if (0 && !S_ISREG (st.st_mode))
+  if (!S_ISREG (st.st_mode))
     return sp_make_error (err, 0, "probe output `%s` %s", name, kind_of (st.st_mode));
 
   /* O_NONBLOCK: a FIFO swapped in after the look neither blocks the open
@@ -63,7 +63,7 @@ sp_probe_out_read (int bundle_dirfd, const char *name, char *buf, size_t cap, si
     }
   if (fstat (fd, &st) < 0)
     return sp_make_error (err, errno, "probe output `%s`: fstat", name);
-  if (0 && !S_ISREG (st.st_mode))
+  if (!S_ISREG (st.st_mode))
     return sp_make_error (err, 0, "probe output `%s` %s", name, kind_of (st.st_mode));
 
   while (n < cap)

@@ -89,7 +89,7 @@ umount_retry (const char *path)
 
   for (int i = 0;; i++)
     {
-      if (umount2 (path, UMOUNT_NOFOLLOW | MNT_DETACH) == 0)
+      if (umount2 (path, UMOUNT_NOFOLLOW) == 0)
         return 0;
       if (errno != EBUSY || i + 1 >= UMOUNT_TRIES)
         return -1;
@@ -160,7 +160,8 @@ sp_workspace_create (int run_dirfd, const char *run_path, const char *name,
   if (path_fd < 0 || fstat (path_fd, &created) < 0)
     goto fail_errno;
   snprintf (target, sizeof (target), "/proc/self/fd/%d", path_fd);
-  snprintf (opts, sizeof (opts), "size=%" PRIu64 ",mode=0711", limits->tmpfs_bytes);
+  snprintf (opts, sizeof (opts), "size=%" PRIu64 ",nr_inodes=%" PRIu64 ",mode=0711", limits->tmpfs_bytes,
+            limits->tmpfs_inodes);
   if (mount ("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
     {
       sp_make_error (err, errno, "workspace `%s`: mount the tmpfs", name);
@@ -273,7 +274,7 @@ snapshot_overlay (struct sp_workspace *ws, int seed_dirfd, sp_error_t *err)
      the proxy can give trusted.* xattrs to.  */
   n = snprintf (opts, sizeof (opts),
                 "lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d,"
-                "index=off,metacopy=off,redirect_dir=off,xino=off",
+                "index=off,metacopy=off,redirect_dir=on,xino=off",
                 seed_dirfd, upper_fd, work_fd);
   if (n < 0 || (size_t)n >= sizeof (opts))
     return sp_make_error (err, 0, "snapshot (overlay): options too long");

@@ -13,6 +13,7 @@
    nothing past cap is read.  Callers pass cap = SP_RESULT_MAX_BYTES + 1, so
    that the result validator sees "too big" rather than a truncated answer.
    Errors name the kind of entry found, never its content.  */
-int sp_probe_out_read (int bundle_dirfd, const char *name, char *buf, size_t cap, size_t *len, sp_error_t *err);
+int sp_probe_out_read (int bundle_dirfd, const char *name, char *buf, size_t cap, size_t *len,
+                       sp_error_t *err);
 
 #endif

@@ -38,12 +38,18 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
 {
   const char *concurrency = NULL, *queue = NULL, *queue_wait = NULL, *snapshot = NULL, *scratch = NULL;
   const struct sp_option common[] = {
-    { .name = "--config", .value = &opt->config },     { .name = "--state", .value = &opt->state },
-    { .name = "--rootfs", .value = &opt->rootfs },     { .name = "--runc", .value = &opt->runc },
-    { .name = "--snapshot", .value = &snapshot },      { .name = "--scratch-size", .value = &scratch },
-    { .name = "--socket", .value = &opt->socket },     { .name = "--socket-group", .value = &opt->socket_group },
-    { .name = "--ready-file", .value = &opt->ready_file }, { .name = "--concurrency", .value = &concurrency },
-    { .name = "--queue", .value = &queue },            { .name = "--queue-wait", .value = &queue_wait },
+    { .name = "--config", .value = &opt->config },
+    { .name = "--state", .value = &opt->state },
+    { .name = "--rootfs", .value = &opt->rootfs },
+    { .name = "--runc", .value = &opt->runc },
+    { .name = "--snapshot", .value = &snapshot },
+    { .name = "--scratch-size", .value = &scratch },
+    { .name = "--socket", .value = &opt->socket },
+    { .name = "--socket-group", .value = &opt->socket_group },
+    { .name = "--ready-file", .value = &opt->ready_file },
+    { .name = "--concurrency", .value = &concurrency },
+    { .name = "--queue", .value = &queue },
+    { .name = "--queue-wait", .value = &queue_wait },
   };
   size_t n_options = with_serving ? sizeof (common) / sizeof (common[0]) : 6;
   int ret;
@@ -70,15 +76,17 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
   if (snapshot != NULL && sp_snapshot_mode_parse (snapshot, &opt->snapshot) < 0)
     return sp_options_usage_error (verb, usage, "--snapshot: must be `overlay` or `copy`");
   if (scratch != NULL
-      && sp_size_text_parse (scratch, strlen (scratch), SP_SERVE_SCRATCH_MIN_BYTES, SP_SERVE_SCRATCH_MAX_BYTES,
-                             &opt->scratch_bytes)
+      && sp_size_text_parse (scratch, strlen (scratch), SP_SERVE_SCRATCH_MIN_BYTES,
+                             SP_SERVE_SCRATCH_MAX_BYTES, &opt->scratch_bytes)
              < 0)
-    return sp_options_usage_error (verb, usage, "--scratch-size: must be a size like 256m or 2g, from 1m to 16g");
+    return sp_options_usage_error (verb, usage,
+                                   "--scratch-size: must be a size like 256m or 2g, from 1m to 16g");
   if (concurrency != NULL && parse_count (concurrency, SP_SERVE_CONCURRENCY_MAX, &opt->concurrency) < 0)
     return sp_options_usage_error (verb, usage, "--concurrency: must be an integer from 1 to %d",
                                    SP_SERVE_CONCURRENCY_MAX);
   if (queue != NULL && parse_count (queue, SP_SERVE_QUEUE_MAX, &opt->queue) < 0)
-    return sp_options_usage_error (verb, usage, "--queue: must be an integer from 1 to %d", SP_SERVE_QUEUE_MAX);
+    return sp_options_usage_error (verb, usage, "--queue: must be an integer from 1 to %d",
+                                   SP_SERVE_QUEUE_MAX);
   if (queue_wait != NULL && parse_count (queue_wait, SP_SERVE_QUEUE_WAIT_MAX, &opt->queue_wait_seconds) < 0)
     return sp_options_usage_error (verb, usage, "--queue-wait: must be an integer from 1 to %d seconds",
                                    SP_SERVE_QUEUE_WAIT_MAX);

@@ -15,7 +15,7 @@
 #include "verbs.h"
 
 #define USAGE                                                                                                \
-  "usage: sealed-probe-proxy check --config PATH|- [--state DIR] [--rootfs DIR] [--runc PATH]\n"            \
+  "usage: sealed-probe-proxy check --config PATH|- [--state DIR] [--rootfs DIR] [--runc PATH]\n"             \
   "                                [--snapshot overlay|copy] [--scratch-size SIZE]"
 
 #define fail(...) (sp_verb_report ("check", __VA_ARGS__), SP_EXIT_FAIL)

@@ -24,9 +24,9 @@
 #include "verbs.h"
 
 #define USAGE                                                                                                \
-  "usage: sealed-probe-proxy serve --config PATH|- [--state DIR] [--rootfs DIR] [--socket PATH]\n"          \
-  "                                [--socket-group GROUP] [--ready-file PATH] [--concurrency N]\n"          \
-  "                                [--queue N] [--queue-wait SECONDS] [--snapshot overlay|copy]\n"          \
+  "usage: sealed-probe-proxy serve --config PATH|- [--state DIR] [--rootfs DIR] [--socket PATH]\n"           \
+  "                                [--socket-group GROUP] [--ready-file PATH] [--concurrency N]\n"           \
+  "                                [--queue N] [--queue-wait SECONDS] [--snapshot overlay|copy]\n"           \
   "                                [--scratch-size SIZE] [--runc PATH]"
 
 #define fail(...) (sp_verb_report ("serve", __VA_ARGS__), SP_EXIT_FAIL)
@@ -131,12 +131,14 @@ sp_verb_serve (int argc, char **argv)
   else
     {
       ready = true;
-      fprintf (stderr,
-               "sealed-probe-proxy: serve: ready: run %s, %zu repositories, runtime %s, snapshot %s, socket %s\n",
-               s.run_id, config->n_private_repos, sp_runtime_name (config->runtime),
-               sp_snapshot_mode_name (opt.snapshot), opt.socket);
+      fprintf (
+          stderr,
+          "sealed-probe-proxy: serve: ready: run %s, %zu repositories, runtime %s, snapshot %s, socket %s\n",
+          s.run_id, config->n_private_repos, sp_runtime_name (config->runtime),
+          sp_snapshot_mode_name (opt.snapshot), opt.socket);
       sp_notify_send (&notify, "READY=1");
-      ret = sp_serve_loop (&s, listen_fd, signal_fd, &err) < 0 ? fail ("%s", sp_error_message (err)) : SP_EXIT_OK;
+      ret = sp_serve_loop (&s, listen_fd, signal_fd, &err) < 0 ? fail ("%s", sp_error_message (err))
+                                                               : SP_EXIT_OK;
       sp_notify_send (&notify, "STOPPING=1");
     }
 

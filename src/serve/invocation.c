@@ -53,7 +53,8 @@ read_exact (int fd, uint8_t *buf, size_t len, uint64_t deadline_ns, sp_error_t *
       int ret;
 
       if (now >= deadline_ns)
-        return sp_make_error (err, 0, "the request did not arrive within %d s", SP_SERVE_REQUEST_READ_SECONDS);
+        return sp_make_error (err, 0, "the request did not arrive within %d s",
+                              SP_SERVE_REQUEST_READ_SECONDS);
       ret = poll (&pfd, 1, (int)((deadline_ns - now) / 1000000) + 1);
       if (ret < 0 && errno != EINTR)
         return sp_make_error (err, errno, "poll the client");
@@ -144,9 +145,11 @@ unregister_container (struct sp_serve *s, const char *id)
   return stopping;
 }
 
-void
+unsigned
 sp_serve_stop (struct sp_serve *s)
 {
+  unsigned running = 0;
+
   pthread_mutex_lock (&s->lock);
   s->stopping = true;
   for (unsigned i = 0; i < s->opt->concurrency + 1; i++)
@@ -154,10 +157,12 @@ sp_serve_stop (struct sp_serve *s)
       {
         sp_error_t err = NULL;
 
+        running++;
         if (s->runtime->ops->kill (s->runtime, s->active[i], &err) < 0)
           sp_error_release (&err);
       }
   pthread_mutex_unlock (&s->lock);
+  return running;
 }
 
 static void
@@ -250,9 +255,10 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
       else if (inv->facts.signal != 0 || inv->facts.exit_code != 0)
         {
           inv->status = SP_AUDIT_STATUS_PROBE;
-          ret = inv->facts.signal ? sp_make_error (err, 0, "the probe died of signal %d%s", inv->facts.signal,
-                                                   inv->facts.oom ? " (out of memory)" : "")
-                                  : sp_make_error (err, 0, "the probe exited with status %d", inv->facts.exit_code);
+          ret = inv->facts.signal
+                    ? sp_make_error (err, 0, "the probe died of signal %d%s", inv->facts.signal,
+                                     inv->facts.oom ? " (out of memory)" : "")
+                    : sp_make_error (err, 0, "the probe exited with status %d", inv->facts.exit_code);
         }
       else
         {

@@ -34,7 +34,8 @@ open_socket_dir (const char *dir, sp_error_t *err)
   if (fstat (fd, &st) < 0)
     return sp_make_error (err, errno, "--socket: stat its directory `%s`", dir);
   if (st.st_uid != 0 || (st.st_mode & 022))
-    return sp_make_error (err, 0, "--socket: its directory `%s` must be root's and writable by root only", dir);
+    return sp_make_error (err, 0, "--socket: its directory `%s` must be root's and writable by root only",
+                          dir);
   return get_and_reset_fd (&fd);
 }
 

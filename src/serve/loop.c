@@ -16,6 +16,8 @@
 
 #include "serve.h"
 
+#define SHUTDOWN_KILL_INTERVAL_US (200 * 1000)
+
 struct pending
 {
   int fd;
@@ -164,6 +166,10 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
   q.closing = true;
   pthread_cond_broadcast (&q.ready);
   pthread_mutex_unlock (&q.lock);
+  /* A container registered just before the stop may not exist yet when the
+     first kill comes: kill again until no run is left.  */
+  while (sp_serve_stop (s) > 0)
+    usleep (SHUTDOWN_KILL_INTERVAL_US);
   for (unsigned i = 0; i < started; i++)
     pthread_join (workers[i], NULL);
   expire (&q, true, "the proxy is shutting down");

@@ -30,7 +30,8 @@ sp_notify_open (struct sp_notify *n, sp_error_t *err)
     return 0;
   len = strlen (path);
   if ((path[0] != '/' && path[0] != '@') || len >= sizeof (addr.sun_path))
-    return sp_make_error (err, 0, "NOTIFY_SOCKET: must be an absolute path or @abstract name that fits a socket address");
+    return sp_make_error (
+        err, 0, "NOTIFY_SOCKET: must be an absolute path or @abstract name that fits a socket address");
   memcpy (addr.sun_path, path, len);
   if (path[0] == '@')
     addr.sun_path[0] = '\0';

@@ -62,8 +62,9 @@ open_seeds (struct sp_serve *s, sp_error_t *err)
 
       seed->seed = sp_staged_find (&s->staged, repo);
       if (seed->seed == NULL)
-        return sp_make_error (err, 0, "sealedProbes.privateRepos: `%s` has no staged seed (run `sealed-probe-proxy stage`)",
-                              repo);
+        return sp_make_error (
+            err, 0, "sealedProbes.privateRepos: `%s` has no staged seed (run `sealed-probe-proxy stage`)",
+            repo);
       if (sp_seed_verify (s->state_fd, s->staged.run, seed->seed, err) < 0)
         return sp_error_wrap (err, "seed of `%s`", repo);
       seed->dirfd = sp_seed_open (s->state_fd, s->staged.run, seed->seed->index, err);
@@ -144,7 +145,8 @@ sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_e
   if (make_run_id (s->run_id, err) < 0)
     return -1;
 
-  settings = (struct sp_runtime_settings){ .binary = opt->runc, .state_dir = s->state_path, .run_id = s->run_id };
+  settings
+      = (struct sp_runtime_settings){ .binary = opt->runc, .state_dir = s->state_path, .run_id = s->run_id };
   if (sp_runtime_open (s->config->runtime, &settings, &s->runtime, err) < 0)
     return sp_error_wrap (err, "sealedProbes.runtime");
   if (s->runtime->ops->verify (s->runtime, err) < 0)
@@ -200,7 +202,8 @@ sp_serve_release (struct sp_serve *s, sp_error_t *err)
 }
 
 int
-sp_serve_setup (struct sp_serve *s, const struct sp_serve_options *opt, struct sp_config *config, sp_error_t *err)
+sp_serve_setup (struct sp_serve *s, const struct sp_serve_options *opt, struct sp_config *config,
+                sp_error_t *err)
 {
   s->config = config;
   if (sp_serve_detach (err) < 0)

@@ -102,8 +102,9 @@ void sp_serve_invocation (struct sp_serve *s, int client_fd, uint64_t received_n
    got a slot (queue full, waited too long, shutting down).  Closes fd.  */
 void sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, const char *reason);
 
-/* Kills the running containers and lets no new one start.  */
-void sp_serve_stop (struct sp_serve *s);
+/* Kills the running containers and lets no new one start.  Returns how many
+   were still running.  */
+unsigned sp_serve_stop (struct sp_serve *s);
 
 /* The accept loop: --concurrency workers, a bounded queue, SIGTERM/SIGINT
    through signal_fd.  Returns when a signal came, after every worker ended.  */

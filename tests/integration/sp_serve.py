@@ -644,8 +644,9 @@ def answer_script(outcome):
 
 FINDER = r'''
 import json, os, stat, sys
-NEEDLES = [n.encode() for n in NEEDLES_]      # must not be found
-CONTROLS = [n.encode() for n in CONTROLS_]    # must be found (the detection works)
+# hex, so that this script's own bytes (/probe/probe.py) hold no needle
+NEEDLES = [bytes.fromhex(n) for n in NEEDLES_]      # must not be found
+CONTROLS = [bytes.fromhex(n) for n in CONTROLS_]    # must be found (the detection works)
 SKIP = ("/proc", "/sys", "/dev")
 hits, seen_controls = [], set()
 def look(path, data):
@@ -699,6 +700,7 @@ def finder(needles, controls, roots=("/",), pre="", extra=""):
     but every control is, BROKEN when a control is missing (the detection
     failed, so a NOTSEEN would prove nothing).  pre runs first (it may plant
     controls), extra after the scan (it may add to hits / seen_controls)."""
-    body = FINDER.replace("NEEDLES_", repr(list(needles))).replace("CONTROLS_", repr(list(controls)))
+    hexed = (lambda xs: repr([x.encode().hex() for x in xs]))
+    body = FINDER.replace("NEEDLES_", hexed(needles)).replace("CONTROLS_", hexed(controls))
     body = body.replace("EXTRA_", f"scan({list(roots)!r})\n" + extra)
     return pre + body

@@ -262,9 +262,9 @@ try:
 
     # ---- preflight refusals ------------------------------------------------
     preflight_refusal("runtime not runc", "sealedProbes.runtime",
-                      work.write_config(["acme/alpha", "acme/beta"], runtime="docker"), state)
+                      work.write_config(["acme/alpha", "acme/beta"], runtime="docker", timeout=5, maxInvocations=1000), state)
     preflight_refusal("sealedProbes disabled", "sealedProbes.enabled",
-                      work.write_config(["acme/alpha", "acme/beta"], enabled=False), state)
+                      work.write_config(["acme/alpha", "acme/beta"], enabled=False, timeout=5, maxInvocations=1000), state)
     fake_runc = os.path.join(work.dir, "fake-runc")
     with open(fake_runc, "w") as f:
         f.write("#!/bin/sh\necho 'runc version 1.0.0'\necho 'commit: fake'\necho 'spec: 1.0.2-dev'\nexit 0\n")
@@ -277,7 +277,7 @@ try:
         f.write("x")
     preflight_refusal("a tampered rootfs copy", "--rootfs", config, state, rootfs=tampered)
     shutil.rmtree(tampered, ignore_errors=True)
-    unstaged = work.write_config(["acme/alpha", "acme/beta", "acme/unstaged"])
+    unstaged = work.write_config(["acme/alpha", "acme/beta", "acme/unstaged"], timeout=5, maxInvocations=1000)
     preflight_refusal("a configured repo with no staged seed", "acme/unstaged", unstaged, state)
     empty = work.new_state()
     os.makedirs(empty, mode=0o700)

@@ -26,8 +26,8 @@
 /* base holds one fresh directory per test, tmpl: a failed test skips its
    checked teardown (it exits in its child), so the next setup and the
    suite's unchecked teardown clean up after it.  */
-static char base[64];
-static char tmpl[128];
+static char base[32];
+static char tmpl[40];
 static int dirfd_ = -1;
 static char buf[CAP + 16];
 

@@ -1,0 +1,329 @@
+/* The runc backend (runtime.h, runtimes/runc.c) against the real runc, as
+   root: verify, a run's exit, signal and timeout facts, the state and
+   cgroup left after it (none), and orphan cleanup of another run.  The
+   bundle is a minimal one: the host's /usr bound read-only under an empty
+   rootfs (Debian's merged /usr).  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sealed-probe/cleanup.h>
+#include <sealed-probe/runtime.h>
+
+#include "sp_check.h"
+#include "sp_tmpdir.h"
+
+#define RUN_ID  "checkrunc"
+#define CG_MEM  "/sys/fs/cgroup/memory/sealed-probe"
+#define CG_PIDS "/sys/fs/cgroup/pids/sealed-probe"
+
+static char top[64];
+static int top_fd = -1;
+static char state[128];
+static char bundle[128];
+
+static const char config_fmt[]
+    = "{\"ociVersion\":\"1.0.2-dev\",\"process\":{\"terminal\":false,\"user\":{\"uid\":0,\"gid\":0},"
+      "\"args\":[\"/bin/sh\",\"-c\",\"%s\"],\"env\":[\"PATH=/usr/bin:/bin\"],\"cwd\":\"/\","
+      "\"capabilities\":{\"bounding\":[],\"effective\":[],\"permitted\":[],\"ambient\":[]},"
+      "\"noNewPrivileges\":true},\"root\":{\"path\":\"rootfs\",\"readonly\":true},\"hostname\":\"p\","
+      "\"mounts\":[{\"destination\":\"/proc\",\"type\":\"proc\",\"source\":\"proc\"},"
+      "{\"destination\":\"/"
+      "dev\",\"type\":\"tmpfs\",\"source\":\"tmpfs\",\"options\":[\"nosuid\",\"mode=755\"]},"
+      "{\"destination\":\"/usr\",\"type\":\"bind\",\"source\":\"/usr\",\"options\":[\"rbind\",\"ro\"]}],"
+      "\"linux\":{\"cgroupsPath\":\"%s\",\"resources\":{\"memory\":{\"limit\":268435456}},"
+      "\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"network\"},{\"type\":\"ipc\"},{\"type\":\"uts\"},"
+      "{\"type\":\"mount\"}]}}";
+
+static void
+write_bundle (const char *script, const char *cgroup_path)
+{
+  char json[4096];
+  int fd;
+
+  snprintf (json, sizeof (json), config_fmt, script, cgroup_path);
+  fd = openat (top_fd, "bundle/config.json", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ck_assert_int_ge (fd, 0);
+  ck_assert_int_eq (write (fd, json, strlen (json)), (ssize_t)strlen (json));
+  close (fd);
+}
+
+static void
+setup (void)
+{
+  strcpy (top, "/tmp/sp-check-runc-XXXXXX");
+  top_fd = sp_tmpdir_make (top);
+  ck_assert_int_eq (mkdirat (top_fd, "state", 0700), 0);
+  ck_assert_int_eq (mkdirat (top_fd, "bundle", 0700), 0);
+  ck_assert_int_eq (mkdirat (top_fd, "bundle/rootfs", 0755), 0);
+  for (const char *const *d = (const char *const[]){ "usr", "proc", "dev", NULL }; *d; d++)
+    {
+      char p[64];
+      snprintf (p, sizeof (p), "bundle/rootfs/%s", *d);
+      ck_assert_int_eq (mkdirat (top_fd, p, 0755), 0);
+    }
+  ck_assert_int_eq (symlinkat ("usr/bin", top_fd, "bundle/rootfs/bin"), 0);
+  ck_assert_int_eq (symlinkat ("usr/lib", top_fd, "bundle/rootfs/lib"), 0);
+  ck_assert_int_eq (symlinkat ("usr/lib64", top_fd, "bundle/rootfs/lib64"), 0);
+  snprintf (state, sizeof (state), "%s/state", top);
+  snprintf (bundle, sizeof (bundle), "%s/bundle", top);
+}
+
+static void
+teardown (void)
+{
+  close (top_fd);
+  sp_tmpdir_remove (top);
+}
+
+static struct sp_runtime_backend *
+open_runc (const char *run_id)
+{
+  struct sp_runtime_settings settings = { .binary = NULL, .state_dir = state, .run_id = run_id };
+  struct sp_runtime_backend *rt = NULL;
+  cleanup_error sp_error_t err = NULL;
+
+  ck_assert_msg (sp_runtime_open (SP_RUNTIME_RUNC, &settings, &rt, &err) == 0, "%s", sp_error_message (err));
+  ck_assert_msg (rt->ops->verify (rt, &err) == 0, "%s", sp_error_message (err));
+  ck_assert_msg (rt->ops->prepare (rt, &err) == 0, "%s", sp_error_message (err));
+  return rt;
+}
+
+static void
+run_job (struct sp_runtime_backend *rt, const char *script, uint32_t timeout, struct sp_run_facts *facts)
+{
+  struct sp_runtime_job job = { .bundle_dir = bundle,
+                                .container_id = "sp-" RUN_ID "-1",
+                                .cgroup_path = "/sealed-probe/" RUN_ID "-1",
+                                .timeout_seconds = timeout };
+  cleanup_error sp_error_t err = NULL;
+  char path[256];
+  struct stat st;
+
+  write_bundle (script, job.cgroup_path);
+  ck_assert_msg (rt->ops->run (rt, &job, facts, &err) == 0, "%s", sp_error_message (err));
+  ck_assert (facts->launched);
+  /* Nothing of the container is left: neither runc's state nor its cgroup.  */
+  snprintf (path, sizeof (path), "%s/runc/%s/%s", state, RUN_ID, job.container_id);
+  ck_assert_int_eq (lstat (path, &st), -1);
+  ck_assert_int_eq (lstat (CG_MEM "/" RUN_ID "-1", &st), -1);
+}
+
+START_TEST (unavailable_backends_are_errors_not_fallbacks)
+{
+  static const enum sp_runtime kinds[] = { SP_RUNTIME_DOCKER, SP_RUNTIME_GVISOR, SP_RUNTIME_SBX };
+  struct sp_runtime_settings settings = { .state_dir = state, .run_id = RUN_ID };
+
+  for (size_t i = 0; i < 3; i++)
+    {
+      struct sp_runtime_backend *rt = NULL;
+      cleanup_error sp_error_t err = NULL;
+
+      ck_assert_int_eq (sp_runtime_open (kinds[i], &settings, &rt, &err), -1);
+      ck_assert_ptr_null (rt);
+      ck_assert_ptr_nonnull (strstr (sp_error_message (err), "is not available in this build yet"));
+    }
+}
+END_TEST
+
+START_TEST (bad_run_ids_and_relative_paths_are_refused)
+{
+  static const char *const bad_ids[] = { "", "UPPER", "a/b", "../x", "abcdefghijklmnopqrstuvwxyz0123456" };
+
+  for (size_t i = 0; i < sizeof (bad_ids) / sizeof (bad_ids[0]); i++)
+    {
+      struct sp_runtime_settings settings = { .state_dir = state, .run_id = bad_ids[i] };
+      struct sp_runtime_backend *rt = NULL;
+      cleanup_error sp_error_t err = NULL;
+
+      ck_assert_msg (sp_runtime_open (SP_RUNTIME_RUNC, &settings, &rt, &err) == -1, "accepted `%s`",
+                     bad_ids[i]);
+    }
+  struct sp_runtime_settings rel = { .binary = "runc", .state_dir = state, .run_id = RUN_ID };
+  struct sp_runtime_backend *rt = NULL;
+  cleanup_error sp_error_t err = NULL;
+  ck_assert_int_eq (sp_runtime_open (SP_RUNTIME_RUNC, &rel, &rt, &err), -1);
+}
+END_TEST
+
+START_TEST (verify_refuses_a_binary_writable_by_others)
+{
+  char copy[256];
+  struct sp_runtime_settings settings = { .binary = copy, .state_dir = state, .run_id = RUN_ID };
+  cleanup_runtime struct sp_runtime_backend *rt = NULL;
+  cleanup_error sp_error_t err = NULL;
+  int fd;
+
+  /* A script, not runc: verify must stop before it ever runs it.  */
+  snprintf (copy, sizeof (copy), "%s/runc", top);
+  fd = open (copy, O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
+  ck_assert_int_ge (fd, 0);
+  ck_assert_int_eq (write (fd, "#!/bin/sh\necho runc version 9.9.9\n", 34), 34);
+  close (fd);
+  ck_assert_int_eq (chmod (copy, 0777), 0);
+  ck_assert_int_eq (sp_runtime_open (SP_RUNTIME_RUNC, &settings, &rt, &err), 0);
+  ck_assert_int_eq (rt->ops->verify (rt, &err), -1);
+  ck_assert_ptr_nonnull (strstr (sp_error_message (err), "writable by group or others"));
+}
+END_TEST
+
+START_TEST (verify_refuses_a_version_it_cannot_parse_or_too_old)
+{
+  static const char *const outputs[]
+      = { "runc version 1.0.3\\n", "crun version 1.1.5\\n", "runc version 1.1\\n" };
+  char fake[256], script[256];
+  struct stat st;
+
+  ck_assert_int_eq (stat (top, &st), 0);
+  /* /tmp is world-writable, so the fake lives in a root-only directory that
+     is still below it: verify checks parents too, so use /usr/local/lib.  */
+  snprintf (fake, sizeof (fake), "/usr/local/lib/sp-check-fake-runc-%d", (int)getpid ());
+  for (size_t i = 0; i < 3; i++)
+    {
+      struct sp_runtime_settings settings = { .binary = fake, .state_dir = state, .run_id = RUN_ID };
+      cleanup_runtime struct sp_runtime_backend *rt = NULL;
+      cleanup_error sp_error_t err = NULL;
+      int fd = open (fake, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+
+      ck_assert_int_ge (fd, 0);
+      snprintf (script, sizeof (script), "#!/bin/sh\nprintf '%s'\n", outputs[i]);
+      ck_assert_int_eq (write (fd, script, strlen (script)), (ssize_t)strlen (script));
+      close (fd);
+      ck_assert_int_eq (sp_runtime_open (SP_RUNTIME_RUNC, &settings, &rt, &err), 0);
+      ck_assert_int_eq (rt->ops->verify (rt, &err), -1);
+      ck_assert_ptr_nonnull (strstr (sp_error_message (err), fake));
+      if (i == 0)
+        ck_assert_ptr_nonnull (strstr (sp_error_message (err), "1.0.3 is older than"));
+    }
+  unlink (fake);
+}
+END_TEST
+
+START_TEST (a_run_reports_the_exit_code_and_removes_the_container)
+{
+  cleanup_runtime struct sp_runtime_backend *rt = open_runc (RUN_ID);
+  struct sp_run_facts facts;
+
+  run_job (rt, "exit 3", 30, &facts);
+  ck_assert_int_eq (facts.exit_code, 3);
+  ck_assert_int_eq (facts.signal, 0);
+  ck_assert (!facts.timed_out);
+  ck_assert (!facts.oom);
+  ck_assert_uint_gt (facts.wall_ns, 0);
+  ck_assert_uint_gt (facts.peak_memory_bytes, 0);
+  ck_assert_uint_gt (facts.cpu_ns, 0);
+}
+END_TEST
+
+START_TEST (a_run_killed_by_a_signal_reports_it)
+{
+  cleanup_runtime struct sp_runtime_backend *rt = open_runc (RUN_ID);
+  struct sp_run_facts facts;
+
+  /* pid 1 of a pid namespace ignores signals it has no handler for, so a
+     child of the shell kills itself.  */
+  run_job (rt, "sh -c 'kill -KILL $$'; exit $?", 30, &facts);
+  ck_assert_int_eq (facts.exit_code, -1);
+  ck_assert_int_eq (facts.signal, SIGKILL);
+}
+END_TEST
+
+START_TEST (a_timeout_kills_the_container)
+{
+  cleanup_runtime struct sp_runtime_backend *rt = open_runc (RUN_ID);
+  struct sp_run_facts facts;
+
+  run_job (rt, "sleep 300", 1, &facts);
+  ck_assert (facts.timed_out);
+  ck_assert_int_eq (facts.signal, SIGKILL);
+  ck_assert_int_eq (facts.exit_code, -1);
+  ck_assert_uint_lt (facts.wall_ns, 8ULL * 1000 * 1000 * 1000);
+}
+END_TEST
+
+START_TEST (cleanup_orphans_removes_another_runs_leftovers_and_spares_this_one)
+{
+  cleanup_runtime struct sp_runtime_backend *rt = open_runc (RUN_ID);
+  cleanup_error sp_error_t err = NULL;
+  char path[256], pidbuf[32];
+  struct stat st;
+  pid_t orphan, mine;
+  int status, fd;
+
+  /* Another run's --root (empty) and a cgroup of it with a live process; and
+     a cgroup of this run, which must survive.  */
+  snprintf (path, sizeof (path), "%s/runc/oldrun", state);
+  ck_assert_int_eq (mkdir (path, 0700), 0);
+  ck_assert (mkdir (CG_PIDS, 0755) == 0 || errno == EEXIST);
+  ck_assert_int_eq (mkdir (CG_PIDS "/oldrun-7", 0755), 0);
+  ck_assert_int_eq (mkdir (CG_PIDS "/" RUN_ID "-2", 0755), 0);
+  orphan = fork ();
+  if (orphan == 0)
+    {
+      pause ();
+      _exit (0);
+    }
+  mine = fork ();
+  if (mine == 0)
+    {
+      pause ();
+      _exit (0);
+    }
+  snprintf (pidbuf, sizeof (pidbuf), "%d", (int)orphan);
+  fd = open (CG_PIDS "/oldrun-7/cgroup.procs", O_WRONLY | O_CLOEXEC);
+  ck_assert_int_eq (write (fd, pidbuf, strlen (pidbuf)), (ssize_t)strlen (pidbuf));
+  close (fd);
+  snprintf (pidbuf, sizeof (pidbuf), "%d", (int)mine);
+  fd = open (CG_PIDS "/" RUN_ID "-2/cgroup.procs", O_WRONLY | O_CLOEXEC);
+  ck_assert_int_eq (write (fd, pidbuf, strlen (pidbuf)), (ssize_t)strlen (pidbuf));
+  close (fd);
+
+  ck_assert_msg (rt->ops->cleanup_orphans (rt, false, &err) == 0, "%s", sp_error_message (err));
+  ck_assert_int_eq (waitpid (orphan, &status, 0), orphan);
+  ck_assert (WIFSIGNALED (status) && WTERMSIG (status) == SIGKILL);
+  ck_assert_int_eq (lstat (CG_PIDS "/oldrun-7", &st), -1);
+  ck_assert_int_eq (lstat (path, &st), -1);
+  ck_assert_int_eq (lstat (CG_PIDS "/" RUN_ID "-2", &st), 0);
+  ck_assert_int_eq (waitpid (mine, &status, WNOHANG), 0);
+
+  /* With include_current, this run's cgroup goes too, and then the empty
+     parent.  */
+  ck_assert_msg (rt->ops->cleanup_orphans (rt, true, &err) == 0, "%s", sp_error_message (err));
+  ck_assert_int_eq (waitpid (mine, &status, 0), mine);
+  ck_assert_int_eq (lstat (CG_PIDS "/" RUN_ID "-2", &st), -1);
+  /* Another proxy's sandbox may be in it right now: then it stays.  */
+  if (lstat (CG_PIDS, &st) == 0)
+    ck_assert (rmdir (CG_PIDS) == -1 && (errno == EBUSY || errno == ENOTEMPTY));
+  snprintf (path, sizeof (path), "%s/runc/%s", state, RUN_ID);
+  ck_assert_int_eq (lstat (path, &st), -1);
+}
+END_TEST
+
+static Suite *
+make_suite (void)
+{
+  Suite *s = suite_create ("runc");
+  TCase *tc = tcase_create ("runc");
+
+  tcase_add_checked_fixture (tc, setup, teardown);
+  tcase_set_timeout (tc, 60);
+  tcase_add_test (tc, unavailable_backends_are_errors_not_fallbacks);
+  tcase_add_test (tc, bad_run_ids_and_relative_paths_are_refused);
+  tcase_add_test (tc, verify_refuses_a_binary_writable_by_others);
+  tcase_add_test (tc, verify_refuses_a_version_it_cannot_parse_or_too_old);
+  tcase_add_test (tc, a_run_reports_the_exit_code_and_removes_the_container);
+  tcase_add_test (tc, a_run_killed_by_a_signal_reports_it);
+  tcase_add_test (tc, a_timeout_kills_the_container);
+  tcase_add_test (tc, cleanup_orphans_removes_another_runs_leftovers_and_spares_this_one);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+SP_CHECK_MAIN_AS_ROOT (make_suite, "runs real runc containers and creates cgroups")
