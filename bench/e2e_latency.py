@@ -84,7 +84,10 @@ def make_clone(work, name, nfiles, git_env):
         f.write(f"bench fixture, {nfiles} files\n")
 
     def git(*a):
-        subprocess.run(["git", "-C", src, *a], check=True, capture_output=True, env=git_env)
+        # No automatic gc: a detached `gc --auto` would still be packing
+        # while the source is removed.
+        subprocess.run(["git", "-c", "gc.auto=0", "-c", "maintenance.auto=false", "-C", src, *a], check=True,
+                       capture_output=True, env=git_env)
     git("init", "-q", "-b", "main")
     git("add", "-A")
     git("commit", "-q", "-m", "fixture")

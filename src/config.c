@@ -122,7 +122,8 @@ parse_memory (const struct sp_json *v, uint64_t *bytes)
 {
   if (v->type != SP_JSON_STRING)
     return -1;
-  return sp_size_text_parse (v->u.string.data, v->u.string.len, SP_MEMORY_MIN_BYTES, SP_MEMORY_MAX_BYTES, bytes);
+  return sp_size_text_parse (v->u.string.data, v->u.string.len, SP_MEMORY_MIN_BYTES, SP_MEMORY_MAX_BYTES,
+                             bytes);
 }
 
 static int

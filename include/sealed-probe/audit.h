@@ -46,7 +46,7 @@ struct sp_audit_record
      one of the SP_AUDIT_STATUS_* below.  The agent sees ERROR for all but
      "answered".  */
   const char *status;
-  const char *reason; /* the internal failure reason, NULL when answered */
+  const char *reason;               /* the internal failure reason, NULL when answered */
   const struct sp_run_facts *facts; /* NULL when nothing was launched */
 };
 

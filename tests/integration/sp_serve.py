@@ -506,17 +506,22 @@ def cgroup_dirs(run):
                   glob.glob(f"/sys/fs/cgroup/*/*/sealed-probe/{run}-*"))
 
 
-def processes_in_run_cgroups(run):
+def processes_in_run_cgroups(run, zombies=False):
+    """Live processes (not zombies, unless asked) whose cgroup is one of run's."""
     pids = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
             with open(f"/proc/{pid}/cgroup") as f:
-                if f"sealed-probe/{run}-" in f.read():
-                    pids.append(int(pid))
+                if f"sealed-probe/{run}-" not in f.read():
+                    continue
+            with open(f"/proc/{pid}/stat") as f:
+                st = f.read().rsplit(")", 1)[1].split()[0]
         except OSError:
-            pass
+            continue
+        if zombies or st != "Z":
+            pids.append(int(pid))
     return pids
 
 
@@ -650,6 +655,8 @@ CONTROLS = [bytes.fromhex(n) for n in CONTROLS_]    # must be found (the detecti
 SKIP = ("/proc", "/sys", "/dev")
 hits, seen_controls = [], set()
 def look(path, data):
+    if path.startswith("/probe/probe.py"):   # this script: it may spell needles in its extra code
+        return
     for n in NEEDLES:
         if n in data:
             hits.append(path)

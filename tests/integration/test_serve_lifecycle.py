@@ -1,1 +1,193 @@
-print("1..0 # SKIP being written")
+"""`serve`'s lifecycle: the queue's bounds; 50 concurrent requests with a
+SIGTERM in the middle (exit 0, every client a well-formed answer, nothing
+left); kill -9 during a probe, then a restart on the same state removes the
+old run's orphans; and a credential canary in serve's launch environment
+reaches nothing: not serve's environ, not the runc processes it starts, not
+the sandbox, not the audit log, not any output."""
+
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sp_harness import Tap, require_root_and  # noqa: E402
+
+require_root_and("runc", "git")
+import sp_serve as S  # noqa: E402
+
+tap = Tap()
+work = S.Work("sp-serve-life-")
+nonce = uuid.uuid4().hex[:12]
+GH_CANARY = f"ghp_LIFECANARY{nonce}abcdef0123"
+SECRET_CANARY = f"SECRET-X-LIFE-{nonce}"
+YES = S.answer("YES")
+QUICK = S.answer_script("YES")
+SLEEPY = "import time, json\ntime.sleep(%s)\njson.dump({'result': 'YES'}, open('/probe/out', 'w'))\n"
+WELL_FORMED = {YES.encode(), S.ERROR_LINE.encode()}
+
+try:
+    alpha = work.make_clone("alpha", {"README.md": b"alpha\n"})
+    config = work.write_config(["acme/alpha"], timeout=10, maxInvocations=5000)
+
+    # ---- the queue: concurrency 1, queue 1, queue-wait 1 s ------------------
+    state = work.staged_state(config, [("acme/alpha", alpha)])
+    with S.serving(work, config, state, concurrency=1, queue=1, queue_wait=1) as srv:
+        res, t = {}, {}
+
+        def go(key, script):
+            t0 = time.monotonic()
+            res[key] = srv.probe(script, "acme/alpha")
+            t[key] = time.monotonic() - t0
+        long_ = threading.Thread(target=go, args=("long", SLEEPY % 4))
+        long_.start()
+        S.wait_container(state, srv.run, timeout=20)
+        queued = threading.Thread(target=go, args=("queued", QUICK))
+        queued.start()
+        time.sleep(0.3)
+        go("over", QUICK)
+        over_done_while_long_runs = long_.is_alive()
+        queued.join(timeout=60)
+        long_.join(timeout=60)
+        tap.ok(res.get("long") == YES, "queue: the running probe answers", res)
+        tap.ok(res.get("over") == S.ERROR_LINE and over_done_while_long_runs,
+               "queue: a request beyond --queue gets ERROR at once (while the running probe still runs)", (res, t))
+        tap.ok(res.get("queued") == S.ERROR_LINE and t.get("queued", 0) < 3.5,
+               "queue: a queued request that waits longer than --queue-wait gets ERROR (before the slot frees)",
+               (res, t))
+        lines = S.audit_lines(state, srv.run)
+        refused = [rec for rec in lines if rec["status"] == "refused"]
+        tap.ok(len(lines) == 3 and len(refused) == 2 and all(not rec["launched"] for rec in refused),
+               "queue: both are audited refused and not launched", lines)
+        tap.ok(srv.probe(QUICK, "acme/alpha") == YES, "queue: afterwards a probe answers")
+        rc = srv.stop()
+        tap.ok(rc == 0, "queue: serve stops cleanly", srv.stderr()[-300:])
+
+    # ---- 50 concurrent requests, SIGTERM in the middle -----------------------
+    state = work.staged_state(config, [("acme/alpha", alpha)])
+    srv = S.Serve(work, config, state, concurrency=2)
+    try:
+        if not tap.ok(srv.start(), "storm: serve becomes ready", srv.stderr()):
+            raise SystemExit
+        run = srv.run
+        outs = [None] * 50
+
+        def fire(i):
+            r = srv.client(QUICK if i % 2 else SLEEPY % 1, "acme/alpha", timeout=120)
+            outs[i] = (r.stdout, r.stderr)
+        threads = [threading.Thread(target=fire, args=(i,)) for i in range(50)]
+        for th in threads:
+            th.start()
+        S.wait_container(state, run, timeout=20)
+        time.sleep(1.5)
+        containers_seen = S.runc_containers(os.path.join(state, "runc", run))
+        rc = srv.stop(sig=signal.SIGTERM, timeout=90)
+        for th in threads:
+            th.join(timeout=150)
+        tap.ok(rc == 0, "storm: SIGTERM mid-way: serve exits 0", f"exit {rc}: {srv.stderr()[-500:]}")
+        bad = [(i, o) for i, o in enumerate(outs) if o is None or o[0] not in WELL_FORMED or o[1] != b""]
+        tap.ok(not bad, "storm: every one of the 50 clients got a well-formed answer (outcome or ERROR)", bad[:5])
+        answered = sum(1 for o in outs if o and o[0] == YES.encode())
+        tap.ok(answered >= 1, "storm: some requests were answered before the SIGTERM", answered)
+        left = S.leaks(state, run, after_exit=True, srv=srv)
+        tap.ok(not left, "storm: nothing is left (containers, cgroups, mounts, work, runc root, socket, ready file, "
+                         "runc processes)", left)
+        problems = [S.audit_key_problems(rec) for rec in S.audit_lines(state, run) if S.audit_key_problems(rec)]
+        tap.ok(len(S.audit_lines(state, run)) <= 50 and not problems, "storm: the audit lines are well-formed",
+               problems[:3])
+        tap.ok(S.RUN_ID.match(run or "") is not None, "storm: the run id was seen", run)
+    finally:
+        srv.cleanup()
+
+    # ---- kill -9 during a probe, then a restart on the same state -----------
+    state = work.staged_state(config, [("acme/alpha", alpha)])
+    srv = S.Serve(work, config, state)
+    old_run = None
+    try:
+        if not tap.ok(srv.start(), "orphans: serve becomes ready", srv.stderr()):
+            raise SystemExit
+        old_run = srv.run
+        th = threading.Thread(target=lambda: srv.probe(SLEEPY % 60, "acme/alpha", timeout=90), daemon=True)
+        th.start()
+        cid = S.wait_container(state, old_run, timeout=20)
+        pids = S.wait_for(lambda: S.processes_in_run_cgroups(old_run), timeout=10)
+        tap.ok(cid and cid.startswith(f"sp-{old_run}-") and cid.rsplit("-", 1)[1].isdigit() and pids and S.cgroup_dirs(old_run),
+               "orphans: the long probe's container, cgroup and processes exist", (cid, pids, S.cgroup_dirs(old_run)))
+        srv.kill9()
+        time.sleep(0.5)
+        tap.ok(S.runc_containers(os.path.join(state, "runc", old_run)) and S.cgroup_dirs(old_run),
+               "orphans: after kill -9 the container and its cgroup are left behind",
+               (S.runc_containers(os.path.join(state, "runc", old_run)), S.cgroup_dirs(old_run)))
+    finally:
+        srv.cleanup()
+    srv2 = S.Serve(work, config, state)
+    try:
+        ok = srv2.start()
+        tap.ok(ok, "orphans: a new serve on the same state becomes ready", srv2.stderr())
+        if ok:
+            left = S.leaks(state, old_run, after_exit=True)
+            tap.ok(srv2.run != old_run and not left and not os.path.exists(os.path.join(state, "work", old_run)),
+                   "orphans: once ready, the old run's containers, cgroups, processes, runc root and work dir are gone",
+                   left)
+            tap.ok(srv2.probe(QUICK, "acme/alpha") == YES, "orphans: a probe works after the restart")
+            tap.ok(srv2.stop() == 0, "orphans: the new serve stops cleanly", srv2.stderr()[-300:])
+    finally:
+        srv2.cleanup()
+
+    # ---- the credential canary -------------------------------------------------
+    state = work.staged_state(config, [("acme/alpha", alpha)])
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GH_TOKEN": GH_CANARY, "SECRET_X": SECRET_CANARY}
+    canaries = [GH_CANARY.encode(), SECRET_CANARY.encode()]
+    with S.serving(work, config, state, env=env) as srv:
+        with open(f"/proc/{srv.pid}/environ", "rb") as f:
+            environ = f.read()
+        tap.ok(not any(c in environ for c in canaries) and b"GH_TOKEN" not in environ and b"SECRET_X" not in environ,
+               "canary: serve's /proc/PID/environ holds neither token nor variable name", environ[:300])
+        inside = S.finder([GH_CANARY, SECRET_CANARY], ["HOME=/tmp"], roots=(), extra="""
+look("os.environ", "\\n".join(f"{k}={v}" for k, v in os.environ.items()).encode())
+for pid in os.listdir("/proc"):
+    if pid.isdigit():
+        for part in ("environ", "cmdline"):
+            try:
+                look(part, open(f"/proc/{pid}/{part}", "rb").read())
+            except OSError:
+                pass
+import time
+time.sleep(2)
+""")
+        res = {}
+        th = threading.Thread(target=lambda: res.setdefault("r", srv.probe(inside, "acme/alpha", S.FINDER_OUTCOMES)))
+        th.start()
+        sampled, hits = [], []
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and th.is_alive():
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit() or int(pid) == os.getpid():
+                    continue
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        cmd = f.read()
+                    with open(f"/proc/{pid}/environ", "rb") as f:
+                        env_bytes = f.read()
+                except OSError:
+                    continue
+                if b"runc" in cmd.split(b"\0")[0] and state.encode() in cmd:
+                    sampled.append(pid)
+                if any(c in env_bytes or c in cmd for c in canaries):
+                    hits.append((pid, cmd[:80]))
+            time.sleep(0.05)
+        th.join(timeout=60)
+        tap.ok(sampled, "canary: control: runc processes of this serve were sampled while a probe ran", sampled[:5])
+        tap.ok(not hits, "canary: no process's environ or cmdline (runc's included) holds a canary while a probe runs",
+               hits)
+        tap.ok(res.get("r") == S.answer("NOTSEEN"), "canary: the sandbox's environment and every /proc/*/environ it "
+                                                    "can read hold no canary", res)
+        rc = srv.stop()
+        outputs = S.audit_raw(state) + srv.stderr().encode() + srv.stdout().encode()
+        tap.ok(rc == 0 and not any(c in outputs for c in canaries),
+               "canary: not in the audit log, serve's stdout or stderr", rc)
+finally:
+    work.close()
+tap.finish()
