@@ -13,8 +13,8 @@ deterministically), it stages the repository, then times a trivial probe
   overlay   the client `sealed-probe` against `serve --snapshot overlay`.
   copy      the client against `serve --snapshot copy`.
 
-Rounds are interleaved (one run of each variant per round, in a rotating
-order), so slow drift of the machine hits every variant alike.  Each serve
+Rounds are interleaved (one run of each variant and size per round, in a
+rotating order), so slow drift of a shared machine hits every pair alike.  Each serve
 gets its own state directory (one proxy per state directory).  From each
 serve's audit log it also reads the proxy-side time (finished - received) and
 the runtime's own `wall_ms` (launch of `runc run` to its exit), to split the
@@ -298,15 +298,18 @@ def main():
                 raise RuntimeError(f"{v}: answered {out}; audit reason: {reasons[-1] if reasons else None}")
             return dt
 
-        for n in sizes:
-            log(f"{n} files: {args.warmup} warmup + {args.runs} timed rounds of {', '.join(variants)}")
-            for _ in range(args.warmup):
-                for v in variants:
-                    once(v, n)
-            for i in range(args.runs):
-                order = variants[i % len(variants):] + variants[:i % len(variants)]
-                for v in order:
-                    samples[(v, n)].append(once(v, n) * 1000)
+        # Every (variant, size) pair runs once per round, in an order rotated
+        # each round: drift of a shared machine hits every pair alike.
+        pairs = [(v, n) for n in sizes for v in variants]
+        log(f"{args.warmup} warmup + {args.runs} timed rounds of {len(pairs)} runs "
+            f"({', '.join(variants)} x {', '.join(map(str, sizes))} files)")
+        for _ in range(args.warmup):
+            for v, n in pairs:
+                once(v, n)
+        for i in range(args.runs):
+            k = i % len(pairs)
+            for v, n in pairs[k:] + pairs[:k]:
+                samples[(v, n)].append(once(v, n) * 1000)
 
         # The audit log: the last `runs` answered records per repo are the timed ones.
         for v in variants:

@@ -160,13 +160,16 @@ build_in (int tmpfd, int debsfd, const struct sp_lock *lock, char digest[SP_DIGE
     return sp_make_error (err, errno, "open `%s`", SP_ROOTFS_ROOT_DIR);
 
   if (extract_all (rootfd, debsfd, lock, err) < 0 || sp_rootfs_make_skeleton (rootfd, err) < 0
-      || sp_rootfs_normalize (rootfd, err) < 0 || sp_tree_digest (rootfd, digest, err) < 0)
+      || sp_rootfs_normalize (rootfd, err) < 0 || sp_rootfs_open_tmp (rootfd, err) < 0
+      || sp_tree_digest (rootfd, digest, err) < 0)
     return -1;
 
   snprintf (text, sizeof (text), "%s\n", digest);
   if (sp_write_file_atomic_at (tmpfd, SP_ROOTFS_DIGEST_FILE, text, strlen (text), 0444, err) < 0)
     return -1;
-  if (fchmod (tmpfd, 0755) < 0)
+  /* Root's only: the tree's /tmp mount point is 1777, and no other user may
+     reach it (a file there would fail the next verify).  */
+  if (fchmod (tmpfd, 0700) < 0)
     return sp_make_error (err, errno, "chmod the output directory");
   /* Everything on disk before the rename makes it visible.  */
   if (syncfs (tmpfd) < 0)

@@ -63,12 +63,24 @@ check_read_only (const char *path, const struct stat *st, sp_error_t *err)
   return 0;
 }
 
+/* /tmp's mount point is the one writable entry (skeleton.h): root's, exactly
+   its mode, and empty.  */
 static int
 on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_walk_event event,
           void *ctx, sp_error_t *err)
 {
   if (event != SP_WALK_ENTRY)
     return 0;
+  if (strncmp (path, SP_ROOTFS_TMP_DIR "/", sizeof (SP_ROOTFS_TMP_DIR)) == 0)
+    return sp_make_error (err, 0, "`%s`: the `%s` mount point must be empty", path, SP_ROOTFS_TMP_DIR);
+  if (strcmp (path, SP_ROOTFS_TMP_DIR) == 0)
+    {
+      if (!S_ISDIR (st->st_mode) || st->st_uid != 0 || st->st_gid != 0
+          || (st->st_mode & 07777) != SP_ROOTFS_TMP_MODE)
+        return sp_make_error (err, 0, "`%s` must be a directory of 0:0 with mode %04o", path,
+                              SP_ROOTFS_TMP_MODE);
+      return 0;
+    }
   return check_read_only (path, st, err);
 }
 

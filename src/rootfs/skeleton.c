@@ -74,3 +74,11 @@ sp_rootfs_check_skeleton (int rootfd, sp_error_t *err)
     }
   return 0;
 }
+
+int
+sp_rootfs_open_tmp (int rootfd, sp_error_t *err)
+{
+  if (fchmodat (rootfd, SP_ROOTFS_TMP_DIR, SP_ROOTFS_TMP_MODE, 0) < 0)
+    return sp_make_error (err, errno, "chmod the mount point `%s`", SP_ROOTFS_TMP_DIR);
+  return 0;
+}

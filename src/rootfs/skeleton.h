@@ -25,6 +25,15 @@ extern const size_t sp_rootfs_skeleton_count;
    is an error.  */
 int sp_rootfs_make_skeleton (int rootfd, sp_error_t *err);
 
+/* The one entry that is not read-only: /tmp.  runc gives a tmpfs the mode of
+   the directory it is mounted on, so the probe's /tmp is writable (1777)
+   only when the mount point is.  It must stay empty; verify checks both.  */
+#define SP_ROOTFS_TMP_DIR  "tmp"
+#define SP_ROOTFS_TMP_MODE 01777
+
+/* After normalization: gives the /tmp mount point its mode.  */
+int sp_rootfs_open_tmp (int rootfd, sp_error_t *err);
+
 /* Checks that every skeleton entry exists with its type (no symlinks).  */
 int sp_rootfs_check_skeleton (int rootfd, sp_error_t *err);
 

@@ -117,7 +117,8 @@ check_normalized (int dirfd, const char *name, const char *path, const struct st
   ck_assert_msg (st->st_mtim.tv_sec == 0 && st->st_mtim.tv_nsec == 0, "`%s` has mtime %ld", path,
                  (long)st->st_mtim.tv_sec);
   if (S_ISDIR (st->st_mode))
-    ck_assert_msg ((st->st_mode & 07777) == 0555, "dir `%s` has mode %o", path, st->st_mode & 07777);
+    ck_assert_msg ((st->st_mode & 07777) == (strcmp (path, "tmp") == 0 ? 01777 : 0555),
+                   "dir `%s` has mode %o", path, st->st_mode & 07777);
   else if (S_ISREG (st->st_mode))
     ck_assert_msg ((st->st_mode & 07777) == 0444 || (st->st_mode & 07777) == 0555, "`%s` has mode %o", path,
                    st->st_mode & 07777);
@@ -199,8 +200,9 @@ END_TEST
 
 START_TEST (build_creates_the_read_only_bundle_skeleton)
 {
-  static const char *const dirs[] = { "proc", "sys", "dev", "tmp", "probe", "probe/repo" };
+  static const char *const dirs[] = { "proc", "sys", "dev", "probe", "probe/repo" };
   static const char *const files[] = { "probe/probe.py", "probe/out" };
+  struct stat tmp;
 
   fx_add_package ("base", base, N (base), NULL);
   build_ok ();
@@ -209,6 +211,11 @@ START_TEST (build_creates_the_read_only_bundle_skeleton)
       struct stat st = lstat_in (dirs[i]);
       ck_assert_msg (S_ISDIR (st.st_mode) && (st.st_mode & 07777) == 0555, "`%s`", dirs[i]);
     }
+  /* runc gives the /tmp tmpfs its mount point's mode: 1777, so that the
+     probe can write there.  */
+  tmp = lstat_in ("tmp");
+  ck_assert_msg (S_ISDIR (tmp.st_mode) && (tmp.st_mode & 07777) == 01777, "`tmp` has mode %o",
+                 tmp.st_mode & 07777);
   for (size_t i = 0; i < N (files); i++)
     {
       struct stat st = lstat_in (files[i]);
@@ -315,6 +322,37 @@ verify_fails (void)
   ck_assert_ptr_null (info.root_path);
   return strdup (sp_error_message (err));
 }
+
+START_TEST (verify_fails_when_something_is_left_in_tmp)
+{
+  cleanup_free char *file = NULL;
+  cleanup_free char *msg = NULL;
+  int fd;
+
+  fx_add_package ("base", base, N (base), NULL);
+  build_ok ();
+  file = path_in ("tmp/planted");
+  fd = open (file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  ck_assert_int_ge (fd, 0);
+  close (fd);
+  msg = verify_fails ();
+  ck_assert_msg (strstr (msg, "tmp") != NULL, "%s", msg);
+}
+END_TEST
+
+START_TEST (verify_fails_when_tmp_loses_its_mode)
+{
+  cleanup_free char *dir = NULL;
+  cleanup_free char *msg = NULL;
+
+  fx_add_package ("base", base, N (base), NULL);
+  build_ok ();
+  dir = path_in ("tmp");
+  ck_assert_int_eq (chmod (dir, 0777), 0);
+  msg = verify_fails ();
+  ck_assert_msg (strstr (msg, "tmp") != NULL, "%s", msg);
+}
+END_TEST
 
 START_TEST (verify_fails_after_one_file_is_modified_naming_both_digests)
 {
@@ -496,6 +534,8 @@ make_suite (void)
   tcase_add_test (tc, build_normalizes_owner_mode_and_mtime_of_every_entry);
   tcase_add_test (tc, pruned_entries_are_not_extracted);
   tcase_add_test (tc, build_creates_the_read_only_bundle_skeleton);
+  tcase_add_test (tc, verify_fails_when_something_is_left_in_tmp);
+  tcase_add_test (tc, verify_fails_when_tmp_loses_its_mode);
   tcase_add_test (tc, build_records_the_digest_of_the_tree);
   tcase_add_test (tc, digest_is_the_same_for_two_builds_from_the_same_debs);
   tcase_add_test (tc, digest_changes_with_one_byte);

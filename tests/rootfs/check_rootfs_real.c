@@ -283,7 +283,9 @@ find_special (int dirfd, const char *name, const char *path, const struct stat *
 {
   struct finder *f = ctx;
 
-  if (event == SP_WALK_ENTRY && !S_ISLNK (st->st_mode) && (st->st_mode & (S_ISUID | S_ISGID | 0222))
+  /* tmp is the one exception, exactly 1777 (skeleton.h): checked below.  */
+  if (event == SP_WALK_ENTRY && !S_ISLNK (st->st_mode) && strcmp (path, "tmp") != 0
+      && (st->st_mode & (S_ISUID | S_ISGID | 0222))
       && strlen (f->found) + strlen (path) + 2 < sizeof (f->found))
     {
       strcat (f->found, " ");
