@@ -14,7 +14,8 @@ deterministically), it stages the repository, then times a trivial probe
   copy      the client against `serve --snapshot copy`.
 
 Rounds are interleaved (one run of each variant and size per round, in a
-rotating order), so slow drift of a shared machine hits every pair alike.  Each serve
+shuffled order, seeded), so slow drift of a shared machine hits every pair
+alike and no pair always runs right after the same other.  Each serve
 gets its own state directory (one proxy per state directory).  From each
 serve's audit log it also reads the proxy-side time (finished - received) and
 the runtime's own `wall_ms` (launch of `runc run` to its exit), to split the
@@ -23,7 +24,7 @@ client-observed latency into: sandbox, the proxy's own work around it
 
 usage (as root, after scripts/quickstart or with --rootfs):
   bench/e2e_latency.py [--runs 30] [--warmup 3] [--sizes 100,10000]
-                       [--modes overlay,copy] [--build build]
+                       [--modes overlay,copy] [--build build] [--seed 1]
                        [--rootfs /var/lib/sealed-probe/rootfs] [--json FILE]
 """
 
@@ -33,6 +34,7 @@ import hashlib
 import json
 import os
 import platform
+import random
 import shutil
 import signal
 import statistics
@@ -201,6 +203,7 @@ def main():
     ap.add_argument("--modes", default="overlay,copy", help="serve snapshot modes to time, comma-separated")
     ap.add_argument("--build", default="build", help="the meson build directory")
     ap.add_argument("--rootfs", default="/var/lib/sealed-probe/rootfs")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the per-round shuffle (default 1)")
     ap.add_argument("--json", metavar="FILE", help="also write every sample and summary here")
     ap.add_argument("--keep-work", action="store_true", help="leave the work directory (debugging)")
     args = ap.parse_args()
@@ -298,17 +301,21 @@ def main():
                 raise RuntimeError(f"{v}: answered {out}; audit reason: {reasons[-1] if reasons else None}")
             return dt
 
-        # Every (variant, size) pair runs once per round, in an order rotated
-        # each round: drift of a shared machine hits every pair alike.
+        # Every (variant, size) pair runs once per round, in a fresh shuffled
+        # order each round: drift of a shared machine hits every pair alike,
+        # and no pair always follows the same other (a copy of 10,000 files
+        # leaves the kernel work to do after its answer: freeing the tmpfs).
         pairs = [(v, n) for n in sizes for v in variants]
+        rng = random.Random(args.seed)
         log(f"{args.warmup} warmup + {args.runs} timed rounds of {len(pairs)} runs "
             f"({', '.join(variants)} x {', '.join(map(str, sizes))} files)")
         for _ in range(args.warmup):
             for v, n in pairs:
                 once(v, n)
-        for i in range(args.runs):
-            k = i % len(pairs)
-            for v, n in pairs[k:] + pairs[:k]:
+        for _ in range(args.runs):
+            order = pairs[:]
+            rng.shuffle(order)
+            for v, n in order:
                 samples[(v, n)].append(once(v, n) * 1000)
 
         # The audit log: the last `runs` answered records per repo are the timed ones.

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -119,6 +120,22 @@ sp_bundle_id_check (const char *id, sp_error_t *err)
   for (size_t i = 0; i < len; i++)
     if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9') || id[i] == '-'))
       return sp_make_error (err, 0, "may hold only a-z, 0-9 and -");
+  return 0;
+}
+
+int
+sp_bundle_id_make (const char *prefix, char out[SP_ID_MAX_CHARS + 1], sp_error_t *err)
+{
+  uint8_t bytes[SP_RUN_ID_RANDOM_BYTES];
+  size_t at;
+
+  at = (size_t)snprintf (out, SP_ID_MAX_CHARS + 1, "%s", prefix ? prefix : "");
+  if (at + 2 * sizeof (bytes) > SP_ID_MAX_CHARS)
+    return sp_make_error (err, 0, "run id prefix `%s` is too long", prefix);
+  if (getrandom (bytes, sizeof (bytes), 0) != (ssize_t)sizeof (bytes))
+    return sp_make_error (err, errno, "getrandom");
+  for (size_t i = 0; i < sizeof (bytes); i++)
+    snprintf (out + at + 2 * i, 3, "%02x", bytes[i]);
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sealed-probe/bounds.h>
 #include <sealed-probe/config.h>
 #include <sealed-probe/error.h>
 #include <sealed-probe/seccomp_profile.h>
@@ -42,6 +43,12 @@ struct sp_bundle_spec
 
 /* 0 when id is 1..SP_ID_MAX_CHARS of [a-z0-9-], else -1 with a reason.  */
 int sp_bundle_id_check (const char *id, sp_error_t *err);
+
+/* A fresh run id: prefix (or none) and 12 random lowercase hex digits.
+   Each `stage`, `serve` and dry run draws its own, so that labels never
+   collide across runs.  */
+#define SP_RUN_ID_RANDOM_BYTES 6
+int sp_bundle_id_make (const char *prefix, char out[SP_ID_MAX_CHARS + 1], sp_error_t *err);
 
 /* The container id a runtime uses: "sp-<run>-<invocation>".  Allocated.  */
 char *sp_bundle_container_id (const struct sp_bundle_spec *spec);

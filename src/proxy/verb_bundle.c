@@ -74,22 +74,6 @@ parse_args (int argc, char **argv, struct bundle_args *a)
   return 0;
 }
 
-/* A fresh run id, so that a dry-run bundle carries labels like serve's and
-   never collides with a real run's.  */
-static int
-make_run_id (char out[SP_ID_MAX_CHARS + 1], sp_error_t *err)
-{
-  uint8_t bytes[6];
-  char hex[2 * sizeof (bytes) + 1];
-
-  if (getrandom (bytes, sizeof (bytes), 0) != (ssize_t)sizeof (bytes))
-    return sp_make_error (err, errno, "getrandom");
-  for (size_t i = 0; i < sizeof (bytes); i++)
-    snprintf (hex + 2 * i, 3, "%02x", bytes[i]);
-  snprintf (out, SP_ID_MAX_CHARS + 1, "dry-%s", hex);
-  return 0;
-}
-
 /* Removes what sp_bundle_write may have created, then the directory: a failed
    dry run leaves nothing behind.  */
 static void
@@ -181,7 +165,7 @@ sp_verb_bundle (int argc, char **argv)
     return fail ("--state: %s", sp_error_message (err));
   if (sp_rootfs_verify (a.rootfs, &rootfs, &err) < 0)
     return fail ("--rootfs: %s: %s", a.rootfs, sp_error_message (err));
-  if (sp_seccomp_profile_load_builtin (&seccomp, &err) < 0 || make_run_id (run_id, &err) < 0)
+  if (sp_seccomp_profile_load_builtin (&seccomp, &err) < 0 || sp_bundle_id_make ("dry-", run_id, &err) < 0)
     {
       sp_rootfs_info_release (&rootfs);
       return fail ("%s", sp_error_message (err));

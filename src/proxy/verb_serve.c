@@ -96,7 +96,7 @@ sp_verb_serve (int argc, char **argv)
   struct sp_serve s = { .state_fd = -1, .work_fd = -1, .work_run_fd = -1 };
   struct sp_notify notify = { .fd = -1 };
   bool ready = false;
-  gid_t group;
+  gid_t group = 0;
   int ret;
 
   /* First of all: NOTIFY_SOCKET is the one variable serve needs, taken

@@ -16,6 +16,7 @@
 
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/catalog.h>
+#include <sealed-probe/bundle.h>
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/config.h>
 #include <sealed-probe/git_seed.h>
@@ -129,20 +130,10 @@ preflight (const struct sp_config *config, const struct sp_catalog *catalog, con
   return 0;
 }
 
-static int
-make_run_id (char out[SP_ID_MAX_CHARS + 1], sp_error_t *err)
-{
-  uint8_t bytes[6];
-
-  if (getrandom (bytes, sizeof (bytes), 0) != (ssize_t)sizeof (bytes))
-    return sp_make_error (err, errno, "getrandom");
-  for (size_t i = 0; i < sizeof (bytes); i++)
-    snprintf (out + 2 * i, 3, "%02x", bytes[i]);
-  return 0;
-}
-
 /* Produces seeds/RUN/INDEX for one repository: a sanitized copy of its local
-   clone, or its GitHub tarball; then read-only modes and owner root.  */
+   clone, or its GitHub tarball; then the seed policy (normalize.h), which
+   gives it to the probe uid.  The read-only mount, not its modes, keeps it
+   unchanged.  */
 static int
 stage_one (int run_fd, struct sp_seed *seed, const char *clone, const struct sp_github_source *github,
            sp_error_t *err)
@@ -279,7 +270,7 @@ sp_verb_stage (int argc, char **argv)
     if (sp_catalog_add (&catalog, config, a.clones[i], "--clone", &err) < 0)
       goto out;
   if (preflight (config, &catalog, token, &err) < 0 || sp_state_open (a.state, 1, &state_fd, &err) < 0
-      || make_run_id (staged.run, &err) < 0)
+      || sp_bundle_id_make (NULL, staged.run, &err) < 0)
     goto out;
 
   github = (struct sp_github_source){

@@ -385,7 +385,7 @@ sp_serve_invocation (struct sp_serve *s, int client_fd, uint64_t received_ns, ui
   uint32_t remaining = 0;
   bool debited = false;
   uint8_t index = SP_RESPONSE_ERROR;
-  size_t frame_len;
+  size_t frame_len = 0;
   int ret;
 
   invocation_init (&inv, s);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <sealed-probe/bounds.h>
+#include <sealed-probe/bundle.h>
 #include <sealed-probe/cleanup.h>
 
 #include "serve.h"
@@ -78,18 +79,6 @@ open_seeds (struct sp_serve *s, sp_error_t *err)
   return 0;
 }
 
-static int
-make_run_id (char out[SP_ID_MAX_CHARS + 1], sp_error_t *err)
-{
-  uint8_t bytes[6];
-
-  if (getrandom (bytes, sizeof (bytes), 0) != (ssize_t)sizeof (bytes))
-    return sp_make_error (err, errno, "getrandom");
-  for (size_t i = 0; i < sizeof (bytes); i++)
-    snprintf (out + 2 * i, 3, "%02x", bytes[i]);
-  return 0;
-}
-
 /* STATE/work, then this run's STATE/work/RUN, after the leftovers of earlier
    runs are gone.  */
 static int
@@ -142,7 +131,7 @@ sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_e
     return sp_error_wrap (err, "--state: budget");
   if (sp_audit_open (s->state_fd, &s->audit, err) < 0)
     return sp_error_wrap (err, "--state: audit log");
-  if (make_run_id (s->run_id, err) < 0)
+  if (sp_bundle_id_make (NULL, s->run_id, err) < 0)
     return -1;
 
   settings

@@ -1,0 +1,82 @@
+"""`sealed-probe-proxy check`: serve's whole preflight, canary included, then
+one JSON line of what it verified.  It leaves nothing behind, refuses what
+serve refuses, and refuses to run beside a serve of the same state
+directory (the ledger's lock)."""
+
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sp_harness import Tap, require_root_and  # noqa: E402
+
+require_root_and("runc", "git")
+import sp_serve as S  # noqa: E402
+
+tap = Tap()
+work = S.Work("sp-check-")
+
+
+def check(config, state, *extra, env=None):
+    argv = [S.PROXY, "check", "--config", config, "--state", state, "--rootfs", work.rootfs, *extra]
+    return subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
+                          env=env if env is not None else {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+
+
+try:
+    clone = work.make_clone("one", {"README.md": b"check me\n"})
+    config = work.write_config(["acme/one"], maxInvocations=7)
+    state = work.staged_state(config, [("acme/one", clone)])
+    seed = S.seed_record(state, "acme/one")
+
+    for mode in ("overlay", "copy"):
+        r = check(config, state, "--snapshot", mode)
+        try:
+            report = json.loads(r.stdout)
+        except ValueError:
+            report = None
+        tap.ok(r.returncode == 0 and r.stderr == "" and report is not None,
+               f"check passes the whole preflight and prints one JSON line ({mode})", r.stderr + r.stdout)
+        report = report or {}
+        tap.ok(report.get("runtime") == "runc" and report.get("snapshot") == mode
+               and report.get("canary") == "confined" and report.get("budget_remaining") == 7,
+               f"check reports the runtime, the snapshot mode, the canary and the budget ({mode})", r.stdout)
+        tap.ok(report.get("seeds") == [{"repo": "acme/one", "commit": seed["commit"], "digest": seed["digest"]}],
+               f"check reports each seed's repository, commit and digest as staged ({mode})", r.stdout)
+        tap.ok(report.get("rootfs", "").startswith("sha256:")
+               and open(os.path.join(work.rootfs, "digest")).read().strip() == report.get("rootfs"),
+               f"check reports the verified rootfs digest ({mode})", r.stdout)
+        left = [p for p in ("work", "runc") if os.path.isdir(os.path.join(state, p))
+                and os.listdir(os.path.join(state, p))]
+        tap.ok(left == [] and S.mounts_under(state + "/work") == [],
+               f"check leaves no workspace, runc state or mount behind ({mode})", left)
+
+    r = check(config, state, "--runc", "/bin/true")
+    tap.ok(r.returncode == 1 and r.stdout == "" and "--runc" in r.stderr,
+           "check refuses a runc that is not runc, naming --runc", r.stderr)
+
+    other = work.write_config(["acme/one", "acme/two"], maxInvocations=7)
+    r = check(other, state)
+    tap.ok(r.returncode == 1 and "acme/two" in r.stderr and "no staged seed" in r.stderr,
+           "check refuses a configured repository with no staged seed, naming it", r.stderr)
+
+    with S.serving(work, config, state):
+        r = check(config, state)
+        tap.ok(r.returncode == 1 and r.stdout == "" and "budget" in r.stderr,
+               "check refuses while a serve holds the same state directory", r.stderr)
+
+    secret = "CHECK-CANARY-" + os.urandom(8).hex()
+    r = check(config, state, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GH_TOKEN": secret})
+    tap.ok(r.returncode == 0 and secret not in r.stdout + r.stderr,
+           "a token in check's environment appears in none of its output", r.stderr)
+
+    r = subprocess.run([S.PROXY, "check"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    tap.ok(r.returncode == 2 and "--config is required" in r.stderr, "check without --config is a usage error",
+           r.stderr)
+    r = subprocess.run([S.PROXY, "check", "--config", config, "--socket", "/tmp/x"], capture_output=True,
+                       text=True, stdin=subprocess.DEVNULL)
+    tap.ok(r.returncode == 2, "check refuses serve-only flags such as --socket", r.stderr)
+finally:
+    work.close()
+tap.finish()
