@@ -5,6 +5,7 @@ old run's orphans; and a credential canary in serve's launch environment
 reaches nothing: not serve's environ, not the runc processes it starts, not
 the sandbox, not the audit log, not any output."""
 
+import json
 import os
 import signal
 import sys
@@ -65,6 +66,28 @@ try:
         rc = srv.stop()
         tap.ok(rc == 0, "queue: serve stops cleanly", srv.stderr()[-300:])
 
+    # ---- the budget stays exact under concurrency ----------------------------
+    state = work.staged_state(config, [("acme/alpha", alpha)])
+    with S.serving(work, config, state, concurrency=2, queue=32) as srv:
+        outs = [None] * 20
+
+        def fire_quick(i):
+            outs[i] = srv.client(QUICK, "acme/alpha", timeout=120).stdout
+        threads = [threading.Thread(target=fire_quick, args=(i,)) for i in range(20)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(timeout=150)
+        tap.ok(all(o == YES.encode() for o in outs), "budget: 20 parallel requests at concurrency 2 all answer",
+               outs)
+        recs = [rec for rec in S.audit_lines(state, srv.run) if rec["debited"]]
+        remaining = sorted(rec["budget_remaining"] for rec in recs)
+        with open(os.path.join(state, "budget.json")) as f:
+            used = json.load(f)["used"]
+        tap.ok(used == 20 and remaining == list(range(5000 - 20, 5000)),
+               "budget: under concurrency every debit is counted once: the ledger says 20 used, and the audit "
+               "log's remaining budgets are 20 distinct consecutive values", f"used {used}, remaining {remaining}")
+
     # ---- 50 concurrent requests, SIGTERM in the middle -----------------------
     state = work.staged_state(config, [("acme/alpha", alpha)])
     srv = S.Serve(work, config, state, concurrency=2)
@@ -98,6 +121,12 @@ try:
         tap.ok(len(S.audit_lines(state, run)) <= 50 and not problems, "storm: the audit lines are well-formed",
                problems[:3])
         tap.ok(S.RUN_ID.match(run or "") is not None, "storm: the run id was seen", run)
+        with open(os.path.join(state, "budget.json")) as f:
+            used = json.load(f)["used"]
+        debited = [rec for rec in S.audit_lines(state, run) if rec["debited"]]
+        tap.ok(used == len(debited) and used <= 50,
+               "storm: the ledger's count equals the debited requests in the audit log, across the SIGTERM",
+               f"used {used}, debited {len(debited)}")
     finally:
         srv.cleanup()
 
