@@ -20,7 +20,8 @@
 #include <unistd.h>
 
 #include <sealed-probe/bounds.h>
-#include <sealed-probe/bundle.h> /* SP_BUNDLE_CGROUP_PARENT only: the bundle library is not linked */
+#include <sealed-probe/bundle.h>
+#include <sealed-probe/clock.h> /* SP_BUNDLE_CGROUP_PARENT only: the bundle library is not linked */
 #include <sealed-probe/cgroup_stats.h>
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/dir_names.h>
@@ -55,19 +56,6 @@ struct runc
   char *root;     /* <state>/runc/<run>: runc's --root */
 };
 
-static int
-id_check (const char *id)
-{
-  size_t len = strlen (id);
-
-  if (len == 0 || len > SP_ID_MAX_CHARS)
-    return -1;
-  for (size_t i = 0; i < len; i++)
-    if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9') || id[i] == '-'))
-      return -1;
-  return 0;
-}
-
 /* "sp-" then id characters: what runc is ever given as a container id, so
    that nothing starting with `-` reaches its argv.  */
 static int
@@ -81,15 +69,6 @@ container_id_check (const char *id)
     if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9') || id[i] == '-'))
       return -1;
   return 0;
-}
-
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 static void
@@ -389,7 +368,7 @@ runc_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struc
                    (char *)job->bundle_dir,
                    (char *)job->container_id,
                    NULL };
-  start = now_ns ();
+  start = sp_monotonic_ns ();
   if (sp_spawn (r->binary, argv, runc_env, &child, err) < 0)
     return sp_error_wrap (err, "runc run `%s`", job->container_id);
   facts->launched = true;
@@ -418,7 +397,7 @@ runc_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struc
     }
   else
     have_status = true;
-  facts->wall_ns = now_ns () - start;
+  facts->wall_ns = sp_monotonic_ns () - start;
 
   if (facts->timed_out)
     facts->signal = SIGKILL;
@@ -549,7 +528,7 @@ has_run_prefix (const char *name, const char *run)
 {
   size_t n = strlen (run);
 
-  return strncmp (name, run, n) == 0 && name[n] == '-' && id_check (name + n + 1) == 0;
+  return strncmp (name, run, n) == 0 && name[n] == '-' && sp_bundle_id_valid (name + n + 1);
 }
 
 /* A cgroup "<run>-<invocation>" is cleaned when <run> is one being cleaned.
@@ -755,7 +734,7 @@ runc_cleanup_orphans (struct sp_runtime_backend *rt, bool include_current, sp_er
     return sp_error_wrap (err, "list `%s`", r->runc_dir);
   for (size_t i = 0; i < names.len; i++)
     {
-      if (id_check (names.v[i]) < 0)
+      if (!sp_bundle_id_valid (names.v[i]))
         continue;
       if (!include_current && strcmp (names.v[i], r->run_id) == 0)
         continue;
@@ -803,7 +782,7 @@ sp_runc_open (const struct sp_runtime_settings *settings, struct sp_runtime_back
   *out = NULL;
   if (settings == NULL || settings->state_dir == NULL || settings->state_dir[0] != '/')
     return sp_make_error (err, 0, "runc: the state directory must be an absolute path");
-  if (settings->run_id == NULL || id_check (settings->run_id) < 0)
+  if (settings->run_id == NULL || !sp_bundle_id_valid (settings->run_id))
     return sp_make_error (err, 0, "runc: run id must be 1 to %d characters of a-z, 0-9 and -",
                           SP_ID_MAX_CHARS);
   if (settings->binary && settings->binary[0] != '/')

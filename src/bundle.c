@@ -113,13 +113,8 @@ static const struct rlimit_entry rlimits[] = {
 int
 sp_bundle_id_check (const char *id, sp_error_t *err)
 {
-  size_t len = strlen (id);
-
-  if (len == 0 || len > SP_ID_MAX_CHARS)
-    return sp_make_error (err, 0, "must be 1 to %d characters", SP_ID_MAX_CHARS);
-  for (size_t i = 0; i < len; i++)
-    if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9') || id[i] == '-'))
-      return sp_make_error (err, 0, "may hold only a-z, 0-9 and -");
+  if (!sp_bundle_id_valid (id))
+    return sp_make_error (err, 0, "must be 1 to %d characters of a-z, 0-9 and -", SP_ID_MAX_CHARS);
   return 0;
 }
 

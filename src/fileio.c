@@ -109,6 +109,12 @@ sp_write_file_atomic_at (int dirfd, const char *name, const void *buf, size_t le
       openat (dirfd, tmp_name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, mode));
   if (fd < 0)
     return sp_make_error (err, errno, "open `%s`", tmp_name);
+  /* open's mode passes through the umask; the caller's mode is the contract.  */
+  if (fchmod (fd, mode) < 0)
+    {
+      ret = sp_make_error (err, errno, "chmod `%s`", tmp_name);
+      goto fail;
+    }
   ret = sp_write_all (fd, buf, len, err);
   if (ret < 0)
     goto fail;
@@ -129,4 +135,24 @@ sp_write_file_atomic_at (int dirfd, const char *name, const void *buf, size_t le
 fail:
   unlinkat (dirfd, tmp_name, 0);
   return sp_error_wrap (err, "write `%s`", name);
+}
+
+int
+sp_path_split (const char *path, char **dir, const char **base, sp_error_t *err)
+{
+  const char *slash = strrchr (path, '/');
+
+  *dir = NULL;
+  *base = slash ? slash + 1 : path;
+  if (**base == '\0')
+    return sp_make_error (err, 0, "`%s` names no file", path);
+  if (slash == NULL)
+    *dir = strdup (".");
+  else if (slash == path)
+    *dir = strdup ("/");
+  else
+    *dir = strndup (path, (size_t)(slash - path));
+  if (*dir == NULL)
+    return sp_make_error (err, errno, "allocate a path");
+  return 0;
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <sealed-probe/cleanup.h>
+#include <sealed-probe/clock.h>
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -35,15 +36,6 @@
 #define CHILD_ERR_FD 3
 /* Without a pidfd, the wait polls this often.  */
 #define WAIT_POLL_NS (10 * 1000 * 1000)
-
-static int64_t
-now_ms (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void __attribute__ ((noreturn)) child_fail (int errfd, int error)
 {
@@ -205,7 +197,7 @@ child_reaped (struct sp_child *child)
 int
 sp_child_wait (struct sp_child *child, int timeout_ms, int *status, sp_error_t *err)
 {
-  int64_t deadline = timeout_ms < 0 ? -1 : now_ms () + timeout_ms;
+  int64_t deadline = timeout_ms < 0 ? -1 : sp_monotonic_ms () + timeout_ms;
   int st = 0;
 
   if (child->pid <= 0)
@@ -217,7 +209,7 @@ sp_child_wait (struct sp_child *child, int timeout_ms, int *status, sp_error_t *
 
       if (deadline >= 0)
         {
-          int64_t d = deadline - now_ms ();
+          int64_t d = deadline - sp_monotonic_ms ();
           left = d < 0 ? 0 : d > INT_MAX ? INT_MAX : (int)d;
         }
       if (child->pidfd >= 0)
@@ -273,7 +265,7 @@ sp_spawn_capture (const char *path, char *const argv[], char *const envp[], int 
   cleanup_close int rd = -1;
   cleanup_close int wr = -1;
   int pipefd[2];
-  int64_t deadline = now_ms () + (timeout_ms < 0 ? 0 : timeout_ms);
+  int64_t deadline = sp_monotonic_ms () + (timeout_ms < 0 ? 0 : timeout_ms);
   size_t used = 0;
   int ret;
 
@@ -292,7 +284,7 @@ sp_spawn_capture (const char *path, char *const argv[], char *const envp[], int 
   for (;;)
     {
       struct pollfd pfd = { .fd = rd, .events = POLLIN };
-      int64_t d = deadline - now_ms ();
+      int64_t d = deadline - sp_monotonic_ms ();
       int ready;
       ssize_t n;
       char sink;
@@ -337,7 +329,7 @@ sp_spawn_capture (const char *path, char *const argv[], char *const envp[], int 
   *len = used;
 
   /* Its stdout is closed; it may still run (or a grandchild held the pipe).  */
-  int64_t d = deadline - now_ms ();
+  int64_t d = deadline - sp_monotonic_ms ();
   ret = sp_child_wait (&child, d < 0 ? 0 : d > INT_MAX ? INT_MAX : (int)d, status, err);
   if (ret < 0)
     {

@@ -64,22 +64,6 @@ sp_snapshot_mode_parse (const char *name, enum sp_snapshot_mode *mode)
   return 0;
 }
 
-/* Run and invocation ids are the proxy's own: [a-z0-9-], bounded.  Anything
-   else under WORK is not ours, and a name with '/' or ".." never reaches a
-   path.  */
-static bool
-id_ok (const char *name)
-{
-  size_t n = strlen (name);
-
-  if (n == 0 || n > SP_ID_MAX_CHARS)
-    return false;
-  for (size_t i = 0; i < n; i++)
-    if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') || name[i] == '-'))
-      return false;
-  return true;
-}
-
 /* umount2 without flags, retried briefly while busy: never a lazy detach,
    which would report success while the mount lives on.  */
 static int
@@ -125,7 +109,7 @@ sp_workspace_create (int run_dirfd, const char *run_path, const char *name,
   /* First, so that destroy is safe whatever happens below.  */
   *ws = (struct sp_workspace){ .run_dirfd = run_dirfd, .dirfd = -1, .bundle_dirfd = -1 };
 
-  if (!id_ok (name))
+  if (!sp_bundle_id_valid (name))
     return sp_make_error (err, 0, "workspace name must be 1 to %d of [a-z0-9-]", SP_ID_MAX_CHARS);
   if (run_path[0] != '/')
     return sp_make_error (err, 0, "workspace: the run path must be absolute");
@@ -517,7 +501,7 @@ sp_workspace_remove_runs (int work_dirfd, const char *keep_run, sp_error_t *err)
       struct stat st;
 
       /* Only run directories are the proxy's: anything else is left.  */
-      if (!id_ok (de->d_name) || (keep_run != NULL && strcmp (de->d_name, keep_run) == 0))
+      if (!sp_bundle_id_valid (de->d_name) || (keep_run != NULL && strcmp (de->d_name, keep_run) == 0))
         continue;
       if (fstatat (work_dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR (st.st_mode))
         continue;

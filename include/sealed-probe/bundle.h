@@ -9,6 +9,7 @@
 #ifndef SEALED_PROBE_BUNDLE_H
 #define SEALED_PROBE_BUNDLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,7 +42,23 @@ struct sp_bundle_spec
   const struct sp_seccomp_profile *seccomp;
 };
 
-/* 0 when id is 1..SP_ID_MAX_CHARS of [a-z0-9-], else -1 with a reason.  */
+/* Run and invocation ids, and the names built from them (workspaces, runc
+   roots, cgroups): 1..SP_ID_MAX_CHARS of [a-z0-9-].  Inline, so that the
+   runtimes and the workspace check names by the same rule without linking
+   the bundle generator.  */
+static inline bool
+sp_bundle_id_valid (const char *id)
+{
+  size_t len = 0;
+
+  for (; id[len] != '\0'; len++)
+    if (len >= SP_ID_MAX_CHARS
+        || !((id[len] >= 'a' && id[len] <= 'z') || (id[len] >= '0' && id[len] <= '9') || id[len] == '-'))
+      return false;
+  return len > 0;
+}
+
+/* 0 when sp_bundle_id_valid (id), else -1 with a reason.  */
 int sp_bundle_id_check (const char *id, sp_error_t *err);
 
 /* A fresh run id: prefix (or none) and 12 random lowercase hex digits.

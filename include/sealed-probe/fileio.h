@@ -20,8 +20,14 @@ int sp_read_path_capped (const char *path, size_t cap, char **out, size_t *len, 
 int sp_write_all (int fd, const void *buf, size_t len, sp_error_t *err);
 
 /* Replaces dirfd/name atomically: writes name.tmp, fsyncs it, renames it over
-   name and fsyncs the directory, as crun's status.c does.  */
+   name and fsyncs the directory, as crun's status.c does.  The file gets
+   exactly mode, whatever the umask.  */
 int sp_write_file_atomic_at (int dirfd, const char *name, const void *buf, size_t len, mode_t mode,
                              sp_error_t *err);
+
+/* Splits path into its directory (allocated: "/" or "." when the path has no
+   other) and its last component (*base points into path).  A path that names
+   no file (empty, or ending in '/') is an error.  */
+int sp_path_split (const char *path, char **dir, const char **base, sp_error_t *err);
 
 #endif

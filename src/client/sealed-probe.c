@@ -28,6 +28,7 @@
 #include <sealed-probe/answer.h>
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/cleanup.h>
+#include <sealed-probe/clock.h>
 #include <sealed-probe/error.h>
 #include <sealed-probe/outcome.h>
 #include <sealed-probe/protocol.h>
@@ -35,15 +36,6 @@
 /* Time left to print the answer once the deadline has passed: the ERROR line
    that reports a timeout must still get out, but never block forever.  */
 #define OUTPUT_GRACE_MS 1000
-
-static int64_t
-now_ms (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Waits until fd is ready for events (or has hung up, which the next read or
    write then reports), or the deadline passes.  */
@@ -53,7 +45,7 @@ wait_for (int fd, short events, int64_t deadline)
   for (;;)
     {
       struct pollfd p = { .fd = fd, .events = events };
-      int64_t left = deadline - now_ms ();
+      int64_t left = deadline - sp_monotonic_ms ();
       int n;
 
       if (left <= 0)
@@ -100,7 +92,7 @@ answer (const struct sp_bytes *outcome)
   if (n < 0)
     n = sp_answer_render (NULL, line, sizeof (line) - 1);
   line[n++] = '\n';
-  (void)write_all (STDOUT_FILENO, (const uint8_t *)line, (size_t)n, now_ms () + OUTPUT_GRACE_MS);
+  (void)write_all (STDOUT_FILENO, (const uint8_t *)line, (size_t)n, sp_monotonic_ms () + OUTPUT_GRACE_MS);
   return 0;
 }
 
@@ -322,7 +314,7 @@ connect_proxy (const struct sockaddr_un *addr, socklen_t addr_len, int64_t deadl
         }
       if (errno != EAGAIN && errno != EINTR)
         return -1;
-      if (now_ms () >= deadline)
+      if (sp_monotonic_ms () >= deadline)
         return -1;
       (void)poll (NULL, 0, 10);
     }
@@ -399,7 +391,7 @@ main (int argc, char **argv)
     return answer (NULL);
   if (client_timeout (&seconds) < 0 || arm_watchdog (seconds) < 0)
     return answer (NULL);
-  deadline = now_ms () + (int64_t)seconds * 1000;
+  deadline = sp_monotonic_ms () + (int64_t)seconds * 1000;
   if (parse_args (argc, argv, &req) < 0 || proxy_address (&addr, &addr_len) < 0)
     return answer (NULL);
 

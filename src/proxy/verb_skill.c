@@ -5,7 +5,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,51 +162,23 @@ render (FILE *f, const struct sp_config *c)
          f);
 }
 
-/* Writes buf to path atomically with mode 0644: a temporary file beside it,
-   fsynced, renamed over it, then the directory fsynced.  */
+/* Writes buf to path atomically with mode 0644, for agents to read.  */
 static int
 write_out (const char *path, const char *buf, size_t len, sp_error_t *err)
 {
-  cleanup_free char *tmp = NULL;
-  cleanup_free char *dir_copy = NULL;
-  cleanup_close int fd = -1;
+  cleanup_free char *dir = NULL;
   cleanup_close int dirfd = -1;
+  const char *base;
   struct stat st;
 
-  if (stat (path, &st) == 0 && S_ISDIR (st.st_mode))
+  if (sp_path_split (path, &dir, &base, err) < 0)
+    return -1;
+  dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0)
+    return sp_make_error (err, errno, "`%s`: its directory", path);
+  if (fstatat (dirfd, base, &st, 0) == 0 && S_ISDIR (st.st_mode))
     return sp_make_error (err, 0, "`%s` is a directory; name a file", path);
-  if (asprintf (&tmp, "%s.XXXXXX", path) < 0 || (dir_copy = strdup (path)) == NULL)
-    return sp_make_error (err, ENOMEM, "allocate");
-  fd = mkostemp (tmp, O_CLOEXEC);
-  if (fd < 0)
-    return sp_make_error (err, errno, "create a temporary file beside `%s`", path);
-  /* mkostemp makes it 0600, and a umask would narrow any mode given to
-     open: the file is for agents to read, so its mode is set explicitly.  */
-  if (fchmod (fd, 0644) < 0)
-    {
-      sp_make_error (err, errno, "chmod `%s`", tmp);
-      goto fail;
-    }
-  if (sp_write_all (fd, buf, len, err) < 0)
-    goto fail;
-  if (fsync (fd) < 0)
-    {
-      sp_make_error (err, errno, "fsync `%s`", tmp);
-      goto fail;
-    }
-  if (rename (tmp, path) < 0)
-    {
-      sp_make_error (err, errno, "rename to `%s`", path);
-      goto fail;
-    }
-  dirfd = open (dirname (dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirfd < 0 || fsync (dirfd) < 0)
-    return sp_make_error (err, errno, "fsync the directory of `%s`", path);
-  return 0;
-
-fail:
-  unlink (tmp);
-  return -1;
+  return sp_write_file_atomic_at (dirfd, base, buf, len, 0644, err);
 }
 
 int

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <sealed-probe/cleanup.h>
+#include <sealed-probe/fileio.h>
 
 #include "serve.h"
 
@@ -42,27 +43,21 @@ open_socket_dir (const char *dir, sp_error_t *err)
 int
 sp_serve_listen (const char *path, gid_t group, int *out, sp_error_t *err)
 {
-  cleanup_free char *dir = strdup (path);
+  cleanup_free char *dir = NULL;
   cleanup_close int dirfd = -1;
   cleanup_close int fd = -1;
   struct sockaddr_un addr = { .sun_family = AF_UNIX };
   const char *name;
-  char *slash;
   struct stat st;
   mode_t old_umask;
   int ret;
 
-  if (dir == NULL)
-    return sp_make_error (err, errno, "--socket");
   if (path[0] != '/' || strlen (path) >= sizeof (addr.sun_path))
     return sp_make_error (err, 0, "--socket: `%s` must be an absolute path of at most %zu bytes", path,
                           sizeof (addr.sun_path) - 1);
-  slash = strrchr (dir, '/');
-  name = path + (slash - dir) + 1;
-  *slash = '\0';
-  if (*name == '\0')
-    return sp_make_error (err, 0, "--socket: `%s` names no file", path);
-  dirfd = open_socket_dir (slash == dir ? "/" : dir, err);
+  if (sp_path_split (path, &dir, &name, err) < 0)
+    return sp_error_wrap (err, "--socket");
+  dirfd = open_socket_dir (dir, err);
   if (dirfd < 0)
     return -1;
 

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sealed-probe/cleanup.h>
@@ -71,48 +70,19 @@ sp_notify_close (struct sp_notify *n)
 int
 sp_ready_file_write (const char *path, sp_error_t *err)
 {
-  cleanup_free char *copy = strdup (path);
-  cleanup_free char *base = strdup (path);
+  cleanup_free char *dir = NULL;
   cleanup_close int dirfd = -1;
-  char *slash;
+  const char *base;
   char text[32];
   int len;
 
-  if (copy == NULL || base == NULL)
-    return sp_make_error (err, errno, "--ready-file");
-  slash = strrchr (copy, '/');
-  if (slash == NULL)
-    dirfd = open (".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  else
-    {
-      *slash = '\0';
-      dirfd = open (slash == copy ? "/" : copy, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      strcpy (base, slash + 1);
-    }
+  if (sp_path_split (path, &dir, &base, err) < 0)
+    return sp_error_wrap (err, "--ready-file");
+  dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dirfd < 0)
     return sp_make_error (err, errno, "--ready-file: `%s`: its directory", path);
-  if (*base == '\0')
-    return sp_make_error (err, 0, "--ready-file: `%s` names no file", path);
   len = snprintf (text, sizeof (text), "%ld\n", (long)getpid ());
   if (sp_write_file_atomic_at (dirfd, base, text, (size_t)len, 0644, err) < 0)
     return sp_error_wrap (err, "--ready-file: `%s`", path);
   return 0;
-}
-
-uint64_t
-sp_realtime_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t
-sp_monotonic_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }

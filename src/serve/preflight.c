@@ -71,7 +71,8 @@ open_seeds (struct sp_serve *s, sp_error_t *err)
       seed->dirfd = sp_seed_open (s->state_fd, s->staged.run, seed->seed->index, err);
       if (seed->dirfd < 0)
         return sp_error_wrap (err, "seed of `%s`", repo);
-      if (sp_walk (seed->dirfd, measure_entry, &m, err) < 0)
+      /* Only copy mode's tmpfs holds the seed itself.  */
+      if (s->opt->snapshot == SP_SNAPSHOT_COPY && sp_walk (seed->dirfd, measure_entry, &m, err) < 0)
         return sp_error_wrap (err, "measure the seed of `%s`", repo);
       seed->bytes = m.bytes;
       seed->entries = m.entries;

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <sealed-probe/audit.h>
+#include <sealed-probe/clock.h>
 #include <sealed-probe/config.h>
 #include <sealed-probe/error.h>
 #include <sealed-probe/ledger.h>
@@ -131,8 +132,5 @@ int sp_notify_open (struct sp_notify *n, sp_error_t *err);
 void sp_notify_send (struct sp_notify *n, const char *state);
 void sp_notify_close (struct sp_notify *n);
 int sp_ready_file_write (const char *path, sp_error_t *err);
-
-uint64_t sp_realtime_ns (void);
-uint64_t sp_monotonic_ns (void);
 
 #endif
