@@ -668,10 +668,9 @@ clean_hierarchy (const struct runc *r, int hier_fd, const char *hier, const stru
       if (clean_cgroup (parent_fd, hier, names.v[i], &e) < 0)
         keep_first (&first, &e);
     }
-  /* The shared parent goes once nothing of any run is left in it.  */
-  if (unlinkat (hier_fd, SP_BUNDLE_CGROUP_PARENT, AT_REMOVEDIR) < 0 && errno != ENOTEMPTY && errno != EBUSY
-      && errno != ENOENT && first == NULL)
-    sp_make_error (&first, errno, "remove cgroup `%s/%s`", hier, SP_BUNDLE_CGROUP_PARENT);
+  /* The shared parent stays, empty, as runc leaves it: another proxy's runc
+     may be creating its sandbox's cgroup in it at this very moment, and
+     removing the parent then would fail that sandbox.  */
   if (first)
     {
       *err = get_and_reset (&first);

@@ -134,7 +134,8 @@ try:
             h = srv.probe(HEALTHY, "acme/alpha")
             left = S.leaks(state, srv.run, serve_pid=srv.pid)
             tap.ok(h == YES and srv.alive() and not left, f"{name}: then the proxy is healthy: a valid probe answers, "
-                                                          "nothing is left", f"{h!r} alive {srv.alive()} {left}")
+                                                          "nothing is left",
+                   f"{h!r} alive {srv.alive()} {left} {S.audit_lines(state, srv.run)[-1:]}")
         raw = srv.raw(S.request_frame("acme/alpha", S.OUTCOMES, "import time\ntime.sleep(30)\n"))
         tap.ok(len(set(errors)) == 1 and errors[0] == S.ERROR_LINE.encode() and raw == S.ERROR_FRAME,
                "every failure gives byte-identical ERROR (client line and raw frame)", set(errors) | {raw})
