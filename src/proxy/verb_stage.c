@@ -20,6 +20,7 @@
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/config.h>
 #include <sealed-probe/git_seed.h>
+#include <sealed-probe/git_stage.h>
 #include <sealed-probe/github_fetch.h>
 #include <sealed-probe/secret_env.h>
 #include <sealed-probe/seed_store.h>
@@ -161,9 +162,11 @@ stage_one (int run_fd, struct sp_seed *seed, const char *clone, const struct sp_
       seed->source = SP_SEED_LOCAL;
       if (clone_fd < 0)
         return sp_make_error (err, errno, "local clone `%s`", clone);
-      if (sp_tree_copy (clone_fd, seed_fd, &limits, 0, 0, err) < 0)
-        return sp_error_wrap (err, "local clone `%s`", clone);
-      if (sp_git_sanitize (seed_fd, seed->commit, err) < 0)
+      /* The commit, never the working tree: only `.git` is copied, and
+         the tree HEAD names is written from it (docs/staging.md).  */
+      if (sp_git_copy_gitdir (clone_fd, seed_fd, &limits, err) < 0
+          || sp_git_sanitize (seed_fd, seed->commit, err) < 0
+          || sp_git_stage_commit (seed_fd, seed->commit, &limits, err) < 0)
         return sp_error_wrap (err, "local clone `%s`", clone);
     }
   else

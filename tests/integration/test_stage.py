@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -17,119 +16,13 @@ require_root_and("runc", "git", "openssl")
 from sp_github_fake import FakeGitHub, tarball  # noqa: E402
 
 ROOTFS = cached_rootfs()
+from sp_stage import NO, YES, StageWork, finder  # noqa: E402
+
 tap = Tap()
-work = tempfile.mkdtemp(prefix="sp-stage-test-")
-os.chmod(work, 0o711)
-GIT_ENV = {"PATH": "/usr/bin:/bin", "HOME": work, "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "t",
-           "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.invalid"}
-states = []
-counter = [0]
-
-
-def git(repo, *args):
-    return subprocess.run(["git", "-C", repo, *args], check=True, capture_output=True, text=True,
-                          env=GIT_ENV).stdout.strip()
-
-
-def make_clone(name, files):
-    path = os.path.join(work, "clones", name)
-    os.makedirs(path)
-    git(path, "init", "-q", "-b", "main")
-    for rel, data in files.items():
-        full = os.path.join(path, rel)
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        with open(full, "wb") as f:
-            f.write(data)
-    git(path, "add", "-A")
-    git(path, "commit", "-q", "-m", "fixture")
-    return path
-
-
-def write_config(repos, **extra):
-    counter[0] += 1
-    path = os.path.join(work, f"config-{counter[0]}.json")
-    block = {"enabled": True, "privateRepos": repos, "runtime": "runc"}
-    block.update(extra)
-    with open(path, "w") as f:
-        json.dump({"sealedProbes": block}, f)
-    return path
-
-
-def new_state():
-    counter[0] += 1
-    path = os.path.join(work, f"state-{counter[0]}")
-    states.append(path)
-    return path
-
-
-def stage(state, config, clones=(), env=None, extra=()):
-    argv = [PROXY, "stage", "--config", config, "--state", state] + list(extra)
-    for repo, path in clones:
-        argv += ["--clone", f"{repo}={path}"]
-    return subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
-                          env=env if env is not None else {"PATH": os.environ["PATH"]})
-
-
-def staged(state):
-    with open(os.path.join(state, "staged.json")) as f:
-        return json.load(f)
-
-
-def seed_dir(state, repo):
-    record = staged(state)
-    index = next(s["index"] for s in record["seeds"] if s["repo"] == repo)
-    return os.path.join(state, "seeds", record["run"], str(index))
-
-
-def probe(state, config, repo, script):
-    """Runs script against a bundle made from repo's seed; returns what the
-    probe wrote to /probe/out, or an error string."""
-    counter[0] += 1
-    bundle = os.path.join(work, f"bundle-{counter[0]}")
-    script_path = bundle + ".py"
-    with open(script_path, "w") as f:
-        f.write(script)
-    r = subprocess.run([PROXY, "bundle", "--dry-run", "--config", config, "--repo", repo, "--script", script_path,
-                        "--out", bundle, "--rootfs", ROOTFS, "--state", state],
-                       capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    if r.returncode != 0:
-        return f"bundle failed: {r.stderr.strip()}"
-    runc_root = os.path.join(work, "runc")
-    cid = f"sp-stage-test-{os.getpid()}-{counter[0]}"
-    try:
-        run = subprocess.run(["runc", "--root", runc_root, "run", "--bundle", bundle, cid],
-                             capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
-    finally:
-        subprocess.run(["runc", "--root", runc_root, "delete", "--force", cid], capture_output=True)
-    with open(os.path.join(bundle, "out")) as f:
-        out = f.read()
-    subprocess.run(["rm", "-rf", bundle, script_path])
-    return out if run.returncode == 0 else f"runc failed: {run.stderr.strip()} {out}"
-
-
-def finder(needles, extra=""):
-    """A probe that answers YES when it can read any needle anywhere it can
-    reach from /probe/repo, following every symlink it meets."""
-    return f"""import json, os
-needles = {[n.encode() for n in needles]!r}
-found = []
-for dirpath, dirnames, filenames in os.walk("/probe/repo", followlinks=True):
-    for name in filenames + dirnames:
-        path = os.path.join(dirpath, name)
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        found += [n for n in needles if n in data or n in path.encode()]
-{extra}
-with open("/probe/out", "w") as f:
-    json.dump({{"result": "YES" if found else "NO"}}, f)
-"""
-
-
-YES, NO = '{"result": "YES"}', '{"result": "NO"}'
+w = StageWork(PROXY, ROOTFS, "sp-stage-test-")
+work, states = w.work, w.states
+git, make_clone, write_config, new_state = w.git, w.make_clone, w.write_config, w.new_state
+stage, staged, seed_dir, probe = w.stage, w.staged, w.seed_dir, w.probe
 
 try:
     # ---- sanitized local clones: the seed then passes the isolation probes ----
@@ -223,16 +116,18 @@ found += os.listdir(hooks) if os.path.isdir(hooks) else []""")) == NO,
     sub = make_clone("submodule", {".gitmodules": b'[submodule "lib"]\n\tpath = lib\n\turl = ../other\n'})
     rejected("submodule", sub, ".gitmodules", "a submodule")
 
+    # Only `.git` is copied from a clone (the tree comes from the commit), so
+    # these are planted there.
     fifo = make_clone("fifo", {"README.md": b"f\n"})
-    os.mkfifo(os.path.join(fifo, "pipe"))
-    rejected("fifo", fifo, "FIFO", "a FIFO in the clone")
+    os.mkfifo(os.path.join(fifo, ".git/pipe"))
+    rejected("fifo", fifo, "FIFO", "a FIFO in the clone's .git")
 
     outside = os.path.join(work, "outside-secret")
     with open(outside, "w") as f:
         f.write("OUTSIDE-SECRET\n")
     hardlink = make_clone("hardlink", {"README.md": b"h\n"})
-    os.link(outside, os.path.join(hardlink, "linked"))
-    rejected("hardlink", hardlink, "linked", "a hardlink to a file outside the clone")
+    os.link(outside, os.path.join(hardlink, ".git/linked"))
+    rejected("hardlink", hardlink, "linked", "a hardlink in .git to a file outside the clone")
 
     # ---- the seed is immutable: 20 probes try to write to it ----------------
     clean = make_clone("clean", {"README.md": b"clean\n", "src/app.py": b"print('app')\n"})
@@ -452,7 +347,5 @@ found += ["NEW"] if os.path.exists("/probe/repo/NEW") else []"""))
     tap.ok(work not in mounts and not any(os.path.exists(os.path.join(s, "seeds")) for s in states),
            "unstage unmounts and removes every seed of every state directory")
 finally:
-    for s in states:
-        subprocess.run([PROXY, "unstage", "--state", s], capture_output=True)
-    subprocess.run(["rm", "-rf", work])
+    w.close()
 tap.finish()

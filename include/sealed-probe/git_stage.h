@@ -1,0 +1,45 @@
+/* A local clone staged as its commit, never as its working tree: the seed is
+   exactly the tree of the commit that HEAD names, plus a `.git` that holds
+   only what that commit and the clone's refs reach.  Git objects are read
+   with libgit2, raw: no filter, attribute, hook, include or helper is ever
+   consulted.  See docs/staging.md ("Local clones: the commit, not the working
+   tree").  */
+#ifndef SEALED_PROBE_GIT_STAGE_H
+#define SEALED_PROBE_GIT_STAGE_H
+
+#include <sealed-probe/error.h>
+#include <sealed-probe/git_seed.h>
+#include <sealed-probe/tree_copy.h>
+
+/* Copies the clone's `.git` directory, and nothing else of the clone, into
+   seed_dirfd/.git with the safe tree copy (limits as for any copy).  A `.git`
+   that is missing, a file (`gitdir:`), a symlink or anything but a directory
+   is refused with the same words sp_git_sanitize uses.  */
+int sp_git_copy_gitdir (int clone_dirfd, int seed_dirfd, const struct sp_copy_options *limits,
+                        sp_error_t *err);
+
+/* Run on a seed holding only a `.git` that sp_git_sanitize has sanitized,
+   with commit the id it read from HEAD.  In place:
+   - writes the commit's tree into seed_dirfd: directories, regular files
+     (0644, or 0755 for git's executable mode), symlinks as links with the
+     blob's bytes as target, and a submodule entry (gitlink) as an empty
+     directory; blobs are written raw.  Refused, naming the path quoted: a
+     `.git` entry (any letter case) anywhere, a top-level `.gitmodules`, a
+     name git itself would never write ("", ".", "..", one with '/'), a path
+     over SP_TREE_PATH_MAX - 1 bytes, a symlink target that is empty, over
+     SP_COPY_LINK_MAX - 1 bytes or holds a NUL, and any limit passed (a blob's
+     size counts before its bytes are written);
+   - replaces `.git/index` (and drops any split index) with one made from
+     that tree, so nothing staged but uncommitted survives;
+   - drops `refs/stash`, which records uncommitted work;
+   - replaces the object store with one pack holding exactly the objects
+     that HEAD and the remaining refs reach (history stops at the commits
+     `.git/shallow` names), so no unreachable object (an uncommitted `git
+     add`, a dropped stash, an amended commit) survives.  The result depends
+     only on the commit and the refs: two stagings of one commit digest the
+     same whatever the working tree held.
+   SHA-256 repositories are refused: libgit2 1.5 reads SHA-1 only.  */
+int sp_git_stage_commit (int seed_dirfd, const char *commit, const struct sp_copy_options *limits,
+                         sp_error_t *err);
+
+#endif

@@ -1,0 +1,736 @@
+/* Staging a local clone's commit: see include/sealed-probe/git_stage.h and
+   docs/staging.md.  libgit2 opens only the sanitized copy's `.git`, whose
+   config staging wrote itself, with every config search path outside the
+   repository emptied.  Nothing here asks libgit2 for a checkout, a filter, an
+   attribute or a hook: blobs are read raw and written by us, relative to
+   directory fds.  */
+#define _GNU_SOURCE
+#include <sealed-probe/git_stage.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <git2.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sealed-probe/bounds.h>
+#include <sealed-probe/cleanup.h>
+#include <sealed-probe/dir_names.h>
+#include <sealed-probe/fileio.h>
+#include <sealed-probe/quote.h>
+#include <sealed-probe/tree_remove.h>
+
+/* The new object store is built beside the old one, then swapped in.  */
+#define NEW_OBJECTS "sp-objects.new"
+#define OLD_OBJECTS "sp-objects.old"
+
+static inline void
+free_repository (git_repository **p)
+{
+  git_repository_free (*p);
+}
+static inline void
+free_object (git_object **p)
+{
+  git_object_free (*p);
+}
+static inline void
+free_tree (git_tree **p)
+{
+  git_tree_free (*p);
+}
+static inline void
+free_commit (git_commit **p)
+{
+  git_commit_free (*p);
+}
+static inline void
+free_blob (git_blob **p)
+{
+  git_blob_free (*p);
+}
+static inline void
+free_index (git_index **p)
+{
+  git_index_free (*p);
+}
+static inline void
+free_packbuilder (git_packbuilder **p)
+{
+  git_packbuilder_free (*p);
+}
+static inline void
+free_reference (git_reference **p)
+{
+  git_reference_free (*p);
+}
+static inline void
+free_refdb (git_refdb **p)
+{
+  git_refdb_free (*p);
+}
+static inline void
+free_reference_iterator (git_reference_iterator **p)
+{
+  git_reference_iterator_free (*p);
+}
+#define cleanup_git_repository         __attribute__ ((cleanup (free_repository)))
+#define cleanup_git_object             __attribute__ ((cleanup (free_object)))
+#define cleanup_git_tree               __attribute__ ((cleanup (free_tree)))
+#define cleanup_git_commit             __attribute__ ((cleanup (free_commit)))
+#define cleanup_git_blob               __attribute__ ((cleanup (free_blob)))
+#define cleanup_git_index              __attribute__ ((cleanup (free_index)))
+#define cleanup_git_packbuilder        __attribute__ ((cleanup (free_packbuilder)))
+#define cleanup_git_reference          __attribute__ ((cleanup (free_reference)))
+#define cleanup_git_refdb              __attribute__ ((cleanup (free_refdb)))
+#define cleanup_git_reference_iterator __attribute__ ((cleanup (free_reference_iterator)))
+
+/* libgit2's own message for the last failure, quoted: it may name paths or
+   refs from the clone.  */
+static const char *
+git_message (char q[SP_QUOTE_BUF_SIZE])
+{
+  const git_error *e = git_error_last ();
+
+  return sp_quote_name (e && e->message ? e->message : "unknown libgit2 error", q);
+}
+
+static int
+git_fail (sp_error_t *err, const char *what)
+{
+  char q[SP_QUOTE_BUF_SIZE];
+
+  return sp_make_error (err, 0, "%s: %s", what, git_message (q));
+}
+
+/* A set of object ids, open addressing on the id's first bytes (ids are
+   hashes already).  */
+struct oid_set
+{
+  git_oid *v;
+  size_t cap; /* a power of two, or 0 */
+  size_t len;
+};
+
+static void
+oid_set_release (struct oid_set *s)
+{
+  free (s->v);
+  s->v = NULL;
+  s->cap = s->len = 0;
+}
+#define cleanup_oid_set __attribute__ ((cleanup (oid_set_release)))
+
+static size_t
+oid_slot (const struct oid_set *s, const git_oid *id)
+{
+  uint64_t h;
+
+  memcpy (&h, id->id, sizeof (h));
+  for (size_t i = (size_t)h & (s->cap - 1);; i = (i + 1) & (s->cap - 1))
+    if (git_oid_is_zero (&s->v[i]) || git_oid_equal (&s->v[i], id))
+      return i;
+}
+
+static bool
+oid_set_has (const struct oid_set *s, const git_oid *id)
+{
+  return s->cap > 0 && !git_oid_is_zero (&s->v[oid_slot (s, id)]);
+}
+
+/* 1 when id was added, 0 when it was there already, -1 when out of memory.  */
+static int
+oid_set_add (struct oid_set *s, const git_oid *id)
+{
+  size_t slot;
+
+  if ((s->len + 1) * 2 > s->cap)
+    {
+      struct oid_set grown = { .cap = s->cap ? s->cap * 2 : 1024 };
+
+      grown.v = calloc (grown.cap, sizeof (*grown.v));
+      if (grown.v == NULL)
+        return -1;
+      for (size_t i = 0; i < s->cap; i++)
+        if (!git_oid_is_zero (&s->v[i]))
+          grown.v[oid_slot (&grown, &s->v[i])] = s->v[i];
+      grown.len = s->len;
+      free (s->v);
+      *s = grown;
+    }
+  slot = oid_slot (s, id);
+  if (!git_oid_is_zero (&s->v[slot]))
+    return 0;
+  s->v[slot] = *id;
+  s->len++;
+  return 1;
+}
+
+struct stage_ctx
+{
+  git_repository *repo;
+  git_odb *odb;
+  git_packbuilder *pb;
+  const struct sp_copy_options *limits;
+  uint64_t bytes;
+  uint64_t entries;
+  struct oid_set packed;  /* objects already in the new pack */
+  struct oid_set shallow; /* commits whose parents the clone does not have */
+  char path[SP_TREE_PATH_MAX];
+};
+
+static int
+lookup_error (sp_error_t *err, const git_oid *id, const char *what)
+{
+  char hex[GIT_OID_HEXSZ + 1];
+  char q[SP_QUOTE_BUF_SIZE];
+
+  git_oid_tostr (hex, sizeof (hex), id);
+  return sp_make_error (err, 0, "%s %s: %s", what, hex, git_message (q));
+}
+
+/* ---- the commit's tree, written into the seed ---- */
+
+static int write_tree (struct stage_ctx *ctx, const git_tree *tree, int dirfd, size_t path_len,
+                       unsigned depth, sp_error_t *err);
+
+/* A name git itself would never write, or one the seed policy refuses.  */
+static const char *
+refused_name (const char *name, unsigned depth)
+{
+  if (name[0] == '\0' || strcmp (name, ".") == 0 || strcmp (name, "..") == 0 || strchr (name, '/') != NULL)
+    return "is not a name git writes: refused";
+  if (strcasecmp (name, ".git") == 0)
+    return "is a `.git` entry in the commit (a nested repository, or a forged tree): refused";
+  if (depth == 0 && strcmp (name, ".gitmodules") == 0)
+    return "is present: submodules, which is refused";
+  return NULL;
+}
+
+static int
+write_blob (struct stage_ctx *ctx, int dirfd, const git_tree_entry *e, mode_t mode, sp_error_t *err)
+{
+  const git_oid *id = git_tree_entry_id (e);
+  cleanup_git_blob git_blob *blob = NULL;
+  cleanup_close int fd = -1;
+  char q[SP_QUOTE_BUF_SIZE];
+  git_object_t type;
+  size_t size;
+
+  /* The size counts before any byte is written.  */
+  if (git_odb_read_header (&size, &type, ctx->odb, id) < 0)
+    return lookup_error (err, id, "read the blob");
+  if (type != GIT_OBJECT_BLOB)
+    return sp_make_error (err, 0, "`%s`: the tree names a %s as a file", sp_quote_name (ctx->path, q),
+                          git_object_type2string (type));
+  if ((uint64_t)size > ctx->limits->max_bytes - ctx->bytes)
+    return sp_make_error (err, 0, "`%s` is %zu bytes: the seed would pass its limit of %llu bytes",
+                          sp_quote_name (ctx->path, q), size, (unsigned long long)ctx->limits->max_bytes);
+  ctx->bytes += size;
+  if (git_blob_lookup (&blob, ctx->repo, id) < 0)
+    return lookup_error (err, id, "read the blob");
+  fd = openat (dirfd, git_tree_entry_name (e), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0)
+    return sp_make_error (err, errno, "create `%s`", sp_quote_name (ctx->path, q));
+  if (sp_write_all (fd, git_blob_rawcontent (blob), (size_t)git_blob_rawsize (blob), err) < 0)
+    return sp_error_wrap (err, "write `%s`", sp_quote_name (ctx->path, q));
+  return 0;
+}
+
+static int
+write_symlink (struct stage_ctx *ctx, int dirfd, const git_tree_entry *e, sp_error_t *err)
+{
+  cleanup_git_blob git_blob *blob = NULL;
+  cleanup_free char *target = NULL;
+  char q[SP_QUOTE_BUF_SIZE];
+  size_t len;
+
+  if (git_blob_lookup (&blob, ctx->repo, git_tree_entry_id (e)) < 0)
+    return lookup_error (err, git_tree_entry_id (e), "read the symlink");
+  len = (size_t)git_blob_rawsize (blob);
+  if (len == 0 || len >= SP_COPY_LINK_MAX || memchr (git_blob_rawcontent (blob), '\0', len) != NULL)
+    return sp_make_error (err, 0,
+                          "`%s` is a symlink whose target is empty, over %d bytes or holds a NUL: refused",
+                          sp_quote_name (ctx->path, q), SP_COPY_LINK_MAX - 1);
+  target = strndup (git_blob_rawcontent (blob), len);
+  if (target == NULL)
+    return sp_make_error (err, ENOMEM, "`%s`", sp_quote_name (ctx->path, q));
+  /* Kept as a link, whatever it points at: nothing is written through it.  */
+  if (symlinkat (target, dirfd, git_tree_entry_name (e)) < 0)
+    return sp_make_error (err, errno, "create `%s`", sp_quote_name (ctx->path, q));
+  return 0;
+}
+
+/* A subtree, or a gitlink's empty directory (no submodule content).  */
+static int
+write_dir (struct stage_ctx *ctx, int dirfd, const git_tree_entry *e, size_t path_len, unsigned depth,
+           sp_error_t *err)
+{
+  cleanup_git_tree git_tree *tree = NULL;
+  cleanup_close int child = -1;
+  char q[SP_QUOTE_BUF_SIZE];
+  const char *name = git_tree_entry_name (e);
+
+  if (depth + 1 > ctx->limits->max_depth)
+    return sp_make_error (err, 0, "`%s` is more than %u directories deep", sp_quote_name (ctx->path, q),
+                          ctx->limits->max_depth);
+  if (mkdirat (dirfd, name, 0700) < 0)
+    return sp_make_error (err, errno, "create `%s`", sp_quote_name (ctx->path, q));
+  if (git_tree_entry_filemode (e) == GIT_FILEMODE_COMMIT)
+    return 0;
+  child = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (child < 0)
+    return sp_make_error (err, errno, "open `%s`", sp_quote_name (ctx->path, q));
+  if (git_tree_lookup (&tree, ctx->repo, git_tree_entry_id (e)) < 0)
+    return lookup_error (err, git_tree_entry_id (e), "read the tree");
+  return write_tree (ctx, tree, child, path_len, depth + 1, err);
+}
+
+static int
+write_tree (struct stage_ctx *ctx, const git_tree *tree, int dirfd, size_t path_len, unsigned depth,
+            sp_error_t *err)
+{
+  size_t n = git_tree_entrycount (tree);
+  char q[SP_QUOTE_BUF_SIZE];
+
+  for (size_t i = 0; i < n; i++)
+    {
+      const git_tree_entry *e = git_tree_entry_byindex (tree, i);
+      const char *name = git_tree_entry_name (e);
+      const char *why = refused_name (name, depth);
+      ssize_t child_len = sp_dir_child_path (ctx->path, sizeof (ctx->path), path_len, name);
+      int ret;
+
+      if (child_len < 0)
+        {
+          char qn[SP_QUOTE_BUF_SIZE];
+
+          return sp_make_error (err, 0, "a path below `%s` is longer than %d bytes: `%s`...",
+                                sp_quote_name (*ctx->path ? ctx->path : ".", q), SP_TREE_PATH_MAX - 1,
+                                sp_quote_name (name, qn));
+        }
+      if (why != NULL)
+        return sp_make_error (err, 0, "`%s` %s", sp_quote_name (ctx->path, q), why);
+      if (++ctx->entries > ctx->limits->max_entries)
+        return sp_make_error (err, 0, "`%s`: the commit has more than %llu entries",
+                              sp_quote_name (ctx->path, q), (unsigned long long)ctx->limits->max_entries);
+      switch (git_tree_entry_filemode (e))
+        {
+        case GIT_FILEMODE_TREE:
+        case GIT_FILEMODE_COMMIT:
+          ret = write_dir (ctx, dirfd, e, (size_t)child_len, depth, err);
+          break;
+        case GIT_FILEMODE_BLOB:
+          ret = write_blob (ctx, dirfd, e, 0644, err);
+          break;
+        case GIT_FILEMODE_BLOB_EXECUTABLE:
+          ret = write_blob (ctx, dirfd, e, 0755, err);
+          break;
+        case GIT_FILEMODE_LINK:
+          ret = write_symlink (ctx, dirfd, e, err);
+          break;
+        case GIT_FILEMODE_UNREADABLE:
+        default:
+          ret = sp_make_error (err, 0, "`%s` has the unknown git mode %o", sp_quote_name (ctx->path, q),
+                               (unsigned)git_tree_entry_filemode_raw (e));
+          break;
+        }
+      if (ret < 0)
+        return -1;
+      ctx->path[path_len] = '\0';
+    }
+  return 0;
+}
+
+/* ---- the index, made from the tree ---- */
+
+static int
+replace_index (int gitfd, const git_tree *tree, sp_error_t *err)
+{
+  cleanup_dir_names struct sp_dir_names names = { 0 };
+  cleanup_git_index git_index *index = NULL;
+  char path[64];
+
+  /* The old index, and any split index it named, may record uncommitted
+     work (a `git add` never committed).  */
+  if (sp_dir_names_read (gitfd, &names, err) < 0)
+    return sp_error_wrap (err, "list `.git`");
+  for (size_t i = 0; i < names.len; i++)
+    if (strcmp (names.v[i], "index") == 0 || strncmp (names.v[i], "sharedindex.", 12) == 0)
+      if (unlinkat (gitfd, names.v[i], 0) < 0)
+        return sp_make_error (err, errno, "remove `.git/%s`", names.v[i]);
+  snprintf (path, sizeof (path), "/proc/self/fd/%d/index", gitfd);
+  if (git_index_open (&index, path) < 0 || git_index_read_tree (index, tree) < 0
+      || git_index_write (index) < 0)
+    return git_fail (err, "write a fresh `.git/index`");
+  return 0;
+}
+
+/* ---- the object store: exactly what HEAD and the refs reach ---- */
+
+static int pack_object (struct stage_ctx *ctx, const git_oid *id, const char *from, sp_error_t *err);
+
+static int
+pack_tree (struct stage_ctx *ctx, const git_oid *id, unsigned depth, sp_error_t *err)
+{
+  cleanup_git_tree git_tree *tree = NULL;
+  size_t n;
+  int added = oid_set_add (&ctx->packed, id);
+
+  if (added <= 0)
+    return added < 0 ? sp_make_error (err, ENOMEM, "list the objects") : 0;
+  if (depth > SP_COPY_DEPTH_CEILING)
+    return sp_make_error (err, 0, "a tree in the history is more than %d levels deep", SP_COPY_DEPTH_CEILING);
+  if (git_tree_lookup (&tree, ctx->repo, id) < 0)
+    return lookup_error (err, id, "read the tree");
+  if (git_packbuilder_insert (ctx->pb, id, NULL) < 0)
+    return git_fail (err, "pack a tree");
+  n = git_tree_entrycount (tree);
+  for (size_t i = 0; i < n; i++)
+    {
+      const git_tree_entry *e = git_tree_entry_byindex (tree, i);
+      const git_oid *child = git_tree_entry_id (e);
+
+      switch (git_tree_entry_type (e))
+        {
+        case GIT_OBJECT_TREE:
+          if (pack_tree (ctx, child, depth + 1, err) < 0)
+            return -1;
+          break;
+        case GIT_OBJECT_BLOB:
+          added = oid_set_add (&ctx->packed, child);
+          if (added < 0)
+            return sp_make_error (err, ENOMEM, "list the objects");
+          /* The name lets the packer put similar files side by side.  */
+          if (added > 0 && git_packbuilder_insert (ctx->pb, child, git_tree_entry_name (e)) < 0)
+            return lookup_error (err, child, "pack the blob");
+          break;
+        case GIT_OBJECT_COMMIT: /* a gitlink: another repository's commit */
+        default:
+          break;
+        }
+    }
+  return 0;
+}
+
+/* Every commit reachable from start, with its tree, stopping at the shallow
+   boundary.  Iterative: a history is as long as it likes.  */
+static int
+pack_history (struct stage_ctx *ctx, const git_oid *start, const char *from, sp_error_t *err)
+{
+  cleanup_free git_oid *stack = NULL;
+  size_t len = 0, cap = 0;
+
+  for (const git_oid *next = start; next != NULL; next = len > 0 ? &stack[--len] : NULL)
+    {
+      cleanup_git_commit git_commit *commit = NULL;
+      git_oid id = *next;
+      int added = oid_set_add (&ctx->packed, &id);
+      unsigned parents;
+
+      if (added < 0)
+        return sp_make_error (err, ENOMEM, "list the objects");
+      if (added == 0)
+        continue;
+      if (git_commit_lookup (&commit, ctx->repo, &id) < 0)
+        return lookup_error (err, &id, from);
+      if (git_packbuilder_insert (ctx->pb, &id, NULL) < 0)
+        return git_fail (err, "pack a commit");
+      if (pack_tree (ctx, git_commit_tree_id (commit), 0, err) < 0)
+        return -1;
+      if (oid_set_has (&ctx->shallow, &id))
+        continue;
+      parents = git_commit_parentcount (commit);
+      if (len + parents > cap)
+        {
+          size_t new_cap = (len + parents) * 2 + 64;
+          git_oid *grown = reallocarray (stack, new_cap, sizeof (*stack));
+
+          if (grown == NULL)
+            return sp_make_error (err, ENOMEM, "walk the history");
+          stack = grown;
+          cap = new_cap;
+        }
+      for (unsigned p = parents; p-- > 0;)
+        stack[len++] = *git_commit_parent_id (commit, p);
+    }
+  return 0;
+}
+
+/* What a ref names: annotated tags are followed to what they tag.  */
+static int
+pack_object (struct stage_ctx *ctx, const git_oid *id, const char *from, sp_error_t *err)
+{
+  git_oid current = *id;
+
+  for (unsigned hops = 0; hops < SP_GIT_SYMREF_MAX_DEPTH * 2; hops++)
+    {
+      cleanup_git_object git_object *obj = NULL;
+      int added;
+
+      if (git_object_lookup (&obj, ctx->repo, &current, GIT_OBJECT_ANY) < 0)
+        return lookup_error (err, &current, from);
+      switch (git_object_type (obj))
+        {
+        case GIT_OBJECT_COMMIT:
+          return pack_history (ctx, &current, from, err);
+        case GIT_OBJECT_TREE:
+          return pack_tree (ctx, &current, 0, err);
+        case GIT_OBJECT_BLOB:
+          added = oid_set_add (&ctx->packed, &current);
+          if (added < 0)
+            return sp_make_error (err, ENOMEM, "list the objects");
+          if (added > 0 && git_packbuilder_insert (ctx->pb, &current, NULL) < 0)
+            return git_fail (err, "pack a blob");
+          return 0;
+        case GIT_OBJECT_TAG:
+          added = oid_set_add (&ctx->packed, &current);
+          if (added < 0)
+            return sp_make_error (err, ENOMEM, "list the objects");
+          if (added > 0 && git_packbuilder_insert (ctx->pb, &current, NULL) < 0)
+            return git_fail (err, "pack a tag");
+          current = *git_tag_target_id ((git_tag *)obj);
+          break;
+        default:
+          return lookup_error (err, &current, from);
+        }
+    }
+  return sp_make_error (err, 0, "%s: tags nest more than %d deep", from, SP_GIT_SYMREF_MAX_DEPTH * 2);
+}
+
+/* `.git/shallow`: one commit id a line, each a commit whose parents the clone
+   lacks on purpose.  */
+static int
+read_shallow (struct stage_ctx *ctx, int gitfd, sp_error_t *err)
+{
+  cleanup_free char *text = NULL;
+  cleanup_close int fd = openat (gitfd, "shallow", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  size_t len = 0;
+
+  if (fd < 0)
+    return errno == ENOENT ? 0 : sp_make_error (err, errno, "open `.git/shallow`");
+  if (sp_read_fd_capped (fd, SP_GIT_PACKED_REFS_MAX_BYTES, &text, &len, err) < 0)
+    return sp_error_wrap (err, "read `.git/shallow`");
+  for (size_t at = 0; at < len;)
+    {
+      const char *nl = memchr (text + at, '\n', len - at);
+      size_t line = (nl ? (size_t)(nl - text) : len) - at;
+      git_oid id;
+
+      if (line != GIT_OID_HEXSZ || git_oid_fromstrn (&id, text + at, line) < 0)
+        return sp_make_error (err, 0, "`.git/shallow` holds a line that is not a commit id");
+      if (oid_set_add (&ctx->shallow, &id) < 0)
+        return sp_make_error (err, ENOMEM, "`.git/shallow`");
+      at += line + 1;
+    }
+  return 0;
+}
+
+static int
+pack_refs (struct stage_ctx *ctx, sp_error_t *err)
+{
+  cleanup_git_reference_iterator git_reference_iterator *it = NULL;
+  git_reference *ref;
+  int ret;
+
+  if (git_reference_iterator_new (&it, ctx->repo) < 0)
+    return git_fail (err, "list the refs");
+  while ((ret = git_reference_next (&ref, it)) == 0)
+    {
+      cleanup_git_reference git_reference *owned = ref;
+      cleanup_git_reference git_reference *resolved = NULL;
+      char q[SP_QUOTE_BUF_SIZE];
+      char from[SP_QUOTE_BUF_SIZE + 32];
+
+      snprintf (from, sizeof (from), "ref `%s`", sp_quote_name (git_reference_name (owned), q));
+      if (git_reference_resolve (&resolved, owned) < 0)
+        {
+          /* A symbolic ref to nothing (an `origin/HEAD` whose branch is
+             gone) reaches nothing.  */
+          if (git_reference_type (owned) == GIT_REFERENCE_SYMBOLIC)
+            continue;
+          return git_fail (err, from);
+        }
+      if (pack_object (ctx, git_reference_target (resolved), from, err) < 0)
+        return -1;
+    }
+  if (ret != GIT_ITEROVER)
+    return git_fail (err, "list the refs");
+  return 0;
+}
+
+static int
+write_pack (struct stage_ctx *ctx, int gitfd, sp_error_t *err)
+{
+  char path[64];
+
+  if (mkdirat (gitfd, NEW_OBJECTS, 0755) < 0)
+    return sp_make_error (err, errno, "create `.git/%s`", NEW_OBJECTS);
+  if (mkdirat (gitfd, NEW_OBJECTS "/pack", 0755) < 0 || mkdirat (gitfd, NEW_OBJECTS "/info", 0755) < 0)
+    return sp_make_error (err, errno, "create `.git/%s`", NEW_OBJECTS);
+  snprintf (path, sizeof (path), "/proc/self/fd/%d/" NEW_OBJECTS "/pack", gitfd);
+  if (git_packbuilder_write (ctx->pb, path, 0444, NULL, NULL) < 0)
+    return git_fail (err, "write the pack");
+  return 0;
+}
+
+/* The new store replaces the old one; the old one goes whole, loose objects,
+   packs, commit-graph and all.  */
+static int
+swap_objects (int gitfd, sp_error_t *err)
+{
+  if (renameat (gitfd, "objects", gitfd, OLD_OBJECTS) < 0)
+    return sp_make_error (err, errno, "move `.git/objects` aside");
+  if (renameat (gitfd, NEW_OBJECTS, gitfd, "objects") < 0)
+    return sp_make_error (err, errno, "move the new object store into place");
+  if (sp_tree_remove_at (gitfd, OLD_OBJECTS, err) < 0)
+    return sp_error_wrap (err, "remove the old object store");
+  return 0;
+}
+
+static int
+libgit2_open (int gitfd, git_repository **repo, sp_error_t *err)
+{
+  static const git_config_level_t outside[] = {
+    GIT_CONFIG_LEVEL_PROGRAMDATA,
+    GIT_CONFIG_LEVEL_SYSTEM,
+    GIT_CONFIG_LEVEL_XDG,
+    GIT_CONFIG_LEVEL_GLOBAL,
+  };
+  char path[64];
+
+  /* No config but the seed's own, which staging wrote: no include, filter,
+     helper or hook path can come from the host or the clone.  */
+  for (size_t i = 0; i < sizeof (outside) / sizeof (outside[0]); i++)
+    if (git_libgit2_opts (GIT_OPT_SET_SEARCH_PATH, outside[i], "") < 0)
+      return git_fail (err, "libgit2: clear the config search path");
+  if (git_libgit2_opts (GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 1) < 0)
+    return git_fail (err, "libgit2: verify object hashes");
+  snprintf (path, sizeof (path), "/proc/self/fd/%d", gitfd);
+  if (git_repository_open_ext (
+          repo, path,
+          GIT_REPOSITORY_OPEN_NO_SEARCH | GIT_REPOSITORY_OPEN_BARE | GIT_REPOSITORY_OPEN_NO_DOTGIT, NULL)
+      < 0)
+    return git_fail (err, "open `.git` with libgit2");
+  return 0;
+}
+
+static int
+stage_in_repo (struct stage_ctx *ctx, int seed_dirfd, int gitfd, const git_oid *head, sp_error_t *err)
+{
+  cleanup_git_commit git_commit *commit = NULL;
+  cleanup_git_tree git_tree *tree = NULL;
+  cleanup_git_refdb git_refdb *refdb = NULL;
+  int ret;
+
+  if (git_repository_odb (&ctx->odb, ctx->repo) < 0)
+    return git_fail (err, "libgit2: the object database");
+  if (git_commit_lookup (&commit, ctx->repo, head) < 0)
+    return lookup_error (err, head, "HEAD names the commit");
+  if (git_commit_tree (&tree, commit) < 0)
+    return lookup_error (err, git_commit_tree_id (commit), "read HEAD's tree");
+
+  ctx->path[0] = '\0';
+  if (write_tree (ctx, tree, seed_dirfd, 0, 0, err) < 0)
+    return sp_error_wrap (err, "write the commit's tree");
+  if (replace_index (gitfd, tree, err) < 0)
+    return -1;
+
+  /* The stash records uncommitted work; no stash is fine.  */
+  ret = git_reference_remove (ctx->repo, "refs/stash");
+  if (ret < 0 && ret != GIT_ENOTFOUND)
+    return git_fail (err, "drop `refs/stash`");
+  /* One form for every ref (packed), and no stale list of them: a clone
+     that `git gc` packed and one it did not give the same seed.  */
+  if (git_repository_refdb (&refdb, ctx->repo) < 0 || git_refdb_compress (refdb) < 0)
+    return git_fail (err, "pack the refs");
+  if (unlinkat (gitfd, "info/refs", 0) < 0 && errno != ENOENT)
+    return sp_make_error (err, errno, "remove `.git/info/refs`");
+  if (read_shallow (ctx, gitfd, err) < 0)
+    return -1;
+  if (git_packbuilder_new (&ctx->pb, ctx->repo) < 0)
+    return git_fail (err, "libgit2: a pack builder");
+  /* One thread: the same objects give the same pack, byte for byte.  */
+  git_packbuilder_set_threads (ctx->pb, 1);
+  if (pack_object (ctx, head, "HEAD", err) < 0 || pack_refs (ctx, err) < 0)
+    return sp_error_wrap (err, "collect the objects to keep");
+  return write_pack (ctx, gitfd, err);
+}
+
+int
+sp_git_stage_commit (int seed_dirfd, const char *commit, const struct sp_copy_options *limits,
+                     sp_error_t *err)
+{
+  cleanup_oid_set struct oid_set packed = { 0 };
+  cleanup_oid_set struct oid_set shallow = { 0 };
+  cleanup_close int gitfd = -1;
+  struct stage_ctx ctx = { .limits = limits };
+  git_oid head;
+  int ret;
+
+  if (strlen (commit) != GIT_OID_HEXSZ)
+    return sp_make_error (err, 0,
+                          "the clone uses SHA-256 object ids, which staging cannot read yet (libgit2 %d.%d "
+                          "reads SHA-1 only): refused",
+                          LIBGIT2_VER_MAJOR, LIBGIT2_VER_MINOR);
+  if (git_oid_fromstr (&head, commit) < 0)
+    return git_fail (err, "HEAD's commit id");
+  gitfd = openat (seed_dirfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (gitfd < 0)
+    return sp_make_error (err, errno, "open `.git`");
+  if (git_libgit2_init () < 0)
+    return git_fail (err, "libgit2: init");
+  ret = libgit2_open (gitfd, &ctx.repo, err);
+  if (ret == 0)
+    {
+      ctx.packed = packed;
+      ctx.shallow = shallow;
+      ret = stage_in_repo (&ctx, seed_dirfd, gitfd, &head, err);
+      packed = ctx.packed;
+      shallow = ctx.shallow;
+    }
+  git_packbuilder_free (ctx.pb);
+  git_odb_free (ctx.odb);
+  git_repository_free (ctx.repo);
+  git_libgit2_shutdown ();
+  if (ret < 0)
+    return -1;
+  return swap_objects (gitfd, err);
+}
+
+int
+sp_git_copy_gitdir (int clone_dirfd, int seed_dirfd, const struct sp_copy_options *limits, sp_error_t *err)
+{
+  cleanup_close int src = -1;
+  cleanup_close int dst = -1;
+  struct stat st, opened;
+
+  if (fstatat (clone_dirfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT ? sp_make_error (err, 0, "there is no `.git`: not a git clone")
+                           : sp_make_error (err, errno, "stat `.git`");
+  if (S_ISREG (st.st_mode))
+    return sp_make_error (err, 0, "`.git` is a file (a worktree or gitdir link): refused");
+  if (!S_ISDIR (st.st_mode))
+    return sp_make_error (err, 0, "`.git` is not a directory: refused");
+  src = openat (clone_dirfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (src < 0)
+    return sp_make_error (err, errno, "open `.git`");
+  if (fstat (src, &opened) < 0)
+    return sp_make_error (err, errno, "stat `.git`");
+  if (opened.st_dev != st.st_dev || opened.st_ino != st.st_ino)
+    return sp_make_error (err, 0, "`.git` changed while it was opened");
+  if (mkdirat (seed_dirfd, ".git", 0700) < 0)
+    return sp_make_error (err, errno, "create the seed's `.git`");
+  dst = openat (seed_dirfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dst < 0)
+    return sp_make_error (err, errno, "open the seed's `.git`");
+  if (sp_tree_copy (src, dst, limits, 0, 0, err) < 0)
+    return sp_error_wrap (err, "copy `.git`");
+  return 0;
+}
