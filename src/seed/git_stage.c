@@ -646,12 +646,6 @@ stage_in_repo (struct stage_ctx *ctx, int seed_dirfd, int gitfd, const git_oid *
   ret = git_reference_remove (ctx->repo, "refs/stash");
   if (ret < 0 && ret != GIT_ENOTFOUND)
     return git_fail (err, "drop `refs/stash`");
-  /* One form for every ref (packed), and no stale list of them: a clone
-     that `git gc` packed and one it did not give the same seed.  */
-  if (git_repository_refdb (&refdb, ctx->repo) < 0 || git_refdb_compress (refdb) < 0)
-    return git_fail (err, "pack the refs");
-  if (unlinkat (gitfd, "info/refs", 0) < 0 && errno != ENOENT)
-    return sp_make_error (err, errno, "remove `.git/info/refs`");
   if (read_shallow (ctx, gitfd, err) < 0)
     return -1;
   if (git_packbuilder_new (&ctx->pb, ctx->repo) < 0)
@@ -660,6 +654,12 @@ stage_in_repo (struct stage_ctx *ctx, int seed_dirfd, int gitfd, const git_oid *
   git_packbuilder_set_threads (ctx->pb, 1);
   if (pack_object (ctx, head, "HEAD", err) < 0 || pack_refs (ctx, err) < 0)
     return sp_error_wrap (err, "collect the objects to keep");
+  /* One form for every ref (packed), and no stale list of them: a clone
+     that `git gc` packed and one it did not give the same seed.  */
+  if (git_repository_refdb (&refdb, ctx->repo) < 0 || git_refdb_compress (refdb) < 0)
+    return git_fail (err, "pack the refs");
+  if (unlinkat (gitfd, "info/refs", 0) < 0 && errno != ENOENT)
+    return sp_make_error (err, errno, "remove `.git/info/refs`");
   return write_pack (ctx, gitfd, err);
 }
 
