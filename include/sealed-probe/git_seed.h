@@ -17,6 +17,11 @@
    commit".  */
 int sp_git_read_commit (int gitdirfd, char commit[SP_COMMIT_HEX_MAX + 1], sp_error_t *err);
 
+/* Opens dirfd/.git, which must be a directory (not a symlink, and not a
+   `gitdir:` file, which a worktree uses), and returns its fd.  Each refusal
+   says what `.git` is instead.  */
+int sp_git_dir_open (int dirfd, sp_error_t *err);
+
 /* Sanitizes, in place, the seed tree under dirfd (a copy, never the
    operator's clone) and reads its commit:
    - refuses what v1 does not support, with a precise error: a `.git` that is

@@ -14,7 +14,7 @@
 /* Copies the clone's `.git` directory, and nothing else of the clone, into
    seed_dirfd/.git with the safe tree copy (limits as for any copy).  A `.git`
    that is missing, a file (`gitdir:`), a symlink or anything but a directory
-   is refused with the same words sp_git_sanitize uses.  */
+   is refused through sp_git_dir_open, as sp_git_sanitize does.  */
 int sp_git_copy_gitdir (int clone_dirfd, int seed_dirfd, const struct sp_copy_options *limits,
                         sp_error_t *err);
 

@@ -712,6 +712,29 @@ make_empty_hooks (int gitfd, const struct stat *owner, sp_error_t *err)
 }
 
 int
+sp_git_dir_open (int dirfd, sp_error_t *err)
+{
+  cleanup_close int gitfd = -1;
+  struct stat st, opened;
+
+  if (fstatat (dirfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT ? sp_make_error (err, 0, "there is no `.git`: not a git clone")
+                           : sp_make_error (err, errno, "stat `.git`");
+  if (S_ISREG (st.st_mode))
+    return sp_make_error (err, 0, "`.git` is a file (a worktree or gitdir link): refused");
+  if (!S_ISDIR (st.st_mode))
+    return sp_make_error (err, 0, "`.git` is not a directory: refused");
+  gitfd = openat (dirfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (gitfd < 0)
+    return sp_make_error (err, errno, "open `.git`");
+  if (fstat (gitfd, &opened) < 0)
+    return sp_make_error (err, errno, "stat `.git`");
+  if (opened.st_dev != st.st_dev || opened.st_ino != st.st_ino)
+    return sp_make_error (err, 0, "`.git` changed while it was opened");
+  return get_and_reset_fd (&gitfd);
+}
+
+int
 sp_git_sanitize (int dirfd, char commit[SP_COMMIT_HEX_MAX + 1], sp_error_t *err)
 {
   static const struct
@@ -733,16 +756,9 @@ sp_git_sanitize (int dirfd, char commit[SP_COMMIT_HEX_MAX + 1], sp_error_t *err)
   size_t config_len = 0;
   int ret;
 
-  if (fstatat (dirfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0)
-    return errno == ENOENT ? sp_make_error (err, 0, "there is no `.git`: not a git clone")
-                           : sp_make_error (err, errno, "stat `.git`");
-  if (S_ISREG (st.st_mode))
-    return sp_make_error (err, 0, "`.git` is a file (a worktree or gitdir link): refused");
-  if (!S_ISDIR (st.st_mode))
-    return sp_make_error (err, 0, "`.git` is not a directory: refused");
-  gitfd = openat (dirfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  gitfd = sp_git_dir_open (dirfd, err);
   if (gitfd < 0)
-    return sp_make_error (err, errno, "open `.git`");
+    return -1;
   if (fstat (gitfd, &st) < 0)
     return sp_make_error (err, errno, "stat `.git`");
 

@@ -707,24 +707,11 @@ sp_git_stage_commit (int seed_dirfd, const char *commit, const struct sp_copy_op
 int
 sp_git_copy_gitdir (int clone_dirfd, int seed_dirfd, const struct sp_copy_options *limits, sp_error_t *err)
 {
-  cleanup_close int src = -1;
+  cleanup_close int src = sp_git_dir_open (clone_dirfd, err);
   cleanup_close int dst = -1;
-  struct stat st, opened;
 
-  if (fstatat (clone_dirfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0)
-    return errno == ENOENT ? sp_make_error (err, 0, "there is no `.git`: not a git clone")
-                           : sp_make_error (err, errno, "stat `.git`");
-  if (S_ISREG (st.st_mode))
-    return sp_make_error (err, 0, "`.git` is a file (a worktree or gitdir link): refused");
-  if (!S_ISDIR (st.st_mode))
-    return sp_make_error (err, 0, "`.git` is not a directory: refused");
-  src = openat (clone_dirfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (src < 0)
-    return sp_make_error (err, errno, "open `.git`");
-  if (fstat (src, &opened) < 0)
-    return sp_make_error (err, errno, "stat `.git`");
-  if (opened.st_dev != st.st_dev || opened.st_ino != st.st_ino)
-    return sp_make_error (err, 0, "`.git` changed while it was opened");
+    return -1;
   if (mkdirat (seed_dirfd, ".git", 0700) < 0)
     return sp_make_error (err, errno, "create the seed's `.git`");
   dst = openat (seed_dirfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
