@@ -183,9 +183,12 @@ stage_one (int run_fd, struct sp_seed *seed, const char *clone, const struct sp_
   return 0;
 }
 
+/* Seeds are made in two passes: GitHub's first, with the token; then the
+   token is wiped, and only then are local clones read.  libgit2 parses a
+   clone's objects, so it never runs while a credential is in memory.  */
 static int
 stage_all (int state_fd, const struct sp_config *config, const struct sp_catalog *catalog,
-           const struct sp_github_source *github, struct sp_staged *staged, sp_error_t *err)
+           struct sp_github_source *github, char **token, struct sp_staged *staged, sp_error_t *err)
 {
   cleanup_close int seeds_fd = -1;
   cleanup_close int run_fd = -1;
@@ -201,15 +204,26 @@ stage_all (int state_fd, const struct sp_config *config, const struct sp_catalog
   if (run_fd < 0)
     return sp_make_error (err, errno, "%s/%s", SP_SEEDS_DIR, staged->run);
 
-  for (size_t i = 0; i < config->n_private_repos; i++)
+  for (int local_pass = 0; local_pass <= 1; local_pass++)
     {
-      struct sp_seed *seed = &staged->seeds[i];
+      if (local_pass)
+        {
+          sp_secret_freep (token);
+          github->token = NULL;
+        }
+      for (size_t i = 0; i < config->n_private_repos; i++)
+        {
+          struct sp_seed *seed = &staged->seeds[i];
+          const char *clone = sp_catalog_lookup (catalog, config->private_repos[i]);
 
-      seed->repo = config->private_repos[i];
-      seed->index = (unsigned)i;
-      if (stage_one (run_fd, seed, sp_catalog_lookup (catalog, seed->repo), github, err) < 0)
-        return sp_error_wrap (err, "%s", seed->repo);
-      staged->n++;
+          if ((clone != NULL) != local_pass)
+            continue;
+          seed->repo = config->private_repos[i];
+          seed->index = (unsigned)i;
+          if (stage_one (run_fd, seed, clone, github, err) < 0)
+            return sp_error_wrap (err, "%s", seed->repo);
+          staged->n++;
+        }
     }
   if (fchmod (run_fd, 0555) < 0)
     return sp_make_error (err, errno, "%s/%s: chmod", SP_SEEDS_DIR, staged->run);
@@ -292,7 +306,7 @@ sp_verb_stage (int argc, char **argv)
       sp_make_error (&err, ENOMEM, "seeds");
       goto out;
     }
-  if (stage_all (state_fd, config, &catalog, &github, &staged, &err) < 0)
+  if (stage_all (state_fd, config, &catalog, &github, &token, &staged, &err) < 0)
     {
       discard_run (state_fd, staged.run);
       goto out;
