@@ -96,7 +96,6 @@
    (tree_copy.c): a path inside the tree, a symlink target, a quoted path in
    an error message, and the deepest tree any caller may ask for.  */
 #define SP_COPY_PATH_MAX        4096
-#define SP_TREE_PATH_MAX        4096 /* TEMPORARY until tree-home lands */
 #define SP_COPY_LINK_MAX        4096
 #define SP_COPY_QUOTE_MAX_CHARS 128
 #define SP_COPY_DEPTH_CEILING   256
