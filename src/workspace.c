@@ -19,8 +19,8 @@
 #include <sealed-probe/bundle.h>
 #include <sealed-probe/cleanup.h>
 
-#include "rmtree.h"
-#include "walk.h"
+#include <sealed-probe/tree_remove.h>
+#include <sealed-probe/tree_walk.h>
 
 #define UPPER_DIR "upper"
 #define WORK_DIR  "work"
@@ -355,8 +355,8 @@ sp_workspace_destroy (struct sp_workspace *ws, sp_error_t *err)
 }
 
 static int
-refuse_mount (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_walk_event event,
-              void *ctx, sp_error_t *err)
+refuse_mount (int dirfd, const char *name, const char *path, const struct stat *st,
+              enum sp_tree_walk_event event, void *ctx, sp_error_t *err)
 {
   const dev_t *top_dev = ctx;
 
@@ -365,7 +365,7 @@ refuse_mount (int dirfd, const char *name, const char *path, const struct stat *
   return 0;
 }
 
-/* sp_remove_tree_at crosses mount points; a tree is only removed after a
+/* sp_tree_remove_at crosses mount points; a tree is only removed after a
    walk found none below it.  */
 static int
 remove_tree_no_mounts (int parentfd, const char *name, sp_error_t *err)
@@ -378,15 +378,15 @@ remove_tree_no_mounts (int parentfd, const char *name, sp_error_t *err)
       if (errno == ENOENT)
         return 0;
       if (errno == ENOTDIR || errno == ELOOP)
-        return sp_remove_tree_at (parentfd, name, err);
+        return sp_tree_remove_at (parentfd, name, err);
       return sp_make_error (err, errno, "open `%s`", name);
     }
   if (fstat (fd, &st) < 0)
     return sp_make_error (err, errno, "stat `%s`", name);
-  if (sp_walk (fd, refuse_mount, &st.st_dev, err) < 0)
+  if (sp_tree_walk (fd, refuse_mount, &st.st_dev, err) < 0)
     return sp_error_wrap (err, "`%s`", name);
   sp_closep (&fd);
-  return sp_remove_tree_at (parentfd, name, err);
+  return sp_tree_remove_at (parentfd, name, err);
 }
 
 /* Unmounts whatever is mounted on parentfd/name, stacked mounts too.  The

@@ -75,7 +75,7 @@
 #define SP_ROOTFS_PATH_MAX    1024 /* bytes of a path inside the tree */
 #define SP_ROOTFS_LINK_MAX    1024 /* bytes of a symlink target */
 
-/* Walks of the tree (tree_digest.c, normalize.c, rmtree.c, rootfs_verify.c):
+/* Walks of the tree (src/tree/, rootfs_verify.c):
    one open directory fd per level.  */
 #define SP_TREE_MAX_DEPTH 64
 

@@ -26,9 +26,9 @@
 #include <sealed-probe/tree_copy.h>
 
 #include "config.h"
-#include "normalize.h"
+#include <sealed-probe/tree_normalize.h>
 #include "options.h"
-#include "rmtree.h"
+#include <sealed-probe/tree_remove.h>
 #include "verbs.h"
 
 #define USAGE                                                                                                \
@@ -131,7 +131,7 @@ preflight (const struct sp_config *config, const struct sp_catalog *catalog, con
 }
 
 /* Produces seeds/RUN/INDEX for one repository: a sanitized copy of its local
-   clone, or its GitHub tarball; then the seed policy (normalize.h), which
+   clone, or its GitHub tarball; then the seed policy (tree_normalize.h), which
    gives it to the probe uid.  The read-only mount, not its modes, keeps it
    unchanged.  */
 static int
@@ -239,7 +239,7 @@ discard_run (int state_fd, const char *run)
       umount2 (proc, MNT_DETACH);
       close (fd);
     }
-  sp_remove_tree_at (seeds_fd, run, &err);
+  sp_tree_remove_at (seeds_fd, run, &err);
 }
 
 int

@@ -16,7 +16,7 @@
 
 #include "build.h"
 #include "skeleton.h"
-#include "walk.h"
+#include <sealed-probe/tree_walk.h>
 
 /* "sha256:" + 64 hex + "\n".  */
 #define DIGEST_FILE_LEN (SP_DIGEST_TEXT_SIZE - 1 + 1)
@@ -66,10 +66,10 @@ check_read_only (const char *path, const struct stat *st, sp_error_t *err)
 /* /tmp's mount point is the one writable entry (skeleton.h): root's, exactly
    its mode, and empty.  */
 static int
-on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_walk_event event,
+on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_tree_walk_event event,
           void *ctx, sp_error_t *err)
 {
-  if (event != SP_WALK_ENTRY)
+  if (event != SP_TREE_WALK_ENTRY)
     return 0;
   if (strncmp (path, SP_ROOTFS_TMP_DIR "/", sizeof (SP_ROOTFS_TMP_DIR)) == 0)
     return sp_make_error (err, 0, "`%s`: the `%s` mount point must be empty", path, SP_ROOTFS_TMP_DIR);
@@ -107,7 +107,7 @@ sp_rootfs_verify (const char *dir, struct sp_rootfs_info *info, sp_error_t *err)
 
   if (fstat (rootfd, &st) < 0)
     return sp_make_error (err, errno, "stat `%s/%s`", dir, SP_ROOTFS_ROOT_DIR);
-  if (check_read_only (SP_ROOTFS_ROOT_DIR, &st, err) < 0 || sp_walk (rootfd, on_entry, NULL, err) < 0
+  if (check_read_only (SP_ROOTFS_ROOT_DIR, &st, err) < 0 || sp_tree_walk (rootfd, on_entry, NULL, err) < 0
       || sp_rootfs_check_skeleton (rootfd, err) < 0)
     return sp_error_wrap (err, "`%s/%s`", dir, SP_ROOTFS_ROOT_DIR);
 

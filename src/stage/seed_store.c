@@ -23,7 +23,7 @@
 #include <sealed-probe/tree_digest.h>
 #include <sealed-probe/yajl_util.h>
 
-#include "rmtree.h"
+#include <sealed-probe/tree_remove.h>
 
 #define STAGED_VERSION   1
 #define STAGED_MAX_BYTES (256 * 1024)
@@ -353,7 +353,7 @@ sp_seed_store_reset (int state_dirfd, sp_error_t *err)
     {
       if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
         continue;
-      if (unseal (seeds_fd, de->d_name, err) < 0 || sp_remove_tree_at (seeds_fd, de->d_name, err) < 0)
+      if (unseal (seeds_fd, de->d_name, err) < 0 || sp_tree_remove_at (seeds_fd, de->d_name, err) < 0)
         return sp_error_wrap (err, "reset");
     }
   if (errno != 0)

@@ -1,6 +1,6 @@
-/* Tree removal: see rmtree.h.  */
+/* Tree removal: see include/sealed-probe/tree_remove.h.  */
 #define _GNU_SOURCE
-#include "rmtree.h"
+#include <sealed-probe/tree_remove.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,16 +9,16 @@
 
 #include <sealed-probe/cleanup.h>
 
-#include "walk.h"
+#include <sealed-probe/tree_walk.h>
 
 static int
-on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_walk_event event,
+on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_tree_walk_event event,
           void *ctx, sp_error_t *err)
 {
   if (S_ISDIR (st->st_mode))
     {
       /* Down: make it listable and writable.  Up: it is empty now.  */
-      if (event == SP_WALK_ENTRY)
+      if (event == SP_TREE_WALK_ENTRY)
         {
           if (fchmodat (dirfd, name, 0700, 0) < 0)
             return sp_make_error (err, errno, "chmod `%s`", path);
@@ -34,7 +34,7 @@ on_entry (int dirfd, const char *name, const char *path, const struct stat *st, 
 }
 
 int
-sp_remove_tree_at (int parentfd, const char *name, sp_error_t *err)
+sp_tree_remove_at (int parentfd, const char *name, sp_error_t *err)
 {
   cleanup_close int fd = -1;
   struct stat st;
@@ -52,7 +52,7 @@ sp_remove_tree_at (int parentfd, const char *name, sp_error_t *err)
   fd = openat (parentfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return sp_make_error (err, errno, "open `%s`", name);
-  if (sp_walk (fd, on_entry, NULL, err) < 0)
+  if (sp_tree_walk (fd, on_entry, NULL, err) < 0)
     return sp_error_wrap (err, "remove `%s`", name);
   if (unlinkat (parentfd, name, AT_REMOVEDIR) < 0)
     return sp_make_error (err, errno, "remove `%s`", name);

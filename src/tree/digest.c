@@ -14,7 +14,7 @@
 #include <sealed-probe/cleanup.h>
 
 #include <sealed-probe/bounds.h>
-#include "walk.h"
+#include <sealed-probe/tree_walk.h>
 
 /* Hashed first, so that a future encoding can never collide with this one.  */
 #define TREE_DIGEST_MAGIC "sealed-probe tree digest 1\n"
@@ -71,14 +71,14 @@ file_sha256 (int dirfd, const char *name, const char *path, const struct stat *s
 }
 
 static int
-on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_walk_event event,
+on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_tree_walk_event event,
           void *ctx_, sp_error_t *err)
 {
   struct sp_sha256 *ctx = ctx_;
   size_t path_len = strlen (path);
   uint8_t type;
 
-  if (event != SP_WALK_ENTRY)
+  if (event != SP_TREE_WALK_ENTRY)
     return 0;
   if (S_ISDIR (st->st_mode))
     type = 'd';
@@ -131,7 +131,7 @@ sp_tree_digest (int dirfd, char out[SP_DIGEST_TEXT_SIZE], sp_error_t *err)
 
   sp_sha256_init (&ctx);
   sp_sha256_update (&ctx, TREE_DIGEST_MAGIC, strlen (TREE_DIGEST_MAGIC));
-  if (sp_walk (dirfd, on_entry, &ctx, err) < 0)
+  if (sp_tree_walk (dirfd, on_entry, &ctx, err) < 0)
     return sp_error_wrap (err, "digest the tree");
   sp_sha256_final (&ctx, digest);
   sp_sha256_digest_text (digest, out);

@@ -1,6 +1,6 @@
-/* Normalization: see normalize.h.  */
+/* Normalization: see include/sealed-probe/tree_normalize.h.  */
 #define _GNU_SOURCE
-#include "normalize.h"
+#include <sealed-probe/tree_normalize.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include <sealed-probe/bounds.h>
-#include "walk.h"
+#include <sealed-probe/tree_walk.h>
 
 static const struct timespec fixed_times[2] = {
   { .tv_sec = SP_ROOTFS_MTIME, .tv_nsec = 0 },
@@ -61,11 +61,11 @@ normalize_one (int dirfd, const char *name, const char *path, const struct stat 
 }
 
 static int
-on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_walk_event event,
+on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_tree_walk_event event,
           void *ctx, sp_error_t *err)
 {
   /* A directory waits until its children are done: deepest first.  */
-  if (S_ISDIR (st->st_mode) != (event == SP_WALK_DIR_DONE))
+  if (S_ISDIR (st->st_mode) != (event == SP_TREE_WALK_DIR_DONE))
     return 0;
   return normalize_one (dirfd, name, path, st, ctx, err);
 }
@@ -73,7 +73,7 @@ on_entry (int dirfd, const char *name, const char *path, const struct stat *st, 
 int
 sp_tree_normalize (int rootfd, const struct sp_normalize_policy *policy, sp_error_t *err)
 {
-  if (sp_walk (rootfd, on_entry, (void *)policy, err) < 0)
+  if (sp_tree_walk (rootfd, on_entry, (void *)policy, err) < 0)
     return -1;
   if (fchown (rootfd, policy->uid, policy->gid) < 0)
     return sp_make_error (err, errno, "chown the tree's root to %u:%u (this needs root)",

@@ -1,6 +1,6 @@
-/* The tree walk: see walk.h.  */
+/* The tree walk: see include/sealed-probe/tree_walk.h.  */
 #define _GNU_SOURCE
-#include "walk.h"
+#include <sealed-probe/tree_walk.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <sealed-probe/dir_names.h>
 
 static int
-walk_dir (int dirfd, char *path, size_t path_len, int depth, sp_walk_fn fn, void *ctx, sp_error_t *err)
+walk_dir (int dirfd, char *path, size_t path_len, int depth, sp_tree_walk_fn fn, void *ctx, sp_error_t *err)
 {
   cleanup_dir_names struct sp_dir_names names = { 0 };
 
@@ -32,7 +32,7 @@ walk_dir (int dirfd, char *path, size_t path_len, int depth, sp_walk_fn fn, void
 
       if (fstatat (dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return sp_make_error (err, errno, "stat `%s`", path);
-      if (fn (dirfd, name, path, &st, SP_WALK_ENTRY, ctx, err) < 0)
+      if (fn (dirfd, name, path, &st, SP_TREE_WALK_ENTRY, ctx, err) < 0)
         return -1;
       if (S_ISDIR (st.st_mode))
         {
@@ -50,7 +50,7 @@ walk_dir (int dirfd, char *path, size_t path_len, int depth, sp_walk_fn fn, void
             return -1;
           if (fstat (child, &opened) < 0)
             return sp_make_error (err, errno, "stat `%s`", path);
-          if (fn (dirfd, name, path, &opened, SP_WALK_DIR_DONE, ctx, err) < 0)
+          if (fn (dirfd, name, path, &opened, SP_TREE_WALK_DIR_DONE, ctx, err) < 0)
             return -1;
         }
       path[path_len] = '\0';
@@ -59,7 +59,7 @@ walk_dir (int dirfd, char *path, size_t path_len, int depth, sp_walk_fn fn, void
 }
 
 int
-sp_walk (int rootfd, sp_walk_fn fn, void *ctx, sp_error_t *err)
+sp_tree_walk (int rootfd, sp_tree_walk_fn fn, void *ctx, sp_error_t *err)
 {
   char path[SP_ROOTFS_PATH_MAX];
 
