@@ -23,10 +23,10 @@
 #include <sealed-probe/seed_store.h>
 #include <sealed-probe/sha256.h>
 #include <sealed-probe/tree_copy.h>
+#include <sealed-probe/tree_remove.h>
 
 #include "config.h"
 #include "options.h"
-#include <sealed-probe/tree_remove.h>
 #include "verbs.h"
 
 #define USAGE                                                                                                \

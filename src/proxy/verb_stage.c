@@ -24,11 +24,11 @@
 #include <sealed-probe/secret_env.h>
 #include <sealed-probe/seed_store.h>
 #include <sealed-probe/tree_copy.h>
+#include <sealed-probe/tree_normalize.h>
+#include <sealed-probe/tree_remove.h>
 
 #include "config.h"
-#include <sealed-probe/tree_normalize.h>
 #include "options.h"
-#include <sealed-probe/tree_remove.h>
 #include "verbs.h"
 
 #define USAGE                                                                                                \

@@ -12,6 +12,7 @@
 
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/fileio.h>
+#include <sealed-probe/quote.h>
 #include <sealed-probe/tree_digest.h>
 
 #include "build.h"
@@ -48,18 +49,22 @@ read_recorded_digest (int dirfd, char out[SP_DIGEST_TEXT_SIZE], sp_error_t *err)
 static int
 check_read_only (const char *path, const struct stat *st, sp_error_t *err)
 {
+  char q[SP_QUOTE_BUF_SIZE];
+
   if (st->st_uid != 0 || st->st_gid != 0)
-    return sp_make_error (err, 0, "`%s` is owned by %u:%u, not 0:0", path, (unsigned)st->st_uid,
-                          (unsigned)st->st_gid);
+    return sp_make_error (err, 0, "`%s` is owned by %u:%u, not 0:0", sp_quote_name (path, q),
+                          (unsigned)st->st_uid, (unsigned)st->st_gid);
   if (!S_ISDIR (st->st_mode) && !S_ISREG (st->st_mode) && !S_ISLNK (st->st_mode))
-    return sp_make_error (err, 0, "`%s` is neither a directory, a regular file nor a symlink", path);
+    return sp_make_error (err, 0, "`%s` is neither a directory, a regular file nor a symlink",
+                          sp_quote_name (path, q));
   if (S_ISLNK (st->st_mode))
     return 0; /* a symlink's mode is always 0777 and never used */
   if (st->st_mode & 0222)
-    return sp_make_error (err, 0, "`%s` is writable (mode %04o)", path, (unsigned)(st->st_mode & 07777));
-  if (st->st_mode & (S_ISUID | S_ISGID | S_ISVTX))
-    return sp_make_error (err, 0, "`%s` has a setuid, setgid or sticky bit (mode %04o)", path,
+    return sp_make_error (err, 0, "`%s` is writable (mode %04o)", sp_quote_name (path, q),
                           (unsigned)(st->st_mode & 07777));
+  if (st->st_mode & (S_ISUID | S_ISGID | S_ISVTX))
+    return sp_make_error (err, 0, "`%s` has a setuid, setgid or sticky bit (mode %04o)",
+                          sp_quote_name (path, q), (unsigned)(st->st_mode & 07777));
   return 0;
 }
 
@@ -69,16 +74,19 @@ static int
 on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_tree_walk_event event,
           void *ctx, sp_error_t *err)
 {
+  char q[SP_QUOTE_BUF_SIZE];
+
   if (event != SP_TREE_WALK_ENTRY)
     return 0;
   if (strncmp (path, SP_ROOTFS_TMP_DIR "/", sizeof (SP_ROOTFS_TMP_DIR)) == 0)
-    return sp_make_error (err, 0, "`%s`: the `%s` mount point must be empty", path, SP_ROOTFS_TMP_DIR);
+    return sp_make_error (err, 0, "`%s`: the `%s` mount point must be empty", sp_quote_name (path, q),
+                          SP_ROOTFS_TMP_DIR);
   if (strcmp (path, SP_ROOTFS_TMP_DIR) == 0)
     {
       if (!S_ISDIR (st->st_mode) || st->st_uid != 0 || st->st_gid != 0
           || (st->st_mode & 07777) != SP_ROOTFS_TMP_MODE)
-        return sp_make_error (err, 0, "`%s` must be a directory of 0:0 with mode %04o", path,
-                              SP_ROOTFS_TMP_MODE);
+        return sp_make_error (err, 0, "`%s` must be a directory of 0:0 with mode %04o",
+                              sp_quote_name (path, q), SP_ROOTFS_TMP_MODE);
       return 0;
     }
   return check_read_only (path, st, err);

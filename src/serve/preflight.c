@@ -14,9 +14,9 @@
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/bundle.h>
 #include <sealed-probe/cleanup.h>
+#include <sealed-probe/tree_walk.h>
 
 #include "serve.h"
-#include <sealed-probe/tree_walk.h>
 
 #define TMPFS_PAGE 4096ULL
 
