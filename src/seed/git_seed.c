@@ -23,6 +23,7 @@
 #include <sealed-probe/fileio.h>
 #include <sealed-probe/open_beneath.h>
 #include <sealed-probe/quote.h>
+#include <sealed-probe/tree_remove.h>
 
 /* ---- Reading the commit ------------------------------------------------ */
 
@@ -510,53 +511,6 @@ parse_config (const char *s, size_t len, struct git_format *f, sp_error_t *err)
 
 /* ---- Sanitizing --------------------------------------------------------- */
 
-static int remove_entry_at (int dirfd, const char *name, const char *path, unsigned depth, sp_error_t *err);
-
-/* Removes the children of dirfd, never following a symlink.  */
-static int
-empty_dir (int dirfd, const char *path, unsigned depth, sp_error_t *err)
-{
-  cleanup_dir_names struct sp_dir_names names = { 0 };
-  char q[SP_QUOTE_BUF_SIZE];
-
-  if (sp_dir_names_read (dirfd, &names, err) < 0)
-    return sp_error_wrap (err, "list `%s`", sp_quote_name (*path ? path : ".", q));
-  for (size_t i = 0; i < names.len; i++)
-    if (remove_entry_at (dirfd, names.v[i], path, depth + 1, err) < 0)
-      return -1;
-  return 0;
-}
-
-static int
-remove_entry_at (int dirfd, const char *name, const char *path, unsigned depth, sp_error_t *err)
-{
-  char q[SP_QUOTE_BUF_SIZE];
-  struct stat st;
-
-  if (fstatat (dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-    return errno == ENOENT ? 0 : sp_make_error (err, errno, "stat `%s/%s`", path, sp_quote_name (name, q));
-  if (S_ISDIR (st.st_mode))
-    {
-      cleanup_close int fd = -1;
-
-      if (depth > SP_COPY_DEPTH_CEILING)
-        return sp_make_error (err, 0, "`%s` is too deep to remove", path);
-      if (fchmodat (dirfd, name, 0700, 0) < 0)
-        return sp_make_error (err, errno, "chmod `%s/%s`", path, sp_quote_name (name, q));
-      fd = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (fd < 0)
-        return sp_make_error (err, errno, "open `%s/%s`", path, sp_quote_name (name, q));
-      if (empty_dir (fd, path, depth, err) < 0)
-        return -1;
-      if (unlinkat (dirfd, name, AT_REMOVEDIR) < 0)
-        return sp_make_error (err, errno, "remove `%s/%s`", path, sp_quote_name (name, q));
-      return 0;
-    }
-  if (unlinkat (dirfd, name, 0) < 0)
-    return sp_make_error (err, errno, "remove `%s/%s`", path, sp_quote_name (name, q));
-  return 0;
-}
-
 /* Fails naming path when it exists below dirfd (or cannot be looked at
    without following a symlink).  */
 static int
@@ -671,8 +625,8 @@ prune_git_dir (int gitfd, sp_error_t *err)
           }
       if (!keep && S_ISREG (st.st_mode) && is_shared_index (name))
         keep = true;
-      if (!keep && remove_entry_at (gitfd, name, ".git", 1, err) < 0)
-        return -1;
+      if (!keep && sp_tree_remove_at (gitfd, name, err) < 0)
+        return sp_error_wrap (err, "prune `.git`");
     }
   for (size_t i = 0; i < sizeof (kept) / sizeof (kept[0]); i++)
     if (kept[i].required && !present[i])
