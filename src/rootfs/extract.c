@@ -177,6 +177,13 @@ extract_entry (struct sp_extract *x, struct archive *in, struct archive_entry *e
   if (is_hardlink && check_hardlink (x, entry, target, err) < 0)
     return -1;
 
+  /* Sizes before bytes: a member's declared size counts before anything of
+     it is written; the bytes copied count too (sp_archive_copy_data).  */
+  if (!is_hardlink && archive_entry_filetype (entry) == AE_IFREG && archive_entry_size_is_set (entry)
+      && (archive_entry_size (entry) < 0
+          || (uint64_t)archive_entry_size (entry) > (uint64_t)SP_ROOTFS_MAX_BYTES - x->bytes))
+    return sp_make_error (err, 0, "%lld bytes: the packages would hold more than %lld bytes",
+                          (long long)archive_entry_size (entry), (long long)SP_ROOTFS_MAX_BYTES);
   sanitize (entry, path, is_hardlink ? target : NULL);
   if (archive_write_header (x->disk, entry) != ARCHIVE_OK)
     return sp_make_error (err, 0, "libarchive refused it: %s", sp_archive_message (x->disk));

@@ -135,6 +135,13 @@ copy_file (int srcdir, int dstdir, const char *name, const struct stat *st, stru
     return sp_make_error (err, 0, "`%s` changed during the copy", shown (ctx->path, q));
   if (opened.st_nlink > 1 && note_link (ctx, &opened, err) < 0)
     return -1;
+  /* Sizes before bytes: the apparent size counts before anything is
+     written, so an oversized or sparse file is refused at once and costs no
+     disk.  The bytes read still count below, for a file that grows.  */
+  if ((uint64_t)opened.st_size > ctx->limits->max_bytes - ctx->bytes)
+    return sp_make_error (err, 0, "the tree holds more than %llu bytes of files (at `%s`, %lld bytes)",
+                          (unsigned long long)ctx->limits->max_bytes, shown (ctx->path, q),
+                          (long long)opened.st_size);
 
   out = TEMP_FAILURE_RETRY (
       openat (dstdir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
