@@ -18,9 +18,8 @@
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/bundle.h>
 #include <sealed-probe/cleanup.h>
-
-#include "rmtree.h"
-#include "walk.h"
+#include <sealed-probe/quote.h>
+#include <sealed-probe/tree_remove.h>
 
 #define UPPER_DIR "upper"
 #define WORK_DIR  "work"
@@ -354,41 +353,6 @@ sp_workspace_destroy (struct sp_workspace *ws, sp_error_t *err)
   return 0;
 }
 
-static int
-refuse_mount (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_walk_event event,
-              void *ctx, sp_error_t *err)
-{
-  const dev_t *top_dev = ctx;
-
-  if (st->st_dev != *top_dev)
-    return sp_make_error (err, 0, "`%s` is a mount point", path);
-  return 0;
-}
-
-/* sp_remove_tree_at crosses mount points; a tree is only removed after a
-   walk found none below it.  */
-static int
-remove_tree_no_mounts (int parentfd, const char *name, sp_error_t *err)
-{
-  cleanup_close int fd = openat (parentfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  struct stat st;
-
-  if (fd < 0)
-    {
-      if (errno == ENOENT)
-        return 0;
-      if (errno == ENOTDIR || errno == ELOOP)
-        return sp_remove_tree_at (parentfd, name, err);
-      return sp_make_error (err, errno, "open `%s`", name);
-    }
-  if (fstat (fd, &st) < 0)
-    return sp_make_error (err, errno, "stat `%s`", name);
-  if (sp_walk (fd, refuse_mount, &st.st_dev, err) < 0)
-    return sp_error_wrap (err, "`%s`", name);
-  sp_closep (&fd);
-  return sp_remove_tree_at (parentfd, name, err);
-}
-
 /* Unmounts whatever is mounted on parentfd/name, stacked mounts too.  The
    path goes through /proc/self/fd/PARENT: the parent fd is not on the mount,
    so it does not keep it busy.  */
@@ -396,6 +360,7 @@ static int
 unmount_all_at (int parentfd, const char *name, sp_error_t *err)
 {
   char path[PATH_MAX];
+  char q[SP_QUOTE_BUF_SIZE];
 
   snprintf (path, sizeof (path), "/proc/self/fd/%d/%s", parentfd, name);
   for (int i = 0; i < STACKED_MOUNTS_MAX; i++)
@@ -403,23 +368,25 @@ unmount_all_at (int parentfd, const char *name, sp_error_t *err)
       bool mounted;
 
       if (is_mount_point (parentfd, name, &mounted) < 0)
-        return sp_make_error (err, errno, "stat `%s`", name);
+        return sp_make_error (err, errno, "stat `%s`", sp_quote_name (name, q));
       if (!mounted)
         return 0;
       if (umount_retry (path) < 0)
-        return sp_make_error (err, errno, "unmount `%s`", name);
+        return sp_make_error (err, errno, "unmount `%s`", sp_quote_name (name, q));
     }
-  return sp_make_error (err, 0, "unmount `%s`: more than %d mounts", name, STACKED_MOUNTS_MAX);
+  return sp_make_error (err, 0, "unmount `%s`: more than %d mounts", sp_quote_name (name, q),
+                        STACKED_MOUNTS_MAX);
 }
 
 /* One orphaned invocation: the overlay on bundle/repo, then the tmpfs.  */
 static int
 remove_inv (int run_fd, const char *inv, sp_error_t *err)
 {
+  char q[SP_QUOTE_BUF_SIZE];
   bool mounted;
 
   if (is_mount_point (run_fd, inv, &mounted) < 0)
-    return sp_make_error (err, errno, "stat `%s`", inv);
+    return sp_make_error (err, errno, "stat `%s`", sp_quote_name (inv, q));
   if (mounted)
     {
       cleanup_close int inv_fd = openat (run_fd, inv, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -427,15 +394,15 @@ remove_inv (int run_fd, const char *inv, sp_error_t *err)
       int ret;
 
       if (inv_fd < 0)
-        return sp_make_error (err, errno, "open `%s`", inv);
+        return sp_make_error (err, errno, "open `%s`", sp_quote_name (inv, q));
       bundle_fd = openat (inv_fd, SP_WORKSPACE_BUNDLE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (bundle_fd >= 0)
         {
           if (unmount_all_at (bundle_fd, SP_BUNDLE_REPO, err) < 0)
-            return sp_error_wrap (err, "%s/%s", inv, SP_WORKSPACE_BUNDLE);
+            return sp_error_wrap (err, "%s/%s", sp_quote_name (inv, q), SP_WORKSPACE_BUNDLE);
         }
       else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
-        return sp_make_error (err, errno, "open `%s/%s`", inv, SP_WORKSPACE_BUNDLE);
+        return sp_make_error (err, errno, "open `%s/%s`", sp_quote_name (inv, q), SP_WORKSPACE_BUNDLE);
       /* Our fds on the tmpfs would keep it busy.  */
       sp_closep (&bundle_fd);
       sp_closep (&inv_fd);
@@ -443,7 +410,7 @@ remove_inv (int run_fd, const char *inv, sp_error_t *err)
       if (ret < 0)
         return ret;
     }
-  return remove_tree_no_mounts (run_fd, inv, err);
+  return sp_tree_remove_at (run_fd, inv, err);
 }
 
 static int
@@ -476,7 +443,7 @@ remove_run (int work_dirfd, const char *run, sp_error_t *err)
     return sp_make_error (err, errno, "read `%s`", run);
   sp_closedirp (&dir);
   sp_closep (&run_fd);
-  return remove_tree_no_mounts (work_dirfd, run, err);
+  return sp_tree_remove_at (work_dirfd, run, err);
 }
 
 int

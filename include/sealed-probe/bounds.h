@@ -72,14 +72,20 @@
 /* The extracted tree (extract.c): every package together.  */
 #define SP_ROOTFS_MAX_ENTRIES (100 * 1000)
 #define SP_ROOTFS_MAX_BYTES   (1024LL * 1024 * 1024)
-#define SP_ROOTFS_PATH_MAX    1024 /* bytes of a path inside the tree */
 #define SP_ROOTFS_LINK_MAX    1024 /* bytes of a symlink target */
 
-/* Walks of the tree (tree_digest.c, normalize.c, rmtree.c, rootfs_verify.c):
-   one open directory fd per level.  */
+/* Every tree: seeds, clones, tarballs, snapshots and the rootfs
+   (docs/staging.md, "Paths and names").  A path inside a tree is at most
+   SP_TREE_PATH_MAX - 1 bytes, for every walk over one (src/tree/, the copy,
+   the extractors); removal (sp_tree_remove_at) has no path limit at all.
+   The walks hold one open directory fd per level, up to SP_TREE_MAX_DEPTH.  */
+#define SP_TREE_PATH_MAX  4096 /* bytes, the NUL included */
 #define SP_TREE_MAX_DEPTH 64
+/* A name from a tree in an operator message (sp_quote_name, quote.h): at
+   most this many of its bytes are shown.  */
+#define SP_QUOTE_MAX_CHARS 128
 
-/* Normalization (normalize.c): every entry gets this mtime (the epoch).  */
+/* Normalization (src/tree/normalize.c): every entry gets this mtime (the epoch).  */
 #define SP_ROOTFS_MTIME 0
 
 /* The seccomp profile document (docs/seccomp.md).  */
@@ -93,15 +99,13 @@
 #define SP_SECCOMP_BPF_MAX_INSNS 4096 /* the kernel's BPF_MAXINSNS */
 
 /* Local clones (docs/staging.md, "Local clones").  The safe tree copy
-   (tree_copy.c): a path inside the tree, a symlink target, a quoted path in
-   an error message, and the deepest tree any caller may ask for.  */
-#define SP_COPY_PATH_MAX        4096
-#define SP_COPY_LINK_MAX        4096
-#define SP_COPY_QUOTE_MAX_CHARS 128
-#define SP_COPY_DEPTH_CEILING   256
-#define SP_SEED_MAX_BYTES       (4ULL << 30) /* the default limits of one seed */
-#define SP_SEED_MAX_ENTRIES     (500ULL * 1000)
-#define SP_SEED_MAX_DEPTH       60 /* below the tree walks' SP_TREE_MAX_DEPTH */
+   (tree_copy.c): a symlink target, and the deepest tree any caller may ask
+   for.  */
+#define SP_COPY_LINK_MAX      4096
+#define SP_COPY_DEPTH_CEILING 256
+#define SP_SEED_MAX_BYTES     (4ULL << 30) /* the default limits of one seed */
+#define SP_SEED_MAX_ENTRIES   (500ULL * 1000)
+#define SP_SEED_MAX_DEPTH     60 /* below the tree walks' SP_TREE_MAX_DEPTH */
 /* Git metadata (git_seed.c): HEAD and loose ref files, a ref name, the
    packed-refs and config files, one config value, and symbolic-ref levels.  */
 #define SP_GIT_REF_FILE_MAX_BYTES    1100
@@ -130,7 +134,7 @@
 #define SP_GITHUB_LOW_SPEED_BYTES           1024 /* per second, sustained for ... */
 #define SP_GITHUB_LOW_SPEED_SECONDS         60   /* ... this long, or the transfer is abandoned */
 #define SP_GITHUB_TIMEOUT_SECONDS           1800 /* one request, whole */
-#define SP_TARBALL_PATH_MAX                 4096 /* bytes of a member's name */
+#define SP_TARBALL_TOP_MAX                  255  /* bytes of the top directory's name, one component */
 #define SP_TARBALL_LINK_MAX                 4096 /* bytes of a symlink target */
 #define SP_TARBALL_READ_BLOCK               (64 * 1024)
 /* The integrity pass inflates the whole stream before anything is written:

@@ -70,7 +70,22 @@ int sp_seed_verify (int state_dirfd, const char *run, const struct sp_seed *seed
    noexec), so that not even root on the host can change a seed by accident.  */
 int sp_seed_run_seal (int state_dirfd, const char *run, sp_error_t *err);
 
-/* Unmounts and removes every run under seeds/, and staged.json.  */
-int sp_seed_store_reset (int state_dirfd, sp_error_t *err);
+/* What sp_seed_store_reset could not remove: one error each, in order.  */
+struct sp_reset_report
+{
+  sp_error_t *left;
+  size_t n;
+};
+
+/* Removes staged.json, then unmounts and removes every run under seeds/,
+   then seeds/ itself.  It goes as far as it can: something that stays (a
+   busy mount, an immutable file) does not stop the rest, and a second call
+   once the obstacle is gone finishes the job.  Returns 0 when nothing is
+   left; otherwise -1 with the first failure in *err and, when report is not
+   NULL, every failure in it (names quoted, one line each).  */
+int sp_seed_store_reset (int state_dirfd, struct sp_reset_report *report, sp_error_t *err);
+
+void sp_reset_report_release (struct sp_reset_report *report);
+#define cleanup_reset_report __attribute__ ((cleanup (sp_reset_report_release)))
 
 #endif

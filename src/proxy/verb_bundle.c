@@ -23,10 +23,10 @@
 #include <sealed-probe/seed_store.h>
 #include <sealed-probe/sha256.h>
 #include <sealed-probe/tree_copy.h>
+#include <sealed-probe/tree_remove.h>
 
 #include "config.h"
 #include "options.h"
-#include "rmtree.h"
 #include "verbs.h"
 
 #define USAGE                                                                                                \
@@ -84,7 +84,7 @@ remove_bundle_dir (const char *path, int dirfd)
 
   for (size_t i = 0; i < sizeof (files) / sizeof (files[0]); i++)
     unlinkat (dirfd, files[i], 0);
-  if (sp_remove_tree_at (dirfd, SP_BUNDLE_REPO, &err) < 0)
+  if (sp_tree_remove_at (dirfd, SP_BUNDLE_REPO, &err) < 0)
     sp_error_release (&err);
   rmdir (path);
 }

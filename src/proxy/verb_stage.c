@@ -25,11 +25,11 @@
 #include <sealed-probe/secret_env.h>
 #include <sealed-probe/seed_store.h>
 #include <sealed-probe/tree_copy.h>
+#include <sealed-probe/tree_normalize.h>
+#include <sealed-probe/tree_remove.h>
 
 #include "config.h"
-#include "normalize.h"
 #include "options.h"
-#include "rmtree.h"
 #include "verbs.h"
 
 #define USAGE                                                                                                \
@@ -132,7 +132,7 @@ preflight (const struct sp_config *config, const struct sp_catalog *catalog, con
 }
 
 /* Produces seeds/RUN/INDEX for one repository: a sanitized copy of its local
-   clone, or its GitHub tarball; then the seed policy (normalize.h), which
+   clone, or its GitHub tarball; then the seed policy (tree_normalize.h), which
    gives it to the probe uid.  The read-only mount, not its modes, keeps it
    unchanged.  */
 static int
@@ -237,13 +237,16 @@ stage_all (int state_fd, const struct sp_config *config, const struct sp_catalog
   return sp_staged_write (state_fd, staged, err);
 }
 
-/* A failed stage leaves nothing: the run's mount and directory go.  */
+/* A failed stage leaves nothing: the run's mount and directory go.  The
+   removal has no path or depth limit, so whatever the failed seed held
+   goes; should something stay all the same, *err (the stage's failure)
+   says so too.  */
 static void
-discard_run (int state_fd, const char *run)
+discard_run (int state_fd, const char *run, sp_error_t *err)
 {
   cleanup_close int seeds_fd
       = openat (state_fd, SP_SEEDS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  cleanup_error sp_error_t err = NULL;
+  cleanup_error sp_error_t left = NULL;
   char proc[64];
   int fd;
 
@@ -256,7 +259,13 @@ discard_run (int state_fd, const char *run)
       umount2 (proc, MNT_DETACH);
       close (fd);
     }
-  sp_remove_tree_at (seeds_fd, run, &err);
+  if (sp_tree_remove_at (seeds_fd, run, &left) < 0)
+    {
+      cleanup_error sp_error_t stage_err = get_and_reset (err);
+
+      sp_make_error (err, 0, "%s (and the failed run stays: %s/%s; run unstage)",
+                     sp_error_message (stage_err), SP_SEEDS_DIR, sp_error_message (left));
+    }
 }
 
 int
@@ -308,7 +317,7 @@ sp_verb_stage (int argc, char **argv)
     }
   if (stage_all (state_fd, config, &catalog, &github, &token, &staged, &err) < 0)
     {
-      discard_run (state_fd, staged.run);
+      discard_run (state_fd, staged.run, &err);
       goto out;
     }
   for (size_t i = 0; i < staged.n; i++)

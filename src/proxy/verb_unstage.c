@@ -16,6 +16,7 @@ int
 sp_verb_unstage (int argc, char **argv)
 {
   cleanup_error sp_error_t err = NULL;
+  cleanup_reset_report struct sp_reset_report left = { 0 };
   cleanup_close int state_fd = -1;
   const char *state = NULL;
   const struct sp_option options[] = { { .name = "--state", .value = &state } };
@@ -25,9 +26,22 @@ sp_verb_unstage (int argc, char **argv)
     return ret < 0 ? SP_EXIT_OK : ret;
   if (state == NULL)
     state = SP_DEFAULT_STATE;
-  if (sp_state_open (state, 0, &state_fd, &err) < 0 || sp_seed_store_reset (state_fd, &err) < 0)
+  if (sp_state_open (state, 0, &state_fd, &err) < 0)
     {
       sp_verb_report ("unstage", "%s", sp_error_message (err));
+      return SP_EXIT_FAIL;
+    }
+  /* Whatever stays is reported, one line each; a second unstage, once the
+     obstacle is gone, finishes the job.  */
+  if (sp_seed_store_reset (state_fd, &left, &err) < 0)
+    {
+      if (left.n == 0)
+        sp_verb_report ("unstage", "%s", sp_error_message (err));
+      for (size_t i = 0; i < left.n; i++)
+        sp_verb_report ("unstage", "%s", sp_error_message (left.left[i]));
+      sp_verb_report ("unstage",
+                      "%zu thing(s) in %s could not be removed; remove the obstacle and run unstage again",
+                      left.n ? left.n : 1, state);
       return SP_EXIT_FAIL;
     }
   printf ("unstaged every seed in %s\n", state);

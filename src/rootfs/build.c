@@ -20,8 +20,8 @@
 #include "deb.h"
 #include "extract.h"
 #include "lock.h"
-#include "normalize.h"
-#include "rmtree.h"
+#include <sealed-probe/tree_normalize.h>
+#include <sealed-probe/tree_remove.h>
 #include "skeleton.h"
 
 /* Debian's name for the architecture this builder runs on; a lock entry must
@@ -220,7 +220,7 @@ sp_rootfs_build (const char *lock_path, const char *debs_dir, const char *out_di
   /* Any failure: nothing of the build stays.  */
   {
     sp_error_t cleanup_err = NULL;
-    if (sp_remove_tree_at (parentfd, tmp, &cleanup_err) < 0)
+    if (sp_tree_remove_at (parentfd, tmp, &cleanup_err) < 0)
       {
         sp_error_wrap (err, "the temporary `%s` is left behind (removing it failed: %s); the build failed",
                        tmp, sp_error_message (cleanup_err));

@@ -5,7 +5,7 @@
 #include <string.h>
 
 int
-sp_entry_path_clean (const char *raw, char out[SP_ROOTFS_PATH_MAX], sp_error_t *err)
+sp_entry_path_clean (const char *raw, char out[SP_TREE_PATH_MAX], sp_error_t *err)
 {
   const char *p = raw;
   size_t len;
@@ -21,8 +21,8 @@ sp_entry_path_clean (const char *raw, char out[SP_ROOTFS_PATH_MAX], sp_error_t *
   /* A directory member ends with one '/'.  */
   if (len > 0 && p[len - 1] == '/')
     len--;
-  if (len >= SP_ROOTFS_PATH_MAX)
-    return sp_make_error (err, 0, "path longer than %d bytes", SP_ROOTFS_PATH_MAX - 1);
+  if (len >= SP_TREE_PATH_MAX)
+    return sp_make_error (err, 0, "path longer than %d bytes", SP_TREE_PATH_MAX - 1);
 
   for (size_t start = 0, depth = 1; start < len; depth++)
     {

@@ -15,6 +15,7 @@
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/open_beneath.h>
+#include <sealed-probe/quote.h>
 
 #include "entry_path.h"
 #include "prune.h"
@@ -22,9 +23,6 @@
 #define DISK_OPTIONS                                                                                         \
   (ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS                                         \
    | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_NO_OVERWRITE)
-
-/* How a member name is quoted in messages: printable ASCII only, capped.  */
-#define QUOTE_MAX 200
 
 struct sp_extract
 {
@@ -35,22 +33,17 @@ struct sp_extract
   uint64_t bytes;
 };
 
+/* The first len bytes of path, quoted (sp_quote_name).  */
 static const char *
-quote (const char *raw, char buf[QUOTE_MAX + 4])
+quote_prefix (const char *path, size_t len, char buf[SP_QUOTE_BUF_SIZE])
 {
-  size_t n = 0;
+  char prefix[SP_TREE_PATH_MAX];
 
-  if (raw == NULL)
-    return "(none)";
-  for (; raw[n] && n < QUOTE_MAX; n++)
-    buf[n] = (raw[n] >= 0x20 && raw[n] < 0x7f) ? raw[n] : '?';
-  if (raw[n])
-    {
-      memcpy (buf + n, "...", 3);
-      n += 3;
-    }
-  buf[n] = '\0';
-  return buf;
+  if (len >= sizeof (prefix))
+    len = sizeof (prefix) - 1;
+  memcpy (prefix, path, len);
+  prefix[len] = '\0';
+  return sp_quote_name (prefix, buf);
 }
 
 /* Looks path up in the tree without following any symlink.  An existing
@@ -61,16 +54,16 @@ static int
 lookup (int rootfd, const char *path, bool *exists, struct stat *st, sp_error_t *err)
 {
   struct sp_lookup found;
-  int shown;
+  char q[SP_QUOTE_BUF_SIZE];
 
   if (sp_lookup_beneath (rootfd, path, &found) < 0)
-    return sp_make_error (err, errno, "%s `%.*s`", found.what == SP_LOOKUP_OPEN_FAILED ? "open" : "stat",
-                          (int)found.len, path);
-  shown = (int)found.len;
+    return sp_make_error (err, errno, "%s `%s`", found.what == SP_LOOKUP_OPEN_FAILED ? "open" : "stat",
+                          quote_prefix (path, found.len, q));
   if (found.what == SP_LOOKUP_SYMLINK_ANCESTOR)
-    return sp_make_error (err, 0, "`%.*s` is a symlink: nothing is written through one", shown, path);
+    return sp_make_error (err, 0, "`%s` is a symlink: nothing is written through one",
+                          quote_prefix (path, found.len, q));
   if (found.what == SP_LOOKUP_NONDIR_ANCESTOR)
-    return sp_make_error (err, 0, "`%.*s` is not a directory", shown, path);
+    return sp_make_error (err, 0, "`%s` is not a directory", quote_prefix (path, found.len, q));
   *exists = found.what == SP_LOOKUP_PRESENT;
   if (*exists)
     *st = found.st;
@@ -89,9 +82,10 @@ check_type (struct archive_entry *entry, sp_error_t *err)
 }
 
 static int
-check_hardlink (struct sp_extract *x, struct archive_entry *entry, char target[SP_ROOTFS_PATH_MAX],
+check_hardlink (struct sp_extract *x, struct archive_entry *entry, char target[SP_TREE_PATH_MAX],
                 sp_error_t *err)
 {
+  char q[SP_QUOTE_BUF_SIZE];
   bool exists;
   struct stat st;
 
@@ -104,7 +98,8 @@ check_hardlink (struct sp_extract *x, struct archive_entry *entry, char target[S
   if (lookup (x->rootfd, target, &exists, &st, err) < 0)
     return sp_error_wrap (err, "hardlink target");
   if (!exists || !S_ISREG (st.st_mode))
-    return sp_make_error (err, 0, "hardlink target `%s` is not a regular file extracted before it", target);
+    return sp_make_error (err, 0, "hardlink target `%s` is not a regular file extracted before it",
+                          sp_quote_name (target, q));
   return 0;
 }
 
@@ -142,8 +137,9 @@ sanitize (struct archive_entry *entry, const char *path, const char *target)
 static int
 extract_entry (struct sp_extract *x, struct archive *in, struct archive_entry *entry, sp_error_t *err)
 {
-  char path[SP_ROOTFS_PATH_MAX];
-  char target[SP_ROOTFS_PATH_MAX];
+  char path[SP_TREE_PATH_MAX];
+  char target[SP_TREE_PATH_MAX];
+  char q[SP_QUOTE_BUF_SIZE];
   bool is_hardlink = archive_entry_hardlink (entry) != NULL;
   bool is_dir = !is_hardlink && archive_entry_filetype (entry) == AE_IFDIR;
   const char *forbidden;
@@ -176,10 +172,18 @@ extract_entry (struct sp_extract *x, struct archive *in, struct archive_entry *e
   if (lookup (x->rootfd, path, &exists, &st, err) < 0)
     return -1;
   if (exists && !(is_dir && S_ISDIR (st.st_mode)))
-    return sp_make_error (err, 0, "`%s` already exists: two packages, or two members of one, ship it", path);
+    return sp_make_error (err, 0, "`%s` already exists: two packages, or two members of one, ship it",
+                          sp_quote_name (path, q));
   if (is_hardlink && check_hardlink (x, entry, target, err) < 0)
     return -1;
 
+  /* Sizes before bytes: a member's declared size counts before anything of
+     it is written; the bytes copied count too (sp_archive_copy_data).  */
+  if (!is_hardlink && archive_entry_filetype (entry) == AE_IFREG && archive_entry_size_is_set (entry)
+      && (archive_entry_size (entry) < 0
+          || (uint64_t)archive_entry_size (entry) > (uint64_t)SP_ROOTFS_MAX_BYTES - x->bytes))
+    return sp_make_error (err, 0, "%lld bytes: the packages would hold more than %lld bytes",
+                          (long long)archive_entry_size (entry), (long long)SP_ROOTFS_MAX_BYTES);
   sanitize (entry, path, is_hardlink ? target : NULL);
   if (archive_write_header (x->disk, entry) != ARCHIVE_OK)
     return sp_make_error (err, 0, "libarchive refused it: %s", sp_archive_message (x->disk));
@@ -197,7 +201,7 @@ sp_extract_archive (struct sp_extract *x, struct archive *in, sp_error_t *err)
   for (;;)
     {
       struct archive_entry *entry;
-      char quoted[QUOTE_MAX + 4];
+      char quoted[SP_QUOTE_BUF_SIZE];
       int r = archive_read_next_header (in, &entry);
 
       if (r == ARCHIVE_EOF)
@@ -205,7 +209,7 @@ sp_extract_archive (struct sp_extract *x, struct archive *in, sp_error_t *err)
       if (r != ARCHIVE_OK)
         return sp_make_error (err, 0, "read data.tar: %s", sp_archive_message (in));
       if (extract_entry (x, in, entry, err) < 0)
-        return sp_error_wrap (err, "member `%s`", quote (archive_entry_pathname (entry), quoted));
+        return sp_error_wrap (err, "member `%s`", sp_quote_name (archive_entry_pathname (entry), quoted));
     }
 }
 

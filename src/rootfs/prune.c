@@ -83,7 +83,7 @@ static const struct prune_rule rules[] = {
 static bool
 pattern_matches (const char *pattern, const char *path, size_t len)
 {
-  char buf[SP_ROOTFS_PATH_MAX];
+  char buf[SP_TREE_PATH_MAX];
 
   if (len >= sizeof (buf))
     return false;

@@ -12,11 +12,12 @@
 
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/fileio.h>
+#include <sealed-probe/quote.h>
 #include <sealed-probe/tree_digest.h>
 
 #include "build.h"
 #include "skeleton.h"
-#include "walk.h"
+#include <sealed-probe/tree_walk.h>
 
 /* "sha256:" + 64 hex + "\n".  */
 #define DIGEST_FILE_LEN (SP_DIGEST_TEXT_SIZE - 1 + 1)
@@ -48,37 +49,44 @@ read_recorded_digest (int dirfd, char out[SP_DIGEST_TEXT_SIZE], sp_error_t *err)
 static int
 check_read_only (const char *path, const struct stat *st, sp_error_t *err)
 {
+  char q[SP_QUOTE_BUF_SIZE];
+
   if (st->st_uid != 0 || st->st_gid != 0)
-    return sp_make_error (err, 0, "`%s` is owned by %u:%u, not 0:0", path, (unsigned)st->st_uid,
-                          (unsigned)st->st_gid);
+    return sp_make_error (err, 0, "`%s` is owned by %u:%u, not 0:0", sp_quote_name (path, q),
+                          (unsigned)st->st_uid, (unsigned)st->st_gid);
   if (!S_ISDIR (st->st_mode) && !S_ISREG (st->st_mode) && !S_ISLNK (st->st_mode))
-    return sp_make_error (err, 0, "`%s` is neither a directory, a regular file nor a symlink", path);
+    return sp_make_error (err, 0, "`%s` is neither a directory, a regular file nor a symlink",
+                          sp_quote_name (path, q));
   if (S_ISLNK (st->st_mode))
     return 0; /* a symlink's mode is always 0777 and never used */
   if (st->st_mode & 0222)
-    return sp_make_error (err, 0, "`%s` is writable (mode %04o)", path, (unsigned)(st->st_mode & 07777));
-  if (st->st_mode & (S_ISUID | S_ISGID | S_ISVTX))
-    return sp_make_error (err, 0, "`%s` has a setuid, setgid or sticky bit (mode %04o)", path,
+    return sp_make_error (err, 0, "`%s` is writable (mode %04o)", sp_quote_name (path, q),
                           (unsigned)(st->st_mode & 07777));
+  if (st->st_mode & (S_ISUID | S_ISGID | S_ISVTX))
+    return sp_make_error (err, 0, "`%s` has a setuid, setgid or sticky bit (mode %04o)",
+                          sp_quote_name (path, q), (unsigned)(st->st_mode & 07777));
   return 0;
 }
 
 /* /tmp's mount point is the one writable entry (skeleton.h): root's, exactly
    its mode, and empty.  */
 static int
-on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_walk_event event,
+on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_tree_walk_event event,
           void *ctx, sp_error_t *err)
 {
-  if (event != SP_WALK_ENTRY)
+  char q[SP_QUOTE_BUF_SIZE];
+
+  if (event != SP_TREE_WALK_ENTRY)
     return 0;
   if (strncmp (path, SP_ROOTFS_TMP_DIR "/", sizeof (SP_ROOTFS_TMP_DIR)) == 0)
-    return sp_make_error (err, 0, "`%s`: the `%s` mount point must be empty", path, SP_ROOTFS_TMP_DIR);
+    return sp_make_error (err, 0, "`%s`: the `%s` mount point must be empty", sp_quote_name (path, q),
+                          SP_ROOTFS_TMP_DIR);
   if (strcmp (path, SP_ROOTFS_TMP_DIR) == 0)
     {
       if (!S_ISDIR (st->st_mode) || st->st_uid != 0 || st->st_gid != 0
           || (st->st_mode & 07777) != SP_ROOTFS_TMP_MODE)
-        return sp_make_error (err, 0, "`%s` must be a directory of 0:0 with mode %04o", path,
-                              SP_ROOTFS_TMP_MODE);
+        return sp_make_error (err, 0, "`%s` must be a directory of 0:0 with mode %04o",
+                              sp_quote_name (path, q), SP_ROOTFS_TMP_MODE);
       return 0;
     }
   return check_read_only (path, st, err);
@@ -107,7 +115,7 @@ sp_rootfs_verify (const char *dir, struct sp_rootfs_info *info, sp_error_t *err)
 
   if (fstat (rootfd, &st) < 0)
     return sp_make_error (err, errno, "stat `%s/%s`", dir, SP_ROOTFS_ROOT_DIR);
-  if (check_read_only (SP_ROOTFS_ROOT_DIR, &st, err) < 0 || sp_walk (rootfd, on_entry, NULL, err) < 0
+  if (check_read_only (SP_ROOTFS_ROOT_DIR, &st, err) < 0 || sp_tree_walk (rootfd, on_entry, NULL, err) < 0
       || sp_rootfs_check_skeleton (rootfd, err) < 0)
     return sp_error_wrap (err, "`%s/%s`", dir, SP_ROOTFS_ROOT_DIR);
 

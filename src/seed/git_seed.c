@@ -22,8 +22,8 @@
 #include <sealed-probe/dir_names.h>
 #include <sealed-probe/fileio.h>
 #include <sealed-probe/open_beneath.h>
-
-#include "seed_fs.h"
+#include <sealed-probe/quote.h>
+#include <sealed-probe/tree_remove.h>
 
 /* ---- Reading the commit ------------------------------------------------ */
 
@@ -433,7 +433,7 @@ apply_value (struct config_parser *p, const char *key, const char *value, bool h
   if (strcmp (key, "objectformat") != 0)
     return sp_make_error (err, 0,
                           "`.git/config` sets the repository extension extensions.%s, which is not supported",
-                          sp_seed_quote (key, q));
+                          sp_quote_name (key, q));
   if (has_value && strcasecmp (value, "sha1") == 0)
     f->sha256 = false;
   else if (has_value && strcasecmp (value, "sha256") == 0)
@@ -511,53 +511,6 @@ parse_config (const char *s, size_t len, struct git_format *f, sp_error_t *err)
 
 /* ---- Sanitizing --------------------------------------------------------- */
 
-static int remove_entry_at (int dirfd, const char *name, const char *path, unsigned depth, sp_error_t *err);
-
-/* Removes the children of dirfd, never following a symlink.  */
-static int
-empty_dir (int dirfd, const char *path, unsigned depth, sp_error_t *err)
-{
-  cleanup_dir_names struct sp_dir_names names = { 0 };
-  char q[SP_QUOTE_BUF_SIZE];
-
-  if (sp_dir_names_read (dirfd, &names, err) < 0)
-    return sp_error_wrap (err, "list `%s`", sp_seed_quote (*path ? path : ".", q));
-  for (size_t i = 0; i < names.len; i++)
-    if (remove_entry_at (dirfd, names.v[i], path, depth + 1, err) < 0)
-      return -1;
-  return 0;
-}
-
-static int
-remove_entry_at (int dirfd, const char *name, const char *path, unsigned depth, sp_error_t *err)
-{
-  char q[SP_QUOTE_BUF_SIZE];
-  struct stat st;
-
-  if (fstatat (dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-    return errno == ENOENT ? 0 : sp_make_error (err, errno, "stat `%s/%s`", path, sp_seed_quote (name, q));
-  if (S_ISDIR (st.st_mode))
-    {
-      cleanup_close int fd = -1;
-
-      if (depth > SP_COPY_DEPTH_CEILING)
-        return sp_make_error (err, 0, "`%s` is too deep to remove", path);
-      if (fchmodat (dirfd, name, 0700, 0) < 0)
-        return sp_make_error (err, errno, "chmod `%s/%s`", path, sp_seed_quote (name, q));
-      fd = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (fd < 0)
-        return sp_make_error (err, errno, "open `%s/%s`", path, sp_seed_quote (name, q));
-      if (empty_dir (fd, path, depth, err) < 0)
-        return -1;
-      if (unlinkat (dirfd, name, AT_REMOVEDIR) < 0)
-        return sp_make_error (err, errno, "remove `%s/%s`", path, sp_seed_quote (name, q));
-      return 0;
-    }
-  if (unlinkat (dirfd, name, 0) < 0)
-    return sp_make_error (err, errno, "remove `%s/%s`", path, sp_seed_quote (name, q));
-  return 0;
-}
-
 /* Fails naming path when it exists below dirfd (or cannot be looked at
    without following a symlink).  */
 static int
@@ -587,25 +540,25 @@ scan_tree (int dirfd, char *path, size_t path_len, unsigned depth, bool in_git, 
   char q[SP_QUOTE_BUF_SIZE];
 
   if (depth > SP_COPY_DEPTH_CEILING)
-    return sp_make_error (err, 0, "`%s` is too deep", sp_seed_quote (path, q));
+    return sp_make_error (err, 0, "`%s` is too deep", sp_quote_name (path, q));
   if (sp_dir_names_read (dirfd, &names, err) < 0)
-    return sp_error_wrap (err, "list `%s`", sp_seed_quote (*path ? path : ".", q));
+    return sp_error_wrap (err, "list `%s`", sp_quote_name (*path ? path : ".", q));
   for (size_t i = 0; i < names.len; i++)
     {
       const char *name = names.v[i];
-      ssize_t child_len = sp_dir_child_path (path, SP_COPY_PATH_MAX, path_len, name);
+      ssize_t child_len = sp_dir_child_path (path, SP_TREE_PATH_MAX, path_len, name);
       struct stat st;
 
       if (child_len < 0)
-        return sp_make_error (err, 0, "a path below `%s` is too long", sp_seed_quote (path, q));
+        return sp_make_error (err, 0, "a path below `%s` is too long", sp_quote_name (path, q));
 
       if (fstatat (dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return sp_make_error (err, errno, "stat `%s`", sp_seed_quote (path, q));
+        return sp_make_error (err, errno, "stat `%s`", sp_quote_name (path, q));
       if (!in_git && depth > 0 && strcasecmp (name, ".git") == 0)
         return sp_make_error (err, 0, "`%s` is a nested git repository or link (a submodule?): refused",
-                              sp_seed_quote (path, q));
+                              sp_quote_name (path, q));
       if (!S_ISDIR (st.st_mode) && !S_ISREG (st.st_mode) && !(S_ISLNK (st.st_mode) && !in_git))
-        return sp_make_error (err, 0, "`%s` is %s: refused", sp_seed_quote (path, q),
+        return sp_make_error (err, 0, "`%s` is %s: refused", sp_quote_name (path, q),
                               S_ISLNK (st.st_mode) ? "a symlink inside `.git`"
                                                    : "not a directory, file or symlink");
       if (S_ISDIR (st.st_mode))
@@ -613,7 +566,7 @@ scan_tree (int dirfd, char *path, size_t path_len, unsigned depth, bool in_git, 
           cleanup_close int child = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
           if (child < 0)
-            return sp_make_error (err, errno, "open `%s`", sp_seed_quote (path, q));
+            return sp_make_error (err, errno, "open `%s`", sp_quote_name (path, q));
           if (scan_tree (child, path, (size_t)child_len, depth + 1,
                          in_git || (depth == 0 && strcmp (name, ".git") == 0), err)
               < 0)
@@ -661,7 +614,7 @@ prune_git_dir (int gitfd, sp_error_t *err)
       bool keep = false;
 
       if (fstatat (gitfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return sp_make_error (err, errno, "stat `.git/%s`", sp_seed_quote (name, q));
+        return sp_make_error (err, errno, "stat `.git/%s`", sp_quote_name (name, q));
       for (size_t i = 0; i < sizeof (kept) / sizeof (kept[0]); i++)
         if (strcmp (name, kept[i].name) == 0)
           {
@@ -672,8 +625,8 @@ prune_git_dir (int gitfd, sp_error_t *err)
           }
       if (!keep && S_ISREG (st.st_mode) && is_shared_index (name))
         keep = true;
-      if (!keep && remove_entry_at (gitfd, name, ".git", 1, err) < 0)
-        return -1;
+      if (!keep && sp_tree_remove_at (gitfd, name, err) < 0)
+        return sp_error_wrap (err, "prune `.git`");
     }
   for (size_t i = 0; i < sizeof (kept) / sizeof (kept[0]); i++)
     if (kept[i].required && !present[i])
@@ -750,7 +703,7 @@ sp_git_sanitize (int dirfd, char commit[SP_COMMIT_HEX_MAX + 1], sp_error_t *err)
   };
   cleanup_close int gitfd = -1;
   cleanup_free char *config = NULL;
-  char path[SP_COPY_PATH_MAX];
+  char path[SP_TREE_PATH_MAX];
   struct git_format format = { 0 };
   struct stat st;
   size_t config_len = 0;

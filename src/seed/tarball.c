@@ -18,41 +18,21 @@
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/open_beneath.h>
+#include <sealed-probe/quote.h>
 
 #define WRITER_OPTIONS                                                                                       \
   (ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS                                         \
    | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_NO_OVERWRITE | ARCHIVE_EXTRACT_PERM)
-
-/* Member names in messages: printable ASCII, at most this many bytes.  */
-#define SHOWN_MAX 160
 
 struct extraction
 {
   int dstfd;
   struct archive *disk;
   const struct sp_tarball_limits *limits;
-  char top[SP_TARBALL_PATH_MAX];
+  char top[SP_TARBALL_TOP_MAX + 1];
   uint64_t entries;
   uint64_t bytes;
 };
-
-static const char *
-shown (const char *name, char buf[SHOWN_MAX + 4])
-{
-  size_t i;
-
-  if (name == NULL)
-    return "(no name)";
-  for (i = 0; name[i] != '\0' && i < SHOWN_MAX; i++)
-    buf[i] = (unsigned char)name[i] >= 0x20 && (unsigned char)name[i] < 0x7f ? name[i] : '?';
-  if (name[i] != '\0')
-    {
-      memcpy (buf + i, "...", 3);
-      i += 3;
-    }
-  buf[i] = '\0';
-  return buf;
-}
 
 static bool
 is_component (const char *s, size_t len, const char *word)
@@ -61,11 +41,11 @@ is_component (const char *s, size_t len, const char *word)
 }
 
 /* Maps an archive name to its path below the top-level directory ("" for the
-   top itself).  The first name seen fixes the top component.  A directory's
+   top itself), which is at most SP_TREE_PATH_MAX - 1 bytes like every path
+   in a tree.  The first name seen fixes the top component.  A directory's
    name may end with one '/'.  */
 static int
-member_path (struct extraction *x, const char *raw, bool is_dir, char out[SP_TARBALL_PATH_MAX],
-             sp_error_t *err)
+member_path (struct extraction *x, const char *raw, bool is_dir, char out[SP_TREE_PATH_MAX], sp_error_t *err)
 {
   size_t len, start, first_len = 0;
 
@@ -74,8 +54,6 @@ member_path (struct extraction *x, const char *raw, bool is_dir, char out[SP_TAR
   if (raw[0] == '/')
     return sp_make_error (err, 0, "absolute name");
   len = strlen (raw);
-  if (len >= SP_TARBALL_PATH_MAX)
-    return sp_make_error (err, 0, "name longer than %d bytes", SP_TARBALL_PATH_MAX - 1);
   if (raw[len - 1] == '/')
     {
       if (!is_dir)
@@ -101,6 +79,12 @@ member_path (struct extraction *x, const char *raw, bool is_dir, char out[SP_TAR
       start = end + 1;
     }
 
+  if (first_len > SP_TARBALL_TOP_MAX)
+    return sp_make_error (err, 0, "the top-level directory's name is longer than %d bytes",
+                          SP_TARBALL_TOP_MAX);
+  if (first_len < len && len - first_len - 1 >= SP_TREE_PATH_MAX)
+    return sp_make_error (err, 0, "path below the top-level directory longer than %d bytes",
+                          SP_TREE_PATH_MAX - 1);
   if (x->top[0] == '\0')
     {
       memcpy (x->top, raw, first_len);
@@ -179,8 +163,8 @@ normalize (struct archive_entry *entry, const char *path, const char *link_targe
 static int
 extract_member (struct extraction *x, struct archive *in, struct archive_entry *entry, sp_error_t *err)
 {
-  char path[SP_TARBALL_PATH_MAX];
-  char target[SP_TARBALL_PATH_MAX];
+  char path[SP_TREE_PATH_MAX];
+  char target[SP_TREE_PATH_MAX];
   const char *hardlink = archive_entry_hardlink (entry);
   const char *symlink = NULL;
   bool is_dir = hardlink == NULL && archive_entry_filetype (entry) == AE_IFDIR;
@@ -348,7 +332,7 @@ extract_all (struct extraction *x, struct archive *in, sp_error_t *err)
   for (;;)
     {
       struct archive_entry *entry;
-      char buf[SHOWN_MAX + 4];
+      char buf[SP_QUOTE_BUF_SIZE];
       int r = archive_read_next_header (in, &entry);
 
       if (r == ARCHIVE_EOF)
@@ -359,7 +343,7 @@ extract_all (struct extraction *x, struct archive *in, sp_error_t *err)
           && (archive_filter_count (in) != 2 || archive_filter_code (in, 0) != ARCHIVE_FILTER_GZIP))
         return sp_make_error (err, 0, "not a gzip tar");
       if (extract_member (x, in, entry, err) < 0)
-        return sp_error_wrap (err, "member `%s`", shown (archive_entry_pathname (entry), buf));
+        return sp_error_wrap (err, "member `%s`", sp_quote_name (archive_entry_pathname (entry), buf));
     }
   if (x->entries == 0)
     return sp_make_error (err, 0, "the tarball holds no member");

@@ -16,8 +16,7 @@
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/dir_names.h>
-
-#include "seed_fs.h"
+#include <sealed-probe/quote.h>
 
 #define COPY_CHUNK (64 * 1024)
 
@@ -45,7 +44,7 @@ struct copy_ctx
   size_t linked_len;
   size_t linked_cap;
   char *buf; /* COPY_CHUNK bytes */
-  char path[SP_COPY_PATH_MAX];
+  char path[SP_TREE_PATH_MAX];
 };
 
 static void
@@ -61,7 +60,7 @@ copy_ctx_release (struct copy_ctx *ctx)
 static const char *
 shown (const char *path, char buf[SP_QUOTE_BUF_SIZE])
 {
-  return sp_seed_quote (*path ? path : ".", buf);
+  return sp_quote_name (*path ? path : ".", buf);
 }
 
 /* Records one more name of a multiply linked file.  */
@@ -136,6 +135,13 @@ copy_file (int srcdir, int dstdir, const char *name, const struct stat *st, stru
     return sp_make_error (err, 0, "`%s` changed during the copy", shown (ctx->path, q));
   if (opened.st_nlink > 1 && note_link (ctx, &opened, err) < 0)
     return -1;
+  /* Sizes before bytes: the apparent size counts before anything is
+     written, so an oversized or sparse file is refused at once and costs no
+     disk.  The bytes read still count below, for a file that grows.  */
+  if ((uint64_t)opened.st_size > ctx->limits->max_bytes - ctx->bytes)
+    return sp_make_error (err, 0, "the tree holds more than %llu bytes of files (at `%s`, %lld bytes)",
+                          (unsigned long long)ctx->limits->max_bytes, shown (ctx->path, q),
+                          (long long)opened.st_size);
 
   out = TEMP_FAILURE_RETRY (
       openat (dstdir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
@@ -252,7 +258,7 @@ copy_dir (int srcdir, int dstdir, size_t path_len, unsigned depth, struct copy_c
 
       if (child_len < 0)
         return sp_make_error (err, 0, "a path below `%s` is longer than %d bytes", shown (ctx->path, q),
-                              SP_COPY_PATH_MAX - 1);
+                              SP_TREE_PATH_MAX - 1);
 
       if (++ctx->entries > ctx->limits->max_entries)
         return sp_make_error (err, 0, "the tree holds more than %llu entries (at `%s`)",
@@ -309,7 +315,7 @@ check_links (struct copy_ctx *ctx, sp_error_t *err)
     return sp_make_error (err, 0,
                           "`%s` is a hardlink with %llu names, only %llu of them inside the tree: "
                           "a file linked from outside is refused",
-                          sp_seed_quote (worst->path, q), (unsigned long long)worst->nlink,
+                          sp_quote_name (worst->path, q), (unsigned long long)worst->nlink,
                           (unsigned long long)worst_seen);
   return 0;
 }

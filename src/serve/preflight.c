@@ -14,9 +14,9 @@
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/bundle.h>
 #include <sealed-probe/cleanup.h>
+#include <sealed-probe/tree_walk.h>
 
 #include "serve.h"
-#include "walk.h"
 
 #define TMPFS_PAGE 4096ULL
 
@@ -29,13 +29,13 @@ struct measure
 /* A tmpfs stores each file in whole pages: count them so, so that copy mode's
    tmpfs fits the seed exactly plus the scratch allowance.  */
 static int
-measure_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_walk_event event,
-               void *ctx_, sp_error_t *err)
+measure_entry (int dirfd, const char *name, const char *path, const struct stat *st,
+               enum sp_tree_walk_event event, void *ctx_, sp_error_t *err)
 {
   struct measure *m = ctx_;
 
   (void)dirfd, (void)name, (void)path, (void)err;
-  if (event != SP_WALK_ENTRY)
+  if (event != SP_TREE_WALK_ENTRY)
     return 0;
   m->entries++;
   if (S_ISREG (st->st_mode) || S_ISLNK (st->st_mode))
@@ -72,7 +72,7 @@ open_seeds (struct sp_serve *s, sp_error_t *err)
       if (seed->dirfd < 0)
         return sp_error_wrap (err, "seed of `%s`", repo);
       /* Only copy mode's tmpfs holds the seed itself.  */
-      if (s->opt->snapshot == SP_SNAPSHOT_COPY && sp_walk (seed->dirfd, measure_entry, &m, err) < 0)
+      if (s->opt->snapshot == SP_SNAPSHOT_COPY && sp_tree_walk (seed->dirfd, measure_entry, &m, err) < 0)
         return sp_error_wrap (err, "measure the seed of `%s`", repo);
       seed->bytes = m.bytes;
       seed->entries = m.entries;

@@ -16,14 +16,15 @@
 
 #include <sealed-probe/bundle.h>
 #include <sealed-probe/cleanup.h>
+#include <sealed-probe/dir_names.h>
 #include <sealed-probe/fileio.h>
 #include <sealed-probe/json.h>
 #include <sealed-probe/open_beneath.h>
 #include <sealed-probe/repo_name.h>
+#include <sealed-probe/quote.h>
 #include <sealed-probe/tree_digest.h>
+#include <sealed-probe/tree_remove.h>
 #include <sealed-probe/yajl_util.h>
-
-#include "rmtree.h"
 
 #define STAGED_VERSION   1
 #define STAGED_MAX_BYTES (256 * 1024)
@@ -316,49 +317,107 @@ sp_seed_run_seal (int state_dirfd, const char *run, sp_error_t *err)
 static int
 unseal (int seeds_fd, const char *name, sp_error_t *err)
 {
+  char q[SP_QUOTE_BUF_SIZE];
+
   for (int i = 0; i < 16; i++)
     {
       cleanup_close int fd = openat (seeds_fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       char proc[64];
 
       if (fd < 0)
-        return sp_make_error (err, errno, "%s/%s", SP_SEEDS_DIR, name);
+        return errno == ENOENT || errno == ENOTDIR || errno == ELOOP
+                   ? 0 /* nothing to unmount: the removal deals with it */
+                   : sp_make_error (err, errno, "%s/%s", SP_SEEDS_DIR, sp_quote_name (name, q));
       fd_path (fd, proc);
       if (umount2 (proc, MNT_DETACH) < 0)
         {
           if (errno == EINVAL)
             return 0; /* not a mount point: done */
-          return sp_make_error (err, errno, "%s/%s: unmount", SP_SEEDS_DIR, name);
+          return sp_make_error (err, errno, "%s/%s: unmount", SP_SEEDS_DIR, sp_quote_name (name, q));
         }
     }
-  return sp_make_error (err, 0, "%s/%s: still mounted after 16 unmounts", SP_SEEDS_DIR, name);
+  return sp_make_error (err, 0, "%s/%s: still mounted after 16 unmounts", SP_SEEDS_DIR,
+                        sp_quote_name (name, q));
+}
+
+/* Keeps the first failure in *err, every one in report.  */
+static void
+left_behind (struct sp_reset_report *report, sp_error_t *failure, sp_error_t *err)
+{
+  if (report != NULL)
+    {
+      sp_error_t copy = NULL;
+      sp_error_t *v = realloc (report->left, (report->n + 1) * sizeof (*v));
+
+      sp_make_error (&copy, 0, "%s", sp_error_message (*failure));
+      if (v != NULL)
+        {
+          report->left = v;
+          v[report->n++] = copy;
+        }
+      else
+        sp_error_release (&copy);
+    }
+  if (*err == NULL)
+    *err = get_and_reset (failure);
+  else
+    sp_error_release (failure);
 }
 
 int
-sp_seed_store_reset (int state_dirfd, sp_error_t *err)
+sp_seed_store_reset (int state_dirfd, struct sp_reset_report *report, sp_error_t *err)
 {
   cleanup_close int seeds_fd = -1;
-  cleanup_dir DIR *dir = NULL;
-  struct dirent *de;
+  cleanup_dir_names struct sp_dir_names runs = { 0 };
+  sp_error_t e = NULL;
 
+  /* First: no reader may take a half-removed run for the current one.  */
   if (unlinkat (state_dirfd, SP_STAGED_FILE, 0) < 0 && errno != ENOENT)
-    return sp_make_error (err, errno, "%s: remove", SP_STAGED_FILE);
+    {
+      sp_make_error (&e, errno, "%s: remove", SP_STAGED_FILE);
+      left_behind (report, &e, err);
+    }
   seeds_fd = openat (state_dirfd, SP_SEEDS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (seeds_fd < 0)
-    return errno == ENOENT ? 0 : sp_make_error (err, errno, "%s", SP_SEEDS_DIR);
-  dir = fdopendir (dup (seeds_fd));
-  if (dir == NULL)
-    return sp_make_error (err, errno, "%s: list", SP_SEEDS_DIR);
-  while ((errno = 0, de = readdir (dir)) != NULL)
     {
-      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
-        continue;
-      if (unseal (seeds_fd, de->d_name, err) < 0 || sp_remove_tree_at (seeds_fd, de->d_name, err) < 0)
-        return sp_error_wrap (err, "reset");
+      if (errno != ENOENT)
+        {
+          sp_make_error (&e, errno, "%s", SP_SEEDS_DIR);
+          left_behind (report, &e, err);
+        }
+      return *err != NULL ? -1 : 0;
     }
-  if (errno != 0)
-    return sp_make_error (err, errno, "%s: list", SP_SEEDS_DIR);
-  if (unlinkat (state_dirfd, SP_SEEDS_DIR, AT_REMOVEDIR) < 0)
-    return sp_make_error (err, errno, "%s: remove", SP_SEEDS_DIR);
-  return 0;
+  if (sp_dir_names_read (seeds_fd, &runs, &e) < 0)
+    {
+      sp_error_wrap (&e, "%s: list", SP_SEEDS_DIR);
+      left_behind (report, &e, err);
+      return -1;
+    }
+  /* One run that stays does not stop the others.  */
+  for (size_t i = 0; i < runs.len; i++)
+    {
+      if (unseal (seeds_fd, runs.v[i], &e) < 0)
+        left_behind (report, &e, err);
+      if (sp_tree_remove_at (seeds_fd, runs.v[i], &e) < 0)
+        {
+          sp_error_wrap (&e, "%s", SP_SEEDS_DIR);
+          left_behind (report, &e, err);
+        }
+    }
+  if (*err == NULL && unlinkat (state_dirfd, SP_SEEDS_DIR, AT_REMOVEDIR) < 0 && errno != ENOENT)
+    {
+      sp_make_error (&e, errno, "%s: remove", SP_SEEDS_DIR);
+      left_behind (report, &e, err);
+    }
+  return *err != NULL ? -1 : 0;
+}
+
+void
+sp_reset_report_release (struct sp_reset_report *report)
+{
+  for (size_t i = 0; i < report->n; i++)
+    sp_error_release (&report->left[i]);
+  free (report->left);
+  report->left = NULL;
+  report->n = 0;
 }

@@ -16,7 +16,7 @@
 
 #include "rootfs_fixture.h"
 #include "sp_check.h"
-#include "walk.h"
+#include <sealed-probe/tree_walk.h>
 
 #define N(a) (sizeof (a) / sizeof ((a)[0]))
 
@@ -106,11 +106,11 @@ END_TEST
 
 static int
 check_normalized (int dirfd, const char *name, const char *path, const struct stat *st,
-                  enum sp_walk_event event, void *ctx, sp_error_t *err)
+                  enum sp_tree_walk_event event, void *ctx, sp_error_t *err)
 {
   int *count = ctx;
 
-  if (event != SP_WALK_ENTRY)
+  if (event != SP_TREE_WALK_ENTRY)
     return 0;
   (*count)++;
   ck_assert_msg (st->st_uid == 0 && st->st_gid == 0, "`%s` is owned by %u:%u", path, st->st_uid, st->st_gid);
@@ -152,7 +152,7 @@ START_TEST (build_normalizes_owner_mode_and_mtime_of_every_entry)
   ck_assert_int_eq (fstat (rootfd, &st), 0);
   ck_assert_uint_eq (st.st_mode & 07777, 0555);
   ck_assert_int_eq (st.st_mtim.tv_sec, 0);
-  ck_assert_int_eq (sp_walk (rootfd, check_normalized, &count, &err), 0);
+  ck_assert_int_eq (sp_tree_walk (rootfd, check_normalized, &count, &err), 0);
   ck_assert_int_gt (count, 15);
   ck_assert_uint_eq (lstat_in ("odd/user-exec-only").st_mode & 07777, 0555);
   ck_assert_uint_eq (lstat_in ("odd/world-writable").st_mode & 07777, 0444);

@@ -12,7 +12,7 @@
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/tree_digest.h>
 
-#include "rmtree.h"
+#include <sealed-probe/tree_remove.h>
 #include "sp_check.h"
 
 static char dir[64];
@@ -31,7 +31,7 @@ teardown (void)
   cleanup_error sp_error_t err = NULL;
 
   sp_closep (&dirfd_);
-  ck_assert_int_eq (sp_remove_tree_at (AT_FDCWD, dir, &err), 0);
+  ck_assert_int_eq (sp_tree_remove_at (AT_FDCWD, dir, &err), 0);
 }
 
 /* Creates a subdirectory of the scratch directory and returns its fd.  */

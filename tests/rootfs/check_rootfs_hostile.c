@@ -357,14 +357,23 @@ START_TEST (member_deeper_than_the_walks_allow_is_refused)
 }
 END_TEST
 
-START_TEST (member_with_an_overlong_path_is_refused)
+START_TEST (member_with_a_path_over_the_tree_limit_is_refused)
 {
-  char path[1100] = "./";
+  /* 42 components of 100 bytes: 4,241 bytes, past SP_TREE_PATH_MAX - 1
+     (4,095) and not too deep.  */
+  char path[4400] = ".";
   const struct fx_member m[] = { { 'f', path, "x", 0 } };
 
-  memset (path + 2, 'a', 1050);
+  for (int i = 0; i < 42; i++)
+    {
+      size_t len = strlen (path);
+
+      path[len] = '/';
+      memset (path + len + 1, 'a', 100);
+      path[len + 101] = '\0';
+    }
   fx_add_package ("long", m, N (m), NULL);
-  refused ("path longer than 1023 bytes");
+  refused ("path longer than 4095 bytes");
 }
 END_TEST
 
@@ -449,7 +458,7 @@ make_suite (void)
   tcase_add_test (tc, pip_wheel_is_refused);
   tcase_add_test (tc, missing_deb_says_to_run_rootfs_fetch);
   tcase_add_test (tc, member_deeper_than_the_walks_allow_is_refused);
-  tcase_add_test (tc, member_with_an_overlong_path_is_refused);
+  tcase_add_test (tc, member_with_a_path_over_the_tree_limit_is_refused);
   tcase_add_test (tc, deb_larger_than_the_cap_is_refused_unread);
   tcase_add_test (tc, existing_output_is_refused_and_kept);
   tcase_add_test (tc, failed_build_late_in_the_lock_leaves_no_temporary_directory);

@@ -20,10 +20,10 @@
 #include <sealed-probe/fileio.h>
 
 #include "lock.h"
-#include "rmtree.h"
+#include <sealed-probe/tree_remove.h>
 #include "rootfs_fixture.h"
 #include "sp_check.h"
-#include "walk.h"
+#include <sealed-probe/tree_walk.h>
 
 #define DEFAULT_DEB_CACHE "/var/cache/sealed-probe/debs"
 
@@ -164,7 +164,7 @@ remove_once (void)
 {
   sp_error_t err = NULL;
 
-  if (work[0] && sp_remove_tree_at (AT_FDCWD, work, &err) < 0)
+  if (work[0] && sp_tree_remove_at (AT_FDCWD, work, &err) < 0)
     {
       fprintf (stderr, "# %s\n", sp_error_message (err));
       sp_error_release (&err);
@@ -186,12 +186,12 @@ struct finder
 };
 
 static int
-find_names (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_walk_event event,
-            void *ctx, sp_error_t *err)
+find_names (int dirfd, const char *name, const char *path, const struct stat *st,
+            enum sp_tree_walk_event event, void *ctx, sp_error_t *err)
 {
   struct finder *f = ctx;
 
-  if (event != SP_WALK_ENTRY)
+  if (event != SP_TREE_WALK_ENTRY)
     return 0;
   for (const char *const *p = f->patterns; *p; p++)
     if (fnmatch (*p, name, 0) == 0 && strlen (f->found) + strlen (path) + 2 < sizeof (f->found))
@@ -211,7 +211,7 @@ find_in_root (const char *const *patterns, struct finder *f)
   ck_assert_int_ge (fd, 0);
   f->patterns = patterns;
   f->found[0] = '\0';
-  if (sp_walk (fd, find_names, f, &err) < 0)
+  if (sp_tree_walk (fd, find_names, f, &err) < 0)
     ck_abort_msg ("walk: %s", sp_error_message (err));
   return f->found;
 }
@@ -278,13 +278,13 @@ START_TEST (real_rootfs_has_no_compiler_perl_dpkg_or_tar)
 END_TEST
 
 static int
-find_special (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_walk_event event,
-              void *ctx, sp_error_t *err)
+find_special (int dirfd, const char *name, const char *path, const struct stat *st,
+              enum sp_tree_walk_event event, void *ctx, sp_error_t *err)
 {
   struct finder *f = ctx;
 
   /* tmp is the one exception, exactly 1777 (skeleton.h): checked below.  */
-  if (event == SP_WALK_ENTRY && !S_ISLNK (st->st_mode) && strcmp (path, "tmp") != 0
+  if (event == SP_TREE_WALK_ENTRY && !S_ISLNK (st->st_mode) && strcmp (path, "tmp") != 0
       && (st->st_mode & (S_ISUID | S_ISGID | 0222))
       && strlen (f->found) + strlen (path) + 2 < sizeof (f->found))
     {
@@ -303,7 +303,7 @@ START_TEST (real_rootfs_has_no_setuid_setgid_or_writable_entry)
   require_build ();
   fd = open (root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   ck_assert_int_ge (fd, 0);
-  ck_assert_int_eq (sp_walk (fd, find_special, &f, &err), 0);
+  ck_assert_int_eq (sp_tree_walk (fd, find_special, &f, &err), 0);
   ck_assert_msg (f.found[0] == '\0', "setuid, setgid or writable:%s", f.found);
 }
 END_TEST

@@ -19,7 +19,7 @@
 
 #include "build.h"
 #include "lock.h"
-#include "rmtree.h"
+#include <sealed-probe/tree_remove.h>
 
 #define FX_ARCHIVE_MAX (4 * 1024 * 1024)
 #define FX_VERSION     "1.0"
@@ -46,7 +46,7 @@ fx_teardown (void)
 {
   cleanup_error sp_error_t err = NULL;
 
-  if (sp_remove_tree_at (AT_FDCWD, fx.dir, &err) < 0)
+  if (sp_tree_remove_at (AT_FDCWD, fx.dir, &err) < 0)
     ck_abort_msg ("remove the scratch directory: %s", sp_error_message (err));
   free (fx.lock_text);
   free (fx.error);

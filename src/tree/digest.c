@@ -11,10 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-
 #include <sealed-probe/bounds.h>
-#include "walk.h"
+#include <sealed-probe/cleanup.h>
+#include <sealed-probe/quote.h>
+#include <sealed-probe/tree_walk.h>
 
 /* Hashed first, so that a future encoding can never collide with this one.  */
 #define TREE_DIGEST_MAGIC "sealed-probe tree digest 1\n"
@@ -41,6 +41,7 @@ file_sha256 (int dirfd, const char *name, const char *path, const struct stat *s
              uint8_t digest[SP_SHA256_BYTES], sp_error_t *err)
 {
   cleanup_close int fd = -1;
+  char q[SP_QUOTE_BUF_SIZE];
   struct sp_sha256 ctx;
   uint8_t buf[READ_CHUNK];
   struct stat opened;
@@ -48,37 +49,38 @@ file_sha256 (int dirfd, const char *name, const char *path, const struct stat *s
 
   fd = TEMP_FAILURE_RETRY (openat (dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (fd < 0)
-    return sp_make_error (err, errno, "open `%s`", path);
+    return sp_make_error (err, errno, "open `%s`", sp_quote_name (path, q));
   if (fstat (fd, &opened) < 0)
-    return sp_make_error (err, errno, "stat `%s`", path);
+    return sp_make_error (err, errno, "stat `%s`", sp_quote_name (path, q));
   if (!S_ISREG (opened.st_mode) || opened.st_dev != st->st_dev || opened.st_ino != st->st_ino)
-    return sp_make_error (err, 0, "`%s` changed during the digest", path);
+    return sp_make_error (err, 0, "`%s` changed during the digest", sp_quote_name (path, q));
   sp_sha256_init (&ctx);
   for (;;)
     {
       ssize_t n = TEMP_FAILURE_RETRY (read (fd, buf, sizeof (buf)));
       if (n < 0)
-        return sp_make_error (err, errno, "read `%s`", path);
+        return sp_make_error (err, errno, "read `%s`", sp_quote_name (path, q));
       if (n == 0)
         break;
       sp_sha256_update (&ctx, buf, (size_t)n);
       total += (uint64_t)n;
     }
   if (total != (uint64_t)st->st_size)
-    return sp_make_error (err, 0, "`%s` changed size during the digest", path);
+    return sp_make_error (err, 0, "`%s` changed size during the digest", sp_quote_name (path, q));
   sp_sha256_final (&ctx, digest);
   return 0;
 }
 
 static int
-on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_walk_event event,
+on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_tree_walk_event event,
           void *ctx_, sp_error_t *err)
 {
   struct sp_sha256 *ctx = ctx_;
+  char q[SP_QUOTE_BUF_SIZE];
   size_t path_len = strlen (path);
   uint8_t type;
 
-  if (event != SP_WALK_ENTRY)
+  if (event != SP_TREE_WALK_ENTRY)
     return 0;
   if (S_ISDIR (st->st_mode))
     type = 'd';
@@ -87,7 +89,8 @@ on_entry (int dirfd, const char *name, const char *path, const struct stat *st, 
   else if (S_ISLNK (st->st_mode))
     type = 'l';
   else
-    return sp_make_error (err, 0, "`%s` is neither a directory, a regular file nor a symlink", path);
+    return sp_make_error (err, 0, "`%s` is neither a directory, a regular file nor a symlink",
+                          sp_quote_name (path, q));
 
   sp_sha256_update (ctx, &type, 1);
   put_u32 (ctx, (uint32_t)path_len);
@@ -111,10 +114,10 @@ on_entry (int dirfd, const char *name, const char *path, const struct stat *st, 
       ssize_t n = readlinkat (dirfd, name, target, sizeof (target));
 
       if (n < 0)
-        return sp_make_error (err, errno, "read the symlink `%s`", path);
+        return sp_make_error (err, errno, "read the symlink `%s`", sp_quote_name (path, q));
       if ((size_t)n == sizeof (target))
-        return sp_make_error (err, 0, "the symlink `%s` has a target longer than %d bytes", path,
-                              PATH_MAX - 1);
+        return sp_make_error (err, 0, "the symlink `%s` has a target longer than %d bytes",
+                              sp_quote_name (path, q), PATH_MAX - 1);
       put_u64 (ctx, (uint64_t)n);
       sp_sha256_update (ctx, target, (size_t)n);
     }
@@ -131,7 +134,7 @@ sp_tree_digest (int dirfd, char out[SP_DIGEST_TEXT_SIZE], sp_error_t *err)
 
   sp_sha256_init (&ctx);
   sp_sha256_update (&ctx, TREE_DIGEST_MAGIC, strlen (TREE_DIGEST_MAGIC));
-  if (sp_walk (dirfd, on_entry, &ctx, err) < 0)
+  if (sp_tree_walk (dirfd, on_entry, &ctx, err) < 0)
     return sp_error_wrap (err, "digest the tree");
   sp_sha256_final (&ctx, digest);
   sp_sha256_digest_text (digest, out);

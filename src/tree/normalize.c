@@ -1,6 +1,6 @@
-/* Normalization: see normalize.h.  */
+/* Normalization: see include/sealed-probe/tree_normalize.h.  */
 #define _GNU_SOURCE
-#include "normalize.h"
+#include <sealed-probe/tree_normalize.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -8,7 +8,8 @@
 #include <unistd.h>
 
 #include <sealed-probe/bounds.h>
-#include "walk.h"
+#include <sealed-probe/quote.h>
+#include <sealed-probe/tree_walk.h>
 
 static const struct timespec fixed_times[2] = {
   { .tv_sec = SP_ROOTFS_MTIME, .tv_nsec = 0 },
@@ -38,12 +39,13 @@ static int
 normalize_one (int dirfd, const char *name, const char *path, const struct stat *st,
                const struct sp_normalize_policy *policy, sp_error_t *err)
 {
+  char q[SP_QUOTE_BUF_SIZE];
   mode_t mode;
 
   /* chown first: it would clear setuid/setgid bits set before it anyway.  */
   if (fchownat (dirfd, name, policy->uid, policy->gid, AT_SYMLINK_NOFOLLOW) < 0)
-    return sp_make_error (err, errno, "chown `%s` to %u:%u (this needs root)", path, (unsigned)policy->uid,
-                          (unsigned)policy->gid);
+    return sp_make_error (err, errno, "chown `%s` to %u:%u (this needs root)", sp_quote_name (path, q),
+                          (unsigned)policy->uid, (unsigned)policy->gid);
   if (S_ISDIR (st->st_mode))
     mode = policy->dir_mode & PERM_MASK;
   else if (S_ISREG (st->st_mode))
@@ -51,21 +53,22 @@ normalize_one (int dirfd, const char *name, const char *path, const struct stat 
   else if (S_ISLNK (st->st_mode))
     mode = 0;
   else
-    return sp_make_error (err, 0, "`%s` is neither a directory, a regular file nor a symlink", path);
+    return sp_make_error (err, 0, "`%s` is neither a directory, a regular file nor a symlink",
+                          sp_quote_name (path, q));
   /* A symlink has no mode of its own; fchmodat would follow it.  */
   if (!S_ISLNK (st->st_mode) && fchmodat (dirfd, name, mode, 0) < 0)
-    return sp_make_error (err, errno, "chmod `%s`", path);
+    return sp_make_error (err, errno, "chmod `%s`", sp_quote_name (path, q));
   if (utimensat (dirfd, name, fixed_times, AT_SYMLINK_NOFOLLOW) < 0)
-    return sp_make_error (err, errno, "set the times of `%s`", path);
+    return sp_make_error (err, errno, "set the times of `%s`", sp_quote_name (path, q));
   return 0;
 }
 
 static int
-on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_walk_event event,
+on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_tree_walk_event event,
           void *ctx, sp_error_t *err)
 {
   /* A directory waits until its children are done: deepest first.  */
-  if (S_ISDIR (st->st_mode) != (event == SP_WALK_DIR_DONE))
+  if (S_ISDIR (st->st_mode) != (event == SP_TREE_WALK_DIR_DONE))
     return 0;
   return normalize_one (dirfd, name, path, st, ctx, err);
 }
@@ -73,7 +76,7 @@ on_entry (int dirfd, const char *name, const char *path, const struct stat *st, 
 int
 sp_tree_normalize (int rootfd, const struct sp_normalize_policy *policy, sp_error_t *err)
 {
-  if (sp_walk (rootfd, on_entry, (void *)policy, err) < 0)
+  if (sp_tree_walk (rootfd, on_entry, (void *)policy, err) < 0)
     return -1;
   if (fchown (rootfd, policy->uid, policy->gid) < 0)
     return sp_make_error (err, errno, "chown the tree's root to %u:%u (this needs root)",

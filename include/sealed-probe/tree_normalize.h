@@ -11,8 +11,8 @@
    (the probe's uid, owner-writable modes, so that an overlay snapshot is
    writable by the probe; the seed itself stays immutable through its
    read-only mount, docs/staging.md).  */
-#ifndef SP_ROOTFS_NORMALIZE_H
-#define SP_ROOTFS_NORMALIZE_H
+#ifndef SEALED_PROBE_TREE_NORMALIZE_H
+#define SEALED_PROBE_TREE_NORMALIZE_H
 
 #include <sys/types.h>
 

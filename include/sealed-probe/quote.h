@@ -1,0 +1,20 @@
+/* The one rule for showing a name from a tree (a seed, a clone, a rootfs, a
+   tarball member) in an operator message: such names are untrusted, and a
+   raw newline or escape sequence would forge a line or drive the operator's
+   terminal.  Pure; no I/O.  */
+#ifndef SEALED_PROBE_QUOTE_H
+#define SEALED_PROBE_QUOTE_H
+
+#include <sealed-probe/bounds.h>
+
+/* Enough for SP_QUOTE_MAX_CHARS input bytes, each escaped as \xNN, plus
+   "..." and the NUL.  */
+#define SP_QUOTE_BUF_SIZE (SP_QUOTE_MAX_CHARS * 4 + 4)
+
+/* Copies name into buf as printable ASCII only: a byte outside 0x20..0x7e, a
+   backquote or a backslash becomes \xNN, and a name longer than
+   SP_QUOTE_MAX_CHARS bytes is cut there and ends in "...".  A NULL name
+   shows as "(none)".  Returns buf.  */
+const char *sp_quote_name (const char *name, char buf[SP_QUOTE_BUF_SIZE]);
+
+#endif
