@@ -19,6 +19,9 @@ struct sp_copy_options
      directory, so that a probe's snapshot of a read-only seed is an ordinary
      writable checkout.  Off, permission bits are kept exactly.  */
   bool owner_writable;
+  /* Directories keep their sticky bit: serve's private copy of the rootfs
+     must digest as the original, whose /tmp mount point is 1777.  */
+  bool keep_sticky;
 };
 
 /* Copies the tree under src_dirfd into the empty directory dst_dirfd:
@@ -29,7 +32,8 @@ struct sp_copy_options
      refused, because its other names lie outside it;
    - refuses devices, FIFOs and sockets, and entries on another device than
      src_dirfd (a mount point inside the tree);
-   - keeps permission bits but strips setuid, setgid and sticky, and gives
+   - keeps permission bits but strips setuid, setgid and (unless keep_sticky)
+     sticky, and gives
      every entry to uid:gid; modification times are not kept;
    - fails, naming the limit, past any limit (max_depth may be at most
      SP_COPY_DEPTH_CEILING).

@@ -103,15 +103,17 @@ compare_linked (const void *a_, const void *b_)
 }
 
 /* Gives an entry to uid:gid, then sets its permission bits without setuid,
-   setgid or sticky (chown first: it may clear bits, and chmod decides).  */
+   setgid or sticky, but a directory's sticky bit when the caller keeps it
+   (chown first: it may clear bits, and chmod decides).  */
 static int
 set_owner_and_mode (int fd, const struct copy_ctx *ctx, mode_t mode, sp_error_t *err)
 {
   char q[SP_QUOTE_BUF_SIZE];
+  mode_t sticky = ctx->limits->keep_sticky && S_ISDIR (mode) ? (mode & S_ISVTX) : 0;
 
   if (fchown (fd, ctx->uid, ctx->gid) < 0)
     return sp_make_error (err, errno, "chown `%s`", shown (ctx->path, q));
-  if (fchmod (fd, (mode & 0777) | (ctx->limits->owner_writable ? S_IWUSR : 0)) < 0)
+  if (fchmod (fd, (mode & 0777) | sticky | (ctx->limits->owner_writable ? S_IWUSR : 0)) < 0)
     return sp_make_error (err, errno, "chmod `%s`", shown (ctx->path, q));
   return 0;
 }

@@ -145,6 +145,8 @@ sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_e
     return sp_error_wrap (err, "remove the containers of earlier runs");
   if (open_work (s, err) < 0)
     return -1;
+  if (sp_serve_rootfs_private (s, err) < 0)
+    return sp_error_wrap (err, "--rootfs: `%s`", opt->rootfs);
   if (s->runtime->ops->prepare (s->runtime, err) < 0)
     return sp_error_wrap (err, "prepare the runtime");
   return 0;
@@ -162,6 +164,8 @@ sp_serve_release (struct sp_serve *s, sp_error_t *err)
       *err = step;
       step = NULL;
     }
+  /* The containers are gone: the private rootfs can go too.  */
+  sp_serve_rootfs_private_release (s);
   sp_closep (&s->work_run_fd);
   if (s->work_fd >= 0 && sp_workspace_remove_runs (s->work_fd, NULL, &step) < 0)
     {

@@ -66,6 +66,7 @@ struct sp_serve
   int work_fd;     /* STATE/work */
   int work_run_fd; /* STATE/work/RUN */
   char *work_run_path;
+  char *rootfs_mount; /* STATE/work/RUN/rootfs: the private copy of the rootfs */
   char run_id[SP_ID_MAX_CHARS + 1];
   atomic_uint_fast64_t next_invocation;
 
@@ -80,8 +81,18 @@ struct sp_serve
 
 /* serve's preflight, in the order docs/operations.md gives: state, seeds,
    rootfs, seccomp, ledger, audit log, runtime (verify, orphans, prepare),
-   the run's work directory, and the confinement canary.  Fills s.  */
+   the run's work directory, the private copy of the rootfs, and the
+   confinement canary.  Fills s.  */
 int sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_error_t *err);
+
+/* Copies the verified rootfs onto a tmpfs in serve's own mount namespace
+   (STATE/work/RUN/rootfs), makes it read-only, verifies the copy, and points
+   s->rootfs at it: every probe runs from it, whatever happens to the host's
+   directory afterwards.  */
+int sp_serve_rootfs_private (struct sp_serve *s, sp_error_t *err);
+
+/* Unmounts the private rootfs, once no container uses it.  */
+void sp_serve_rootfs_private_release (struct sp_serve *s);
 
 /* detach, preflight, canary: everything before the socket exists.  On
    failure the caller still calls sp_serve_release.  */

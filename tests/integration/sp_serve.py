@@ -556,13 +556,16 @@ def leaks(state, run, serve_pid=None, after_exit=False, srv=None):
     if pids:
         found.append(f"processes in the run's cgroups: {pids}")
     work_run = os.path.join(state, "work", run) if run else None
+    # While serve runs, its private copy of the rootfs is mounted at
+    # STATE/work/RUN/rootfs (docs/rootfs.md); after exit nothing may stay.
+    private_rootfs = os.path.join(work_run, "rootfs") if work_run and not after_exit else None
     for mi in ["/proc/self/mountinfo"] + ([f"/proc/{serve_pid}/mountinfo"] if serve_pid else []):
         for base in ("work", "runc"):
-            m = mounts_under(os.path.join(state, base), mi)
+            m = [p for p in mounts_under(os.path.join(state, base), mi) if p != private_rootfs]
             if m:
                 found.append(f"mounts in {mi}: {m}")
     if work_run and os.path.isdir(work_run):
-        entries = os.listdir(work_run)
+        entries = [e for e in os.listdir(work_run) if os.path.join(work_run, e) != private_rootfs]
         if entries or after_exit:
             found.append(f"{work_run} holds {entries}" if entries else f"{work_run} is left")
     if after_exit and run and os.path.exists(os.path.join(state, "runc", run)):
