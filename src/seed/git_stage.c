@@ -31,11 +31,6 @@
 #define OLD_OBJECTS "sp-objects.old"
 
 static inline void
-free_repository (git_repository **p)
-{
-  git_repository_free (*p);
-}
-static inline void
 free_object (git_object **p)
 {
   git_object_free (*p);
@@ -61,11 +56,6 @@ free_index (git_index **p)
   git_index_free (*p);
 }
 static inline void
-free_packbuilder (git_packbuilder **p)
-{
-  git_packbuilder_free (*p);
-}
-static inline void
 free_reference (git_reference **p)
 {
   git_reference_free (*p);
@@ -80,13 +70,11 @@ free_reference_iterator (git_reference_iterator **p)
 {
   git_reference_iterator_free (*p);
 }
-#define cleanup_git_repository         __attribute__ ((cleanup (free_repository)))
 #define cleanup_git_object             __attribute__ ((cleanup (free_object)))
 #define cleanup_git_tree               __attribute__ ((cleanup (free_tree)))
 #define cleanup_git_commit             __attribute__ ((cleanup (free_commit)))
 #define cleanup_git_blob               __attribute__ ((cleanup (free_blob)))
 #define cleanup_git_index              __attribute__ ((cleanup (free_index)))
-#define cleanup_git_packbuilder        __attribute__ ((cleanup (free_packbuilder)))
 #define cleanup_git_reference          __attribute__ ((cleanup (free_reference)))
 #define cleanup_git_refdb              __attribute__ ((cleanup (free_refdb)))
 #define cleanup_git_reference_iterator __attribute__ ((cleanup (free_reference_iterator)))
@@ -125,7 +113,6 @@ oid_set_release (struct oid_set *s)
   s->v = NULL;
   s->cap = s->len = 0;
 }
-#define cleanup_oid_set __attribute__ ((cleanup (oid_set_release)))
 
 static size_t
 oid_slot (const struct oid_set *s, const git_oid *id)
@@ -373,8 +360,6 @@ replace_index (int gitfd, const git_tree *tree, sp_error_t *err)
 }
 
 /* ---- the object store: exactly what HEAD and the refs reach ---- */
-
-static int pack_object (struct stage_ctx *ctx, const git_oid *id, const char *from, sp_error_t *err);
 
 static int
 pack_tree (struct stage_ctx *ctx, const git_oid *id, unsigned depth, sp_error_t *err)
@@ -663,14 +648,34 @@ stage_in_repo (struct stage_ctx *ctx, int seed_dirfd, int gitfd, const git_oid *
   return write_pack (ctx, gitfd, err);
 }
 
+static void
+stage_ctx_release (struct stage_ctx *ctx)
+{
+  git_packbuilder_free (ctx->pb);
+  git_odb_free (ctx->odb);
+  git_repository_free (ctx->repo);
+  oid_set_release (&ctx->packed);
+  oid_set_release (&ctx->shallow);
+}
+#define cleanup_stage_ctx __attribute__ ((cleanup (stage_ctx_release)))
+
+/* Everything libgit2 does, between its init and its shutdown.  */
+static int
+stage_with_libgit2 (int seed_dirfd, int gitfd, const git_oid *head, const struct sp_copy_options *limits,
+                    sp_error_t *err)
+{
+  cleanup_stage_ctx struct stage_ctx ctx = { .limits = limits };
+
+  if (libgit2_open (gitfd, &ctx.repo, err) < 0)
+    return -1;
+  return stage_in_repo (&ctx, seed_dirfd, gitfd, head, err);
+}
+
 int
 sp_git_stage_commit (int seed_dirfd, const char *commit, const struct sp_copy_options *limits,
                      sp_error_t *err)
 {
-  cleanup_oid_set struct oid_set packed = { 0 };
-  cleanup_oid_set struct oid_set shallow = { 0 };
   cleanup_close int gitfd = -1;
-  struct stage_ctx ctx = { .limits = limits };
   git_oid head;
   int ret;
 
@@ -686,21 +691,11 @@ sp_git_stage_commit (int seed_dirfd, const char *commit, const struct sp_copy_op
     return sp_make_error (err, errno, "open `.git`");
   if (git_libgit2_init () < 0)
     return git_fail (err, "libgit2: init");
-  ret = libgit2_open (gitfd, &ctx.repo, err);
-  if (ret == 0)
-    {
-      ctx.packed = packed;
-      ctx.shallow = shallow;
-      ret = stage_in_repo (&ctx, seed_dirfd, gitfd, &head, err);
-      packed = ctx.packed;
-      shallow = ctx.shallow;
-    }
-  git_packbuilder_free (ctx.pb);
-  git_odb_free (ctx.odb);
-  git_repository_free (ctx.repo);
+  ret = stage_with_libgit2 (seed_dirfd, gitfd, &head, limits, err);
   git_libgit2_shutdown ();
   if (ret < 0)
     return -1;
+  /* libgit2 is done with the old store: swap the new one in.  */
   return swap_objects (gitfd, err);
 }
 
