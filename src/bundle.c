@@ -5,6 +5,7 @@
 #include <sealed-probe/bundle.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,7 +62,7 @@ static const char *const capability_sets[]
 
 /* Every namespace but user: the probe runs as a real unprivileged uid.  A new
    network namespace holds only loopback.  */
-static const char *const namespaces[] = { "pid", "network", "ipc", "uts", "mount", "cgroup", NULL };
+static const char *const namespaces[] = { "pid", "network", "ipc", "uts", "mount", "cgroup", "user", NULL };
 
 struct mount_entry
 {
@@ -115,6 +116,21 @@ sp_bundle_id_check (const char *id, sp_error_t *err)
 {
   if (!sp_bundle_id_valid (id))
     return sp_make_error (err, 0, "must be 1 to %d characters of a-z, 0-9 and -", SP_ID_MAX_CHARS);
+  return 0;
+}
+
+/* The highest id a range may reach: ids above 2^31 - 1 are not portable
+   (some tools read them as signed).  */
+#define PROBE_ID_CEILING 0x7fffffffU
+/* Distributions hand out ids up to 65535 (and 65534 is nobody).  */
+#define PROBE_ID_FLOOR 65536U
+
+int
+sp_bundle_id_range_check (uint32_t base, sp_error_t *err)
+{
+  if (base < PROBE_ID_FLOOR || base > PROBE_ID_CEILING - SP_PROBE_ID_RANGE)
+    return sp_make_error (err, 0, "the probe id range must start between %u and %u (it is %u ids long)",
+                          PROBE_ID_FLOOR, PROBE_ID_CEILING - SP_PROBE_ID_RANGE, SP_PROBE_ID_RANGE);
   return 0;
 }
 
@@ -293,6 +309,30 @@ gen_resources (yajl_gen g, const struct sp_bundle_spec *spec)
   return st | yajl_gen_map_close (g);
 }
 
+/* The user namespace's two mappings: its root, which exists only while the
+   runtime sets the sandbox up, and the probe.  Nothing else in it maps to a
+   host id, so a file of any other host owner shows as the overflow id.  */
+static unsigned
+gen_id_mappings (yajl_gen g, const char *key, const struct sp_bundle_spec *spec)
+{
+  const struct
+  {
+    uint32_t container;
+    uint32_t host;
+  } maps[] = { { 0, spec->host_root_id }, { SP_PROBE_UID, spec->host_probe_id } };
+  unsigned st = gen_str (g, key) | yajl_gen_array_open (g);
+
+  for (size_t i = 0; i < sizeof (maps) / sizeof (maps[0]); i++)
+    {
+      st |= yajl_gen_map_open (g);
+      st |= gen_int_member (g, "containerID", maps[i].container);
+      st |= gen_int_member (g, "hostID", maps[i].host);
+      st |= gen_int_member (g, "size", 1);
+      st |= yajl_gen_map_close (g);
+    }
+  return st | yajl_gen_array_close (g);
+}
+
 static unsigned
 gen_linux (yajl_gen g, const struct sp_bundle_spec *spec)
 {
@@ -314,6 +354,8 @@ gen_linux (yajl_gen g, const struct sp_bundle_spec *spec)
       st |= yajl_gen_map_close (g);
     }
   st |= yajl_gen_array_close (g);
+  st |= gen_id_mappings (g, "uidMappings", spec);
+  st |= gen_id_mappings (g, "gidMappings", spec);
   st |= gen_resources (g, spec);
   st |= gen_str_member (g, "cgroupsPath", cgroups_path);
   st |= gen_str (g, "maskedPaths");
@@ -346,6 +388,12 @@ spec_check (const struct sp_bundle_spec *spec, sp_error_t *err)
     return sp_error_wrap (err, "run id");
   if (sp_bundle_id_check (spec->invocation_id, err) < 0)
     return sp_error_wrap (err, "invocation id");
+  /* Host ids a sandbox may never be: root, nobody, or one id for both. */
+  if (spec->host_root_id < PROBE_ID_FLOOR || spec->host_probe_id < PROBE_ID_FLOOR
+      || spec->host_root_id > PROBE_ID_CEILING || spec->host_probe_id > PROBE_ID_CEILING
+      || spec->host_root_id == spec->host_probe_id)
+    return sp_make_error (err, 0,
+                          "host ids: the sandbox's root and probe need two ids of the probe id range");
   return 0;
 }
 
@@ -437,11 +485,13 @@ sp_bundle_write (int dirfd, const struct sp_bundle_spec *spec, const void *scrip
   repo_fd = openat (dirfd, SP_BUNDLE_REPO, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (repo_fd < 0)
     return sp_make_error (err, errno, "%s: open", SP_BUNDLE_REPO);
-  if (fchown (repo_fd, SP_PROBE_UID, SP_PROBE_GID) < 0)
-    return sp_make_error (err, errno, "%s: give to %d:%d", SP_BUNDLE_REPO, SP_PROBE_UID, SP_PROBE_GID);
+  if (fchown (repo_fd, spec->host_probe_id, spec->host_probe_id) < 0)
+    return sp_make_error (err, errno, "%s: give to %" PRIu32 ":%" PRIu32, SP_BUNDLE_REPO, spec->host_probe_id,
+                          spec->host_probe_id);
 
   if (write_new_file (dirfd, SP_BUNDLE_SCRIPT, script, script_len, 0444, 0, 0, err) < 0
-      || write_new_file (dirfd, SP_BUNDLE_OUT, NULL, 0, 0600, SP_PROBE_UID, SP_PROBE_GID, err) < 0
+      || write_new_file (dirfd, SP_BUNDLE_OUT, NULL, 0, 0600, spec->host_probe_id, spec->host_probe_id, err)
+             < 0
       || write_new_file (dirfd, SP_BUNDLE_CONFIG, json, json_len, 0444, 0, 0, err) < 0)
     return -1;
   if (fsync (dirfd) < 0)

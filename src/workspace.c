@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/mount.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -183,7 +185,7 @@ fail:
 
 static int
 snapshot_copy (struct sp_workspace *ws, int seed_dirfd, const struct sp_copy_options *copy_limits,
-               sp_error_t *err)
+               const struct sp_probe_identity *id, sp_error_t *err)
 {
   struct sp_copy_options opts = *copy_limits;
   cleanup_close int repo_fd = -1;
@@ -193,7 +195,7 @@ snapshot_copy (struct sp_workspace *ws, int seed_dirfd, const struct sp_copy_opt
   repo_fd = openat (ws->bundle_dirfd, SP_BUNDLE_REPO, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (repo_fd < 0)
     return sp_make_error (err, errno, "snapshot: open %s/%s", SP_WORKSPACE_BUNDLE, SP_BUNDLE_REPO);
-  if (sp_tree_copy (seed_dirfd, repo_fd, &opts, SP_PROBE_UID, SP_PROBE_GID, err) < 0)
+  if (sp_tree_copy (seed_dirfd, repo_fd, &opts, id->host_probe_id, id->host_probe_id, err) < 0)
     return sp_error_wrap (err, "snapshot (copy)");
   return 0;
 }
@@ -213,9 +215,34 @@ make_private_dir (int dirfd, const char *name, sp_error_t *err)
   return fd;
 }
 
+/* The seed as the probe sees it: a detached clone of its read-only mount,
+   idmapped so that what is SP_PROBE_UID's on disk shows as the probe's host
+   id, the owner of everything else in its snapshot.  The seed itself stays
+   as staging sealed it.  */
 static int
-snapshot_overlay (struct sp_workspace *ws, int seed_dirfd, sp_error_t *err)
+idmapped_seed (int seed_dirfd, const struct sp_probe_identity *id, sp_error_t *err)
 {
+  struct mount_attr attr = {
+    .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+    .userns_fd = (uint64_t)id->idmap_userns_fd,
+  };
+  cleanup_close int tree = -1;
+
+  if (id->idmap_userns_fd < 0)
+    return sp_make_error (err, 0, "snapshot (overlay): the probe identity has no idmap namespace");
+  tree = (int)syscall (SYS_open_tree, seed_dirfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+  if (tree < 0)
+    return sp_make_error (err, errno, "snapshot (overlay): clone the seed's mount");
+  if (syscall (SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof (attr)) < 0)
+    return sp_make_error (err, errno, "snapshot (overlay): idmap the seed for the probe");
+  return get_and_reset_fd (&tree);
+}
+
+static int
+snapshot_overlay (struct sp_workspace *ws, int seed_dirfd, const struct sp_probe_identity *id,
+                  sp_error_t *err)
+{
+  cleanup_close int lower_fd = -1;
   cleanup_close int upper_fd = -1;
   cleanup_close int work_fd = -1;
   cleanup_close int repo_fd = -1;
@@ -235,10 +262,14 @@ snapshot_overlay (struct sp_workspace *ws, int seed_dirfd, sp_error_t *err)
   if (work_fd < 0)
     return -1;
   /* The overlay's root takes its owner and mode from the upper directory,
-     not from the lower: make them the seed's own.  */
-  if (fchown (upper_fd, seed_st.st_uid, seed_st.st_gid) < 0
+     not from the lower: the probe's, with the seed's mode.  */
+  if (fchown (upper_fd, id->host_probe_id, id->host_probe_id) < 0
       || fchmod (upper_fd, seed_st.st_mode & (S_IRWXU | S_IRWXG | S_IRWXO)) < 0)
-    return sp_make_error (err, errno, "snapshot (overlay): give %s the seed's owner and mode", UPPER_DIR);
+    return sp_make_error (err, errno, "snapshot (overlay): give %s the probe's owner and the seed's mode",
+                          UPPER_DIR);
+  lower_fd = idmapped_seed (seed_dirfd, id, err);
+  if (lower_fd < 0)
+    return -1;
 
   repo_fd = openat (ws->bundle_dirfd, SP_BUNDLE_REPO, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (repo_fd < 0)
@@ -258,7 +289,7 @@ snapshot_overlay (struct sp_workspace *ws, int seed_dirfd, sp_error_t *err)
   n = snprintf (opts, sizeof (opts),
                 "lowerdir=/proc/self/fd/%d,upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d,"
                 "index=off,metacopy=off,redirect_dir=on,xino=off",
-                seed_dirfd, upper_fd, work_fd);
+                lower_fd, upper_fd, work_fd);
   if (n < 0 || (size_t)n >= sizeof (opts))
     return sp_make_error (err, 0, "snapshot (overlay): options too long");
   snprintf (target, sizeof (target), "/proc/self/fd/%d", repo_fd);
@@ -270,7 +301,8 @@ snapshot_overlay (struct sp_workspace *ws, int seed_dirfd, sp_error_t *err)
 
 int
 sp_workspace_snapshot (struct sp_workspace *ws, enum sp_snapshot_mode mode, int seed_dirfd,
-                       const struct sp_copy_options *copy_limits, sp_error_t *err)
+                       const struct sp_copy_options *copy_limits, const struct sp_probe_identity *id,
+                       sp_error_t *err)
 {
   if (ws->dirfd < 0 || ws->bundle_dirfd < 0)
     return sp_make_error (err, 0, "snapshot: the workspace is not open");
@@ -279,9 +311,9 @@ sp_workspace_snapshot (struct sp_workspace *ws, enum sp_snapshot_mode mode, int 
   switch (mode)
     {
     case SP_SNAPSHOT_COPY:
-      return snapshot_copy (ws, seed_dirfd, copy_limits, err);
+      return snapshot_copy (ws, seed_dirfd, copy_limits, id, err);
     case SP_SNAPSHOT_OVERLAY:
-      return snapshot_overlay (ws, seed_dirfd, err);
+      return snapshot_overlay (ws, seed_dirfd, id, err);
     default:
       return sp_make_error (err, 0, "snapshot: unknown mode");
     }

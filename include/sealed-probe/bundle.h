@@ -40,7 +40,28 @@ struct sp_bundle_spec
   uint64_t memory_limit_bytes;
   enum sp_interpreter interpreter;
   const struct sp_seccomp_profile *seccomp;
+  /* The sandbox's user namespace maps its root onto host_root_id and
+     SP_PROBE_UID:SP_PROBE_GID onto host_probe_id (uid and gid alike): an
+     identity no other host process and no other running sandbox has
+     (sp_bundle_slot_ids).  */
+  uint32_t host_root_id;
+  uint32_t host_probe_id;
 };
+
+/* The two host ids of slot K of the range that starts at base.  */
+static inline void
+sp_bundle_slot_ids (uint32_t base, unsigned slot, uint32_t *host_root_id, uint32_t *host_probe_id)
+{
+  *host_root_id = base + SP_PROBE_IDS_PER_SLOT * slot;
+  *host_probe_id = base + SP_PROBE_IDS_PER_SLOT * slot + 1;
+}
+
+/* 0 when a range of SP_PROBE_ID_RANGE ids from base is usable: above every
+   id a distribution hands out (1000 .. 65535, and nobody), below 2^31 - 1
+   (ids above it are not portable), and not overflowing; else -1, naming the
+   reason.  Whether any host process or account already holds one is the
+   preflight's to check (serve).  */
+int sp_bundle_id_range_check (uint32_t base, sp_error_t *err);
 
 /* Run and invocation ids, and the names built from them (workspaces, runc
    roots, cgroups): 1..SP_ID_MAX_CHARS of [a-z0-9-].  Inline, so that the
@@ -82,12 +103,12 @@ char *sp_bundle_cgroup_path (const struct sp_bundle_spec *spec);
 int sp_bundle_render_config (const struct sp_bundle_spec *spec, char **json, size_t *len, sp_error_t *err);
 
 /* Fills the empty directory dirfd (which is spec->bundle_dir) with:
-     repo/        0700, owned by the probe uid: the mount point's source,
+     repo/        0700, owned by host_probe_id: the mount point's source,
                   empty here; serve snapshots the seed into it
      probe.py     0444, root: the script's bytes
-     out          0600, owned by the probe uid, empty: the answer file
+     out          0600, owned by host_probe_id, empty: the answer file
      config.json  0444, root
-   Needs root, to give repo/ and out to the probe uid.  */
+   Needs root, to give repo/ and out to the probe's host id.  */
 int sp_bundle_write (int dirfd, const struct sp_bundle_spec *spec, const void *script, size_t script_len,
                      sp_error_t *err);
 

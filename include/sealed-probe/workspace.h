@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include <sealed-probe/error.h>
+#include <sealed-probe/probe_identity.h>
 #include <sealed-probe/tree_copy.h>
 
 #define SP_WORKSPACE_BUNDLE "bundle"
@@ -50,14 +51,17 @@ struct sp_workspace
 int sp_workspace_create (int run_dirfd, const char *run_path, const char *name,
                          const struct sp_workspace_limits *limits, struct sp_workspace *ws, sp_error_t *err);
 
-/* Fills bundle/repo (which sp_bundle_write made, owned by the probe uid) with
-   a writable snapshot of the seed open at seed_dirfd.  Copy mode copies with
-   copy_limits, every entry given to the probe uid and owner-writable.
-   Overlay mode mounts an overlay on bundle/repo: lowerdir is the seed
-   (named through /proc/self/fd, so no host path shows in the sandbox's
-   mountinfo), upper and work on this workspace's tmpfs.  */
+/* Fills bundle/repo (which sp_bundle_write made, owned by the probe's host
+   id) with a writable snapshot of the seed open at seed_dirfd, for the probe
+   identity id.  Copy mode copies with copy_limits, every entry given to the
+   probe's host id and owner-writable.  Overlay mode mounts an overlay on
+   bundle/repo: lowerdir is the seed's read-only mount, idmapped so that it
+   shows as the probe's own (probe_identity.h), upper and work on this
+   workspace's tmpfs; every layer is named through /proc/self/fd, so no host
+   path shows in the sandbox's mountinfo.  */
 int sp_workspace_snapshot (struct sp_workspace *ws, enum sp_snapshot_mode mode, int seed_dirfd,
-                           const struct sp_copy_options *copy_limits, sp_error_t *err);
+                           const struct sp_copy_options *copy_limits, const struct sp_probe_identity *id,
+                           sp_error_t *err);
 
 /* Unmounts the overlay and the tmpfs and removes WORK/RUN/INV.  Every step
    is tried; any failure is an error (the invocation then answers ERROR).

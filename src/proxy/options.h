@@ -5,6 +5,7 @@
 #define SEALED_PROBE_PROXY_OPTIONS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct sp_option
 {
@@ -30,5 +31,10 @@ int sp_options_parse (const char *verb, const char *usage, int argc, char **argv
    SP_EXIT_USAGE.  */
 int sp_options_usage_error (const char *verb, const char *usage, const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));
+
+/* --probe-ids BASE (text; NULL: SP_PROBE_ID_BASE_DEFAULT): the first host id
+   of the range the probes' identities come from (bundle.h).  Returns 0, or
+   SP_EXIT_USAGE after reporting why.  */
+int sp_options_probe_ids (const char *verb, const char *usage, const char *text, uint32_t *base);
 
 #endif

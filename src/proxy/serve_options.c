@@ -37,6 +37,7 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
                         struct sp_serve_options *opt)
 {
   const char *concurrency = NULL, *queue = NULL, *queue_wait = NULL, *snapshot = NULL, *scratch = NULL;
+  const char *probe_ids = NULL;
   const struct sp_option common[] = {
     { .name = "--config", .value = &opt->config },
     { .name = "--state", .value = &opt->state },
@@ -44,6 +45,7 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     { .name = "--runc", .value = &opt->runc },
     { .name = "--snapshot", .value = &snapshot },
     { .name = "--scratch-size", .value = &scratch },
+    { .name = "--probe-ids", .value = &probe_ids },
     { .name = "--socket", .value = &opt->socket },
     { .name = "--socket-group", .value = &opt->socket_group },
     { .name = "--ready-file", .value = &opt->ready_file },
@@ -51,7 +53,7 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     { .name = "--queue", .value = &queue },
     { .name = "--queue-wait", .value = &queue_wait },
   };
-  size_t n_options = with_serving ? sizeof (common) / sizeof (common[0]) : 6;
+  size_t n_options = with_serving ? sizeof (common) / sizeof (common[0]) : 7;
   int ret;
 
   *opt = (struct sp_serve_options){
@@ -81,6 +83,8 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
              < 0)
     return sp_options_usage_error (verb, usage,
                                    "--scratch-size: must be a size like 256m or 2g, from 1m to 16g");
+  if (sp_options_probe_ids (verb, usage, probe_ids, &opt->probe_id_base) != 0)
+    return SP_EXIT_USAGE;
   if (concurrency != NULL && parse_count (concurrency, SP_SERVE_CONCURRENCY_MAX, &opt->concurrency) < 0)
     return sp_options_usage_error (verb, usage, "--concurrency: must be an integer from 1 to %d",
                                    SP_SERVE_CONCURRENCY_MAX);

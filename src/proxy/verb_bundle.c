@@ -5,10 +5,12 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +21,7 @@
 #include <sealed-probe/config.h>
 #include <sealed-probe/fileio.h>
 #include <sealed-probe/rootfs.h>
+#include <sealed-probe/rootfs_copy.h>
 #include <sealed-probe/seccomp_profile.h>
 #include <sealed-probe/seed_store.h>
 #include <sealed-probe/sha256.h>
@@ -31,7 +34,12 @@
 
 #define USAGE                                                                                                \
   "usage: sealed-probe-proxy bundle --dry-run --config PATH|- --repo OWNER/NAME --script PATH|- --out DIR\n" \
-  "                                 [--rootfs DIR] [--state DIR]"
+  "                                 [--rootfs DIR] [--state DIR] [--probe-ids BASE]"
+
+/* The bundle's own filesystem: room for the rootfs copy and a seed.  */
+#define BUNDLE_TMPFS_BYTES  (SP_ROOTFS_COPY_TMPFS_BYTES + SP_SEED_MAX_BYTES)
+#define BUNDLE_TMPFS_INODES (SP_ROOTFS_COPY_TMPFS_INODES + SP_SEED_MAX_ENTRIES + 16)
+#define BUNDLE_ROOTFS_DIR   "rootfs"
 
 #define fail(...) (sp_verb_report ("bundle", __VA_ARGS__), SP_EXIT_FAIL)
 
@@ -44,6 +52,8 @@ struct bundle_args
   const char *out;
   const char *rootfs;
   const char *state;
+  const char *probe_ids;
+  uint32_t probe_id_base;
 };
 
 /* Returns 0, SP_EXIT_USAGE after reporting, or -1 for --help.  */
@@ -54,7 +64,7 @@ parse_args (int argc, char **argv, struct bundle_args *a)
     { .name = "--dry-run", .flag = &a->dry_run }, { .name = "--config", .value = &a->config },
     { .name = "--repo", .value = &a->repo },      { .name = "--script", .value = &a->script },
     { .name = "--out", .value = &a->out },        { .name = "--rootfs", .value = &a->rootfs },
-    { .name = "--state", .value = &a->state },
+    { .name = "--state", .value = &a->state },    { .name = "--probe-ids", .value = &a->probe_ids },
   };
   const struct sp_option *required[] = { &options[1], &options[2], &options[3], &options[4] };
   int ret = sp_options_parse ("bundle", USAGE, argc, argv, options, sizeof (options) / sizeof (options[0]));
@@ -71,21 +81,17 @@ parse_args (int argc, char **argv, struct bundle_args *a)
     return sp_options_usage_error ("bundle", USAGE, "--config and --script cannot both read standard input");
   if (a->rootfs == NULL)
     a->rootfs = SP_DEFAULT_ROOTFS;
+  if (sp_options_probe_ids ("bundle", USAGE, a->probe_ids, &a->probe_id_base) != 0)
+    return SP_EXIT_USAGE;
   return 0;
 }
 
-/* Removes what sp_bundle_write may have created, then the directory: a failed
-   dry run leaves nothing behind.  */
+/* Unmounts the bundle's tmpfs, which holds everything a dry run wrote, and
+   removes its mount point: a failed dry run leaves nothing behind.  */
 static void
-remove_bundle_dir (const char *path, int dirfd)
+remove_bundle_dir (const char *path)
 {
-  sp_error_t err = NULL;
-  static const char *const files[] = { SP_BUNDLE_CONFIG, SP_BUNDLE_SCRIPT, SP_BUNDLE_OUT };
-
-  for (size_t i = 0; i < sizeof (files) / sizeof (files[0]); i++)
-    unlinkat (dirfd, files[i], 0);
-  if (sp_tree_remove_at (dirfd, SP_BUNDLE_REPO, &err) < 0)
-    sp_error_release (&err);
+  umount2 (path, MNT_DETACH);
   rmdir (path);
 }
 
@@ -111,9 +117,9 @@ open_staged_seed (const char *state, const char *repo, sp_error_t *err)
 }
 
 /* Snapshots the seed into repo/ as serve's copy mode does: a safe copy given
-   to the probe uid.  */
+   to the probe's host id.  */
 static int
-snapshot_seed (int bundle_fd, int seed_fd, sp_error_t *err)
+snapshot_seed (int bundle_fd, int seed_fd, uint32_t host_probe_id, sp_error_t *err)
 {
   static const struct sp_copy_options limits = {
     .max_bytes = SP_SEED_MAX_BYTES,
@@ -126,8 +132,72 @@ snapshot_seed (int bundle_fd, int seed_fd, sp_error_t *err)
 
   if (repo_fd < 0)
     return sp_make_error (err, errno, "%s", SP_BUNDLE_REPO);
-  if (sp_tree_copy (seed_fd, repo_fd, &limits, SP_PROBE_UID, SP_PROBE_GID, err) < 0)
+  if (sp_tree_copy (seed_fd, repo_fd, &limits, host_probe_id, host_probe_id, err) < 0)
     return sp_error_wrap (err, "copy the seed into %s", SP_BUNDLE_REPO);
+  return 0;
+}
+
+/* Every directory above the bundle must let others search it: the sandbox's
+   user-namespace root is an unprivileged host id, and the runtime reaches
+   the rootfs and every mount source as that id.  */
+static int
+check_reachable (const char *bundle_path, uint32_t host_root_id, sp_error_t *err)
+{
+  cleanup_free char *dir = strdup (bundle_path);
+  char *slash;
+  struct stat st;
+
+  if (dir == NULL)
+    return sp_make_error (err, errno, "allocate a path");
+  while ((slash = strrchr (dir, '/')) != NULL)
+    {
+      *(slash == dir ? slash + 1 : slash) = '\0';
+      if (stat (dir, &st) < 0)
+        return sp_make_error (err, errno, "stat `%s`", dir);
+      if ((st.st_mode & S_IXOTH) == 0)
+        return sp_make_error (err, 0,
+                              "`%s` (mode %04o) is not searchable by others, so the sandbox's root (host id "
+                              "%" PRIu32
+                              ") could not reach the bundle: put it where every directory above is o+x",
+                              dir, (unsigned)(st.st_mode & 07777), host_root_id);
+      if (slash == dir)
+        break;
+    }
+  return 0;
+}
+
+/* The bundle directory becomes a tmpfs of its own, holding a verified copy of
+   the rootfs beside the bundle: a sandbox run from it by hand binds nothing
+   from the host's filesystems, so its mountinfo names no host path, and the
+   user namespace's root can reach every mount source.  */
+static int
+make_bundle_fs (const char *path, const struct sp_rootfs_info *rootfs, struct sp_rootfs_info *copy,
+                int *dirfd, sp_error_t *err)
+{
+  cleanup_close int rootfs_fd = -1;
+  cleanup_free char *rootfs_path = NULL;
+  char options[128];
+
+  snprintf (options, sizeof (options), "mode=0711,size=%llu,nr_inodes=%llu",
+            (unsigned long long)BUNDLE_TMPFS_BYTES, (unsigned long long)BUNDLE_TMPFS_INODES);
+  if (mount ("sealed-probe-bundle", path, "tmpfs", MS_NOSUID | MS_NODEV, options) < 0)
+    return sp_make_error (err, errno, "mount a tmpfs for the bundle");
+  *dirfd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (*dirfd < 0)
+    return sp_make_error (err, errno, "open");
+  if (mkdirat (*dirfd, BUNDLE_ROOTFS_DIR, 0711) < 0)
+    return sp_make_error (err, errno, "mkdir %s", BUNDLE_ROOTFS_DIR);
+  rootfs_fd = openat (*dirfd, BUNDLE_ROOTFS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (rootfs_fd < 0)
+    return sp_make_error (err, errno, "open %s", BUNDLE_ROOTFS_DIR);
+  if (asprintf (&rootfs_path, "%s/%s", path, BUNDLE_ROOTFS_DIR) < 0)
+    {
+      rootfs_path = NULL;
+      return sp_make_error (err, errno, "allocate a path");
+    }
+  if (sp_rootfs_copy (rootfs, rootfs_fd, err) < 0
+      || sp_rootfs_copy_verify (rootfs_path, rootfs, copy, err) < 0)
+    return -1;
   return 0;
 }
 
@@ -142,8 +212,10 @@ sp_verb_bundle (int argc, char **argv)
   cleanup_close int dirfd = -1;
   cleanup_close int seed_fd = -1;
   struct sp_rootfs_info rootfs = { 0 };
+  struct sp_rootfs_info copy = { 0 };
   struct bundle_args a = { 0 };
   struct sp_bundle_spec spec;
+  uint32_t host_root_id, host_probe_id;
   char run_id[SP_ID_MAX_CHARS + 1];
   size_t script_len;
   int ret;
@@ -179,32 +251,40 @@ sp_verb_bundle (int argc, char **argv)
                            : fail ("--out: `%s`: mkdir: %s", a.out, strerror (ret));
     }
   bundle_path = realpath (a.out, NULL);
-  dirfd = open (a.out, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (bundle_path == NULL || dirfd < 0)
+  /* A dry run is slot 0 of the range, as serve's first worker is.  */
+  sp_bundle_slot_ids (a.probe_id_base, 0, &host_root_id, &host_probe_id);
+  ret = bundle_path && check_reachable (bundle_path, host_root_id, &err) == 0
+            ? make_bundle_fs (bundle_path, &rootfs, &copy, &dirfd, &err)
+            : -1;
+  sp_rootfs_info_release (&rootfs);
+  if (ret < 0)
     {
-      ret = errno;
-      rmdir (a.out);
-      sp_rootfs_info_release (&rootfs);
-      return fail ("--out: `%s`: %s", a.out, strerror (ret));
+      if (err == NULL)
+        sp_make_error (&err, errno, "realpath");
+      remove_bundle_dir (bundle_path ? bundle_path : a.out);
+      return fail ("--out: `%s`: %s", a.out, sp_error_message (err));
     }
 
   spec = (struct sp_bundle_spec){
     .bundle_dir = bundle_path,
-    .rootfs_root = rootfs.root_path,
-    .rootfs_digest = rootfs.digest,
+    .rootfs_root = copy.root_path,
+    .rootfs_digest = copy.digest,
     .run_id = run_id,
     .invocation_id = "0",
     .memory_limit_bytes = config->memory_limit_bytes,
     .interpreter = config->interpreter,
     .seccomp = seccomp,
+    .host_root_id = host_root_id,
+    .host_probe_id = host_probe_id,
   };
   ret = sp_bundle_write (dirfd, &spec, script, script_len, &err);
   if (ret == 0 && seed_fd >= 0)
-    ret = snapshot_seed (dirfd, seed_fd, &err);
-  sp_rootfs_info_release (&rootfs);
+    ret = snapshot_seed (dirfd, seed_fd, spec.host_probe_id, &err);
+  sp_rootfs_info_release (&copy);
   if (ret < 0)
     {
-      remove_bundle_dir (bundle_path, dirfd);
+      sp_closep (&dirfd);
+      remove_bundle_dir (bundle_path);
       return fail ("--out: %s", sp_error_message (err));
     }
   printf ("%s\n", bundle_path);

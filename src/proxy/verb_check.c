@@ -16,7 +16,7 @@
 
 #define USAGE                                                                                                \
   "usage: sealed-probe-proxy check --config PATH|- [--state DIR] [--rootfs DIR] [--runc PATH]\n"             \
-  "                                [--snapshot overlay|copy] [--scratch-size SIZE]"
+  "                                [--snapshot overlay|copy] [--scratch-size SIZE] [--probe-ids BASE]"
 
 #define fail(...) (sp_verb_report ("check", __VA_ARGS__), SP_EXIT_FAIL)
 

@@ -113,10 +113,13 @@ answer (int fd, uint8_t index)
   (void)send (fd, frame, sizeof (frame), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+/* Claims a free sandbox slot for the container id, under the lock that
+   shutdown takes: its index is the probe's identity (probe_identity.h), and
+   sp_serve_stop kills what it holds.  -1 once the proxy is stopping.  */
 static int
-register_container (struct sp_serve *s, const char *id)
+claim_slot (struct sp_serve *s, const char *id)
 {
-  int ret = -1;
+  int slot = -1;
 
   pthread_mutex_lock (&s->lock);
   if (!s->stopping)
@@ -124,22 +127,32 @@ register_container (struct sp_serve *s, const char *id)
       if (s->active[i] == NULL)
         {
           s->active[i] = (char *)id;
-          ret = 0;
+          slot = (int)i;
           break;
         }
   pthread_mutex_unlock (&s->lock);
-  return ret;
+  return slot;
 }
 
+/* Releases the slot; returns whether the proxy is stopping.  */
 static bool
-unregister_container (struct sp_serve *s, const char *id)
+release_slot (struct sp_serve *s, int slot)
 {
   bool stopping;
 
   pthread_mutex_lock (&s->lock);
-  for (unsigned i = 0; i < s->opt->concurrency + 1; i++)
-    if (s->active[i] == id)
-      s->active[i] = NULL;
+  s->active[slot] = NULL;
+  stopping = s->stopping;
+  pthread_mutex_unlock (&s->lock);
+  return stopping;
+}
+
+static bool
+proxy_stopping (struct sp_serve *s)
+{
+  bool stopping;
+
+  pthread_mutex_lock (&s->lock);
   stopping = s->stopping;
   pthread_mutex_unlock (&s->lock);
   return stopping;
@@ -199,17 +212,14 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
   struct sp_bundle_spec spec;
   sp_error_t cleanup_err = NULL;
   size_t out_len = 0;
+  const struct sp_probe_identity *id;
   int ret = -1;
-  bool stopping;
+  int slot;
+  bool stopping, cleanup_failed;
 
   *index = SP_RESPONSE_ERROR;
   inv->status = SP_AUDIT_STATUS_INTERNAL;
-  workspace_limits (s, inv->seed, &limits);
-  if (sp_workspace_create (s->work_run_fd, s->work_run_path, inv->inv, &limits, &ws, err) < 0)
-    return sp_error_wrap (err, "workspace");
-
   spec = (struct sp_bundle_spec){
-    .bundle_dir = ws.bundle_path,
     .rootfs_root = s->rootfs.root_path,
     .rootfs_digest = s->rootfs.digest,
     .run_id = s->run_id,
@@ -219,17 +229,33 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
     .seccomp = s->seccomp,
   };
   container_id = sp_bundle_container_id (&spec);
+  if (container_id == NULL)
+    return sp_make_error (err, errno, "allocate the invocation");
+  /* The slot first: it decides who the probe is on the host.  */
+  slot = claim_slot (s, container_id);
+  if (slot < 0)
+    return sp_make_error (err, 0, "the proxy is shutting down");
+  id = &s->identities[slot];
+  spec.host_root_id = id->host_root_id;
+  spec.host_probe_id = id->host_probe_id;
+  workspace_limits (s, inv->seed, &limits);
+  if (sp_workspace_create (s->work_run_fd, s->work_run_path, inv->inv, &limits, &ws, err) < 0)
+    {
+      release_slot (s, slot);
+      return sp_error_wrap (err, "workspace");
+    }
+  spec.bundle_dir = ws.bundle_path;
   cgroup_path = sp_bundle_cgroup_path (&spec);
   /* A directory fd of its own: a copy reads the seed's entries through it,
      and invocations run at once.  */
   seed_fd = openat (inv->seed->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (container_id == NULL || cgroup_path == NULL || seed_fd < 0)
+  if (cgroup_path == NULL || seed_fd < 0)
     sp_make_error (err, errno, "allocate the invocation");
   else if (sp_bundle_write (ws.bundle_dirfd, &spec, inv->script, inv->script_len, err) < 0)
     sp_error_wrap (err, "bundle");
-  else if (sp_workspace_snapshot (&ws, s->opt->snapshot, seed_fd, &copy_limits, err) < 0)
+  else if (sp_workspace_snapshot (&ws, s->opt->snapshot, seed_fd, &copy_limits, id, err) < 0)
     sp_error_wrap (err, "snapshot");
-  else if (register_container (s, container_id) < 0)
+  else if (proxy_stopping (s))
     sp_make_error (err, 0, "the proxy is shutting down");
   else
     {
@@ -242,7 +268,7 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
 
       inv->ran = true;
       ret = s->runtime->ops->run (s->runtime, &job, &inv->facts, err);
-      stopping = unregister_container (s, container_id);
+      stopping = proxy_stopping (s);
       if (ret < 0)
         sp_error_wrap (err, "runtime");
       else if (stopping)
@@ -278,8 +304,11 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
         }
     }
 
-  /* Step 9: nothing of the invocation may outlive its answer.  */
-  if (sp_workspace_destroy (&ws, &cleanup_err) < 0)
+  /* Step 9: nothing of the invocation may outlive its answer; the slot
+     (and so the probe's identity) is free again only once it is gone.  */
+  cleanup_failed = sp_workspace_destroy (&ws, &cleanup_err) < 0;
+  release_slot (s, slot);
+  if (cleanup_failed)
     {
       *index = SP_RESPONSE_ERROR;
       inv->status = SP_AUDIT_STATUS_INTERNAL;

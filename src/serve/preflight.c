@@ -3,7 +3,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,25 +82,82 @@ open_seeds (struct sp_serve *s, sp_error_t *err)
   return 0;
 }
 
-/* STATE/work, then this run's STATE/work/RUN, after the leftovers of earlier
-   runs are gone.  */
+/* dirfd/name, made 0711 when absent; it must be a directory of root's that
+   nobody else may write.  */
+static int
+open_work_dir (int dirfd, const char *name, const char *shown, sp_error_t *err)
+{
+  cleanup_close int fd = -1;
+  struct stat st;
+
+  if (mkdirat (dirfd, name, 0711) < 0 && errno != EEXIST)
+    return sp_make_error (err, errno, "make `%s`", shown);
+  fd = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 || fstat (fd, &st) < 0)
+    return sp_make_error (err, errno, "open `%s`", shown);
+  if (st.st_uid != 0 || (st.st_mode & 022) != 0)
+    return sp_make_error (err, 0, "`%s` must be root's and writable by no one else", shown);
+  return get_and_reset_fd (&fd);
+}
+
+/* SP_SERVE_WORK_ROOT/KEY/RUN, where KEY names the state directory (its
+   device and inode), after the leftovers of this state's earlier runs are
+   gone.  The workspaces live outside STATE, which is root's alone: the
+   sandbox's user-namespace root, an unprivileged host id, must reach every
+   mount source.  Their mounts are made in serve's own mount namespace, so
+   the host sees only empty directories here.  */
 static int
 open_work (struct sp_serve *s, sp_error_t *err)
 {
-  if (mkdirat (s->state_fd, SP_SERVE_WORK_DIR, 0700) < 0 && errno != EEXIST)
-    return sp_make_error (err, errno, "--state: make %s", SP_SERVE_WORK_DIR);
-  s->work_fd = openat (s->state_fd, SP_SERVE_WORK_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  cleanup_close int run_dir = -1, root = -1;
+  struct stat st;
+  char key[64];
+
+  if (fstat (s->state_fd, &st) < 0)
+    return sp_make_error (err, errno, "--state: stat");
+  snprintf (key, sizeof (key), "%jx-%jx", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino);
+  if (asprintf (&s->work_path, "%s/%s", SP_SERVE_WORK_ROOT, key) < 0)
+    {
+      s->work_path = NULL;
+      return sp_make_error (err, errno, "allocate a path");
+    }
+  run_dir = open_work_dir (AT_FDCWD, SP_SERVE_RUN_ROOT, SP_SERVE_RUN_ROOT, err);
+  if (run_dir < 0)
+    return -1;
+  root = open_work_dir (run_dir, "work", SP_SERVE_WORK_ROOT, err);
+  if (root < 0)
+    return -1;
+  s->work_fd = open_work_dir (root, key, s->work_path, err);
   if (s->work_fd < 0)
-    return sp_make_error (err, errno, "--state: open %s", SP_SERVE_WORK_DIR);
+    return -1;
   if (sp_workspace_remove_runs (s->work_fd, NULL, err) < 0)
     return sp_error_wrap (err, "remove the workspaces of earlier runs");
-  if (mkdirat (s->work_fd, s->run_id, 0700) < 0)
-    return sp_make_error (err, errno, "--state: make %s/%s", SP_SERVE_WORK_DIR, s->run_id);
-  s->work_run_fd = openat (s->work_fd, s->run_id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (s->work_run_fd < 0)
-    return sp_make_error (err, errno, "--state: open %s/%s", SP_SERVE_WORK_DIR, s->run_id);
-  if (asprintf (&s->work_run_path, "%s/%s/%s", s->state_path, SP_SERVE_WORK_DIR, s->run_id) < 0)
-    return sp_make_error (err, errno, "allocate a path");
+  if (asprintf (&s->work_run_path, "%s/%s", s->work_path, s->run_id) < 0)
+    {
+      s->work_run_path = NULL;
+      return sp_make_error (err, errno, "allocate a path");
+    }
+  s->work_run_fd = open_work_dir (s->work_fd, s->run_id, s->work_run_path, err);
+  return s->work_run_fd < 0 ? -1 : 0;
+}
+
+/* The probes' identities, one per slot, from a range nobody else holds.  */
+static int
+make_identities (struct sp_serve *s, sp_error_t *err)
+{
+  unsigned slots = s->opt->concurrency + 1;
+
+  if (sp_probe_identity_range_free (s->opt->probe_id_base, SP_PROBE_IDS_PER_SLOT * slots, err) < 0)
+    return sp_error_wrap (err, "--probe-ids %" PRIu32 ": the probes' id range is not free",
+                          s->opt->probe_id_base);
+  s->identities = calloc (slots, sizeof (*s->identities));
+  if (s->identities == NULL)
+    return sp_make_error (err, errno, "allocate the probe identities");
+  for (unsigned i = 0; i < slots; i++)
+    s->identities[i].idmap_userns_fd = -1;
+  for (unsigned i = 0; i < slots; i++)
+    if (sp_probe_identity_make (s->opt->probe_id_base, i, &s->identities[i], err) < 0)
+      return sp_error_wrap (err, "probe identity of slot %u", i);
   return 0;
 }
 
@@ -143,6 +202,9 @@ sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_e
     return sp_error_wrap (err, "%s", opt->runc ? "--runc" : "runtime `runc`");
   if (s->runtime->ops->cleanup_orphans (s->runtime, false, err) < 0)
     return sp_error_wrap (err, "remove the containers of earlier runs");
+  /* After the orphans: a sandbox of an earlier run no longer holds an id.  */
+  if (make_identities (s, err) < 0)
+    return -1;
   if (open_work (s, err) < 0)
     return -1;
   if (sp_serve_rootfs_private (s, err) < 0)
@@ -176,8 +238,13 @@ sp_serve_release (struct sp_serve *s, sp_error_t *err)
       ret = -1;
     }
   sp_runtime_closep (&s->runtime);
+  if (s->identities != NULL)
+    for (unsigned i = 0; i < s->opt->concurrency + 1; i++)
+      sp_probe_identity_release (&s->identities[i]);
+  free (s->identities);
   sp_closep (&s->work_fd);
   free (s->work_run_path);
+  free (s->work_path);
   if (s->seeds != NULL)
     for (size_t i = 0; i < s->config->n_private_repos; i++)
       sp_closep (&s->seeds[i].dirfd);

@@ -18,41 +18,11 @@
 
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
-#include <sealed-probe/tree_copy.h>
+#include <sealed-probe/rootfs_copy.h>
 
 #include "serve.h"
 
 #define PRIVATE_ROOTFS_DIR "rootfs"
-
-static int
-copy_root (const struct sp_rootfs_info *host, int private_fd, sp_error_t *err)
-{
-  static const struct sp_copy_options limits = {
-    .max_bytes = SP_ROOTFS_MAX_BYTES,
-    .max_entries = SP_ROOTFS_MAX_ENTRIES,
-    .max_depth = SP_COPY_DEPTH_CEILING,
-    .keep_sticky = true,
-  };
-  cleanup_close int src = open (host->root_path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  cleanup_close int dst = -1;
-  struct stat st;
-  char digest[SP_DIGEST_TEXT_SIZE + 1];
-
-  if (src < 0 || fstat (src, &st) < 0)
-    return sp_make_error (err, errno, "open the verified rootfs");
-  if (mkdirat (private_fd, "root", 0700) < 0)
-    return sp_make_error (err, errno, "make the private rootfs");
-  dst = openat (private_fd, "root", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (dst < 0)
-    return sp_make_error (err, errno, "open the private rootfs");
-  if (sp_tree_copy (src, dst, &limits, 0, 0, err) < 0)
-    return sp_error_wrap (err, "copy the rootfs");
-  if (fchown (dst, 0, 0) < 0 || fchmod (dst, st.st_mode & 07777) < 0)
-    return sp_make_error (err, errno, "give the private rootfs its owner and mode");
-  snprintf (digest, sizeof (digest), "%s\n", host->digest);
-  return sp_write_file_atomic_at (private_fd, "digest", digest, strlen (digest), 0444, err);
-}
 
 int
 sp_serve_rootfs_private (struct sp_serve *s, sp_error_t *err)
@@ -68,8 +38,8 @@ sp_serve_rootfs_private (struct sp_serve *s, sp_error_t *err)
       s->rootfs_mount = NULL;
       return sp_make_error (err, errno, "allocate a path");
     }
-  snprintf (options, sizeof (options), "mode=0700,size=%lld,nr_inodes=%lld", (long long)SP_ROOTFS_MAX_BYTES,
-            (long long)SP_ROOTFS_MAX_ENTRIES + 16);
+  snprintf (options, sizeof (options), "mode=0711,size=%lld,nr_inodes=%lld",
+            (long long)SP_ROOTFS_COPY_TMPFS_BYTES, (long long)SP_ROOTFS_COPY_TMPFS_INODES);
   /* Mounted in serve's private mount namespace (sp_serve_detach): the host
      never sees it.  */
   if (mount ("sealed-probe-rootfs", s->rootfs_mount, "tmpfs", MS_NOSUID | MS_NODEV, options) < 0)
@@ -81,20 +51,14 @@ sp_serve_rootfs_private (struct sp_serve *s, sp_error_t *err)
   private_fd = open (s->rootfs_mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (private_fd < 0)
     return sp_make_error (err, errno, "open the private rootfs");
-  if (copy_root (&s->rootfs, private_fd, err) < 0)
+  if (sp_rootfs_copy (&s->rootfs, private_fd, err) < 0)
     return -1;
   if (mount (NULL, s->rootfs_mount, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
     return sp_make_error (err, errno, "make the private rootfs read-only");
   /* The whole verify again, on the copy, through the read-only mount: what
      every probe will see is exactly what was verified.  */
-  if (sp_rootfs_verify (s->rootfs_mount, &copy, err) < 0)
-    return sp_error_wrap (err, "the private copy of the rootfs");
-  if (strcmp (copy.digest, s->rootfs.digest) != 0)
-    {
-      sp_rootfs_info_release (&copy);
-      return sp_make_error (err, 0, "the private copy of the rootfs digests to %s, not %s", copy.digest,
-                            s->rootfs.digest);
-    }
+  if (sp_rootfs_copy_verify (s->rootfs_mount, &s->rootfs, &copy, err) < 0)
+    return -1;
   sp_rootfs_info_release (&s->rootfs);
   s->rootfs = copy;
   return 0;

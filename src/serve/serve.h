@@ -16,6 +16,7 @@
 #include <sealed-probe/config.h>
 #include <sealed-probe/error.h>
 #include <sealed-probe/ledger.h>
+#include <sealed-probe/probe_identity.h>
 #include <sealed-probe/rootfs.h>
 #include <sealed-probe/runtime.h>
 #include <sealed-probe/seccomp_profile.h>
@@ -37,6 +38,7 @@ struct sp_serve_options
   unsigned queue_wait_seconds;
   enum sp_snapshot_mode snapshot;
   uint64_t scratch_bytes;
+  uint32_t probe_id_base; /* --probe-ids: the first host id of the probes' range */
 };
 
 /* One staged seed as serve uses it: verified once, kept open.  */
@@ -63,10 +65,11 @@ struct sp_serve
   struct sp_audit *audit;
   struct sp_runtime_backend *runtime;
   char runc_version[64];
-  int work_fd;     /* STATE/work */
-  int work_run_fd; /* STATE/work/RUN */
+  int work_fd;     /* SP_SERVE_WORK_ROOT/KEY: this state directory's workspaces */
+  int work_run_fd; /* SP_SERVE_WORK_ROOT/KEY/RUN */
+  char *work_path;
   char *work_run_path;
-  char *rootfs_mount; /* STATE/work/RUN/rootfs: the private copy of the rootfs */
+  char *rootfs_mount; /* SP_SERVE_WORK_ROOT/KEY/RUN/rootfs: the private copy of the rootfs */
   char run_id[SP_ID_MAX_CHARS + 1];
   atomic_uint_fast64_t next_invocation;
 
@@ -74,10 +77,15 @@ struct sp_serve
      same lock just before launch, so that none starts after the kill.  */
   pthread_mutex_t lock;
   bool stopping;
-  char **active; /* opt->concurrency slots: the running container ids */
+  char **active; /* opt->concurrency + 1 slots: the running container ids */
+  /* One probe identity per slot (probe_identity.h): a slot's sandbox runs
+     as its ids, which no other host process and no other slot has.  */
+  struct sp_probe_identity *identities;
 };
 
-#define SP_SERVE_WORK_DIR "work"
+/* Where serve's workspaces live: SP_SERVE_WORK_ROOT/KEY/RUN (preflight.c).  */
+#define SP_SERVE_RUN_ROOT  "/run/sealed-probe"
+#define SP_SERVE_WORK_ROOT SP_SERVE_RUN_ROOT "/work"
 
 /* serve's preflight, in the order docs/operations.md gives: state, seeds,
    rootfs, seccomp, ledger, audit log, runtime (verify, orphans, prepare),
@@ -86,7 +94,7 @@ struct sp_serve
 int sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_error_t *err);
 
 /* Copies the verified rootfs onto a tmpfs in serve's own mount namespace
-   (STATE/work/RUN/rootfs), makes it read-only, verifies the copy, and points
+   (SP_SERVE_WORK_ROOT/KEY/RUN/rootfs), makes it read-only, verifies the copy, and points
    s->rootfs at it: every probe runs from it, whatever happens to the host's
    directory afterwards.  */
 int sp_serve_rootfs_private (struct sp_serve *s, sp_error_t *err);

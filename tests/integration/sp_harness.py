@@ -80,3 +80,24 @@ def cached_rootfs():
                       f"{r.stderr.strip()}", flush=True)
                 sys.exit(1)
     return target
+
+
+def unmount_under(top):
+    """Unmounts everything mounted at or below top, deepest first: a dry-run
+    bundle is a tmpfs of its own (docs/bundle.md), which rm -rf cannot
+    remove."""
+    top = os.path.realpath(top)
+    points = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            point = line.split()[4].replace("\\040", " ")
+            if point == top or point.startswith(top + "/"):
+                points.append(point)
+    for point in sorted(points, key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True)
+
+
+def remove_bundle(path):
+    """Removes a dry-run bundle: its tmpfs, then its directory."""
+    unmount_under(path)
+    subprocess.run(["rm", "-rf", path], capture_output=True)

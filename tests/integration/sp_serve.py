@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import time
 
-from sp_harness import cached_rootfs, env_path
+from sp_harness import cached_rootfs, env_path, remove_bundle, unmount_under
 
 PROXY = env_path("SP_PROXY")
 CLIENT = os.environ.get("SP_CLIENT") or os.path.join(os.path.dirname(PROXY), "sealed-probe")
@@ -146,6 +146,7 @@ class Work:
         for s in self.states:
             for line in mounts_under(s, "/proc/self/mountinfo")[::-1]:
                 subprocess.run(["umount", "-l", line], capture_output=True)
+        unmount_under(self.dir)  # dry-run bundles
         subprocess.run(["rm", "-rf", "--one-file-system", self.dir])
 
 
@@ -192,7 +193,8 @@ def dry_run_bundle_ok(work, state, config, repo):
     r = subprocess.run([PROXY, "bundle", "--dry-run", "--config", config, "--repo", repo, "--script", script,
                         "--out", out, "--rootfs", work.rootfs, "--state", state],
                        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
-    subprocess.run(["rm", "-rf", out, script])
+    remove_bundle(out)
+    subprocess.run(["rm", "-rf", script])
     return r
 
 
@@ -222,7 +224,8 @@ class Serve:
         self.stdout_path = os.path.join(self.dir, "stdout")
         self.stderr_path = os.path.join(self.dir, "stderr")
         argv = [PROXY, "serve", "--config", config, "--state", state,
-                "--rootfs", rootfs or work.rootfs, "--socket", self.socket, "--ready-file", self.ready_file]
+                "--rootfs", rootfs or work.rootfs, "--socket", self.socket, "--ready-file", self.ready_file,
+                "--probe-ids", probe_ids()]
         for flag, value in (("--snapshot", snapshot), ("--concurrency", concurrency), ("--queue", queue),
                             ("--queue-wait", queue_wait), ("--scratch-size", scratch_size), ("--runc", runc),
                             ("--socket-group", socket_group)):
@@ -541,10 +544,27 @@ def runc_processes(state):
     return out
 
 
+def work_dir(state):
+    """Where serve keeps the workspaces of the state directory state:
+    /run/sealed-probe/work/<device>-<inode> of it, in hex (src/serve/preflight.c)."""
+    st = os.stat(state)
+    return f"/run/sealed-probe/work/{st.st_dev:x}-{st.st_ino:x}"
+
+
+# Every serve a test starts gets a probe id range of its own: serves run side
+# by side in the suite, and each refuses a range another one's probes hold.
+_probe_id_serial = [0]
+
+
+def probe_ids():
+    _probe_id_serial[0] += 1
+    return str(2_000_000_000 + ((os.getpid() % 20000) * 32 + _probe_id_serial[0] % 32) * 64)
+
+
 def leaks(state, run, serve_pid=None, after_exit=False, srv=None):
     """Everything of run that is left; [] when nothing is.  While serve runs
-    (serve_pid), its own mount namespace is checked for mounts below
-    STATE/work/<run> as well.  after_exit: also STATE/runc/<run>, the socket
+    (serve_pid), its own mount namespace is checked for mounts below its
+    work directory (work_dir) as well.  after_exit: also STATE/runc/<run>, the socket
     and the ready file must be gone."""
     found = []
     for root in glob.glob(os.path.join(state, "runc", "*")):
@@ -555,13 +575,13 @@ def leaks(state, run, serve_pid=None, after_exit=False, srv=None):
     pids = processes_in_run_cgroups(run) if run else []
     if pids:
         found.append(f"processes in the run's cgroups: {pids}")
-    work_run = os.path.join(state, "work", run) if run else None
+    work_run = os.path.join(work_dir(state), run) if run else None
     # While serve runs, its private copy of the rootfs is mounted at
-    # STATE/work/RUN/rootfs (docs/rootfs.md); after exit nothing may stay.
+    # WORK/RUN/rootfs (docs/rootfs.md); after exit nothing may stay.
     private_rootfs = os.path.join(work_run, "rootfs") if work_run and not after_exit else None
     for mi in ["/proc/self/mountinfo"] + ([f"/proc/{serve_pid}/mountinfo"] if serve_pid else []):
-        for base in ("work", "runc"):
-            m = [p for p in mounts_under(os.path.join(state, base), mi) if p != private_rootfs]
+        for base in (work_dir(state), os.path.join(state, "runc")):
+            m = [p for p in mounts_under(base, mi) if p != private_rootfs]
             if m:
                 found.append(f"mounts in {mi}: {m}")
     if work_run and os.path.isdir(work_run):

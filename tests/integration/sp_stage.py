@@ -7,6 +7,8 @@ import os
 import subprocess
 import tempfile
 
+from sp_harness import remove_bundle, unmount_under
+
 YES, NO = '{"result": "YES"}', '{"result": "NO"}'
 
 
@@ -102,12 +104,14 @@ class StageWork:
             subprocess.run(["runc", "--root", runc_root, "delete", "--force", cid], capture_output=True)
         with open(os.path.join(bundle, "out")) as f:
             out = f.read()
-        subprocess.run(["rm", "-rf", bundle, script_path])
+        remove_bundle(bundle)
+        subprocess.run(["rm", "-rf", script_path])
         return out if run.returncode == 0 else f"runc failed: {run.stderr.strip()} {out}"
 
     def close(self):
         for s in self.states:
             self.unstage(s)
+        unmount_under(self.work)  # dry-run bundles
         subprocess.run(["rm", "-rf", self.work])
 
 

@@ -11,12 +11,11 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, cached_rootfs, env_path, require_root_and  # noqa: E402
+from sp_harness import Tap, cached_rootfs, env_path, require_root_and, unmount_under  # noqa: E402
 
 PROXY = env_path("SP_PROXY")
 require_root_and("unshare")
 ROOTFS = cached_rootfs()
-ROOTFS_ROOT = os.path.realpath(os.path.join(ROOTFS, "root"))
 with open(os.path.join(ROOTFS, "digest")) as f:
     ROOTFS_DIGEST = f.read().strip()
 
@@ -24,6 +23,7 @@ REPOS = ["acme/widgets", "acme/gadgets", "other/thing"]
 MEMORY = 256 << 20
 tap = Tap()
 work = tempfile.mkdtemp(prefix="sp-bundle-test-")
+os.chmod(work, 0o711)  # the sandbox's user-namespace root walks down to its bundle
 
 
 def write_config(name, block):
@@ -65,7 +65,15 @@ res = lx["resources"]
 tap.ok(set(c) == {"ociVersion", "process", "root", "hostname", "mounts", "annotations", "linux"},
        "top level holds exactly ociVersion process root hostname mounts annotations linux (no hooks)", sorted(c))
 tap.ok(c["ociVersion"] == "1.0.2", "ociVersion is 1.0.2")
-tap.ok(c["root"] == {"path": ROOTFS_ROOT, "readonly": True}, "root is the verified rootfs, read-only", c["root"])
+BASE_REAL = os.path.realpath(base_dir)
+tap.ok(c["root"] == {"path": os.path.join(BASE_REAL, "rootfs", "root"), "readonly": True},
+       "root is the bundle's own copy of the rootfs, read-only", c["root"])
+with open(os.path.join(base_dir, "rootfs", "digest")) as f, open(os.path.join(ROOTFS, "digest")) as g:
+    tap.ok(f.read() == g.read(), "the bundle's rootfs copy records the verified rootfs's digest")
+with open("/proc/self/mountinfo") as f:
+    bundle_fs = [ln.split() for ln in f if ln.split()[4] == BASE_REAL]
+tap.ok(len(bundle_fs) == 1 and bundle_fs[0][3] == "/" and "tmpfs" in bundle_fs[0],
+       "the bundle directory is a tmpfs of its own, so a sandbox run from it names no host path", bundle_fs)
 tap.ok(c["hostname"] == "probe", "hostname is fixed")
 tap.ok(p["args"] == ["/usr/bin/python3", "-I", "-S", "-B", "/probe/probe.py"],
        "process.args is python3 -I -S -B /probe/probe.py", p["args"])
@@ -89,10 +97,14 @@ tap.ok("apparmorProfile" not in p and "selinuxLabel" not in p and "consoleSize" 
        "process has no LSM label or console settings to loosen")
 
 ns = lx["namespaces"]
-tap.ok(sorted(n["type"] for n in ns) == sorted(["pid", "network", "ipc", "uts", "mount", "cgroup"]),
-       "linux.namespaces: pid network ipc uts mount cgroup", ns)
+tap.ok(sorted(n["type"] for n in ns) == sorted(["pid", "network", "ipc", "uts", "mount", "cgroup", "user"]),
+       "linux.namespaces: pid network ipc uts mount cgroup user", ns)
 tap.ok(all(set(n) == {"type"} for n in ns), "no namespace joins an existing one (no path)", ns)
-tap.ok("uidMappings" not in lx and "gidMappings" not in lx, "no user-namespace mappings")
+PROBE_ROOT_ID, PROBE_ID = 2_100_000_000, 2_100_000_001  # slot 0 of the default --probe-ids range
+MAPS = [{"containerID": 0, "hostID": PROBE_ROOT_ID, "size": 1}, {"containerID": 65534, "hostID": PROBE_ID, "size": 1}]
+tap.ok(lx.get("uidMappings") == MAPS and lx.get("gidMappings") == MAPS,
+       "user-namespace mappings: only root and the probe, each onto a host id of the probe range",
+       (lx.get("uidMappings"), lx.get("gidMappings")))
 tap.ok(res["memory"] == {"limit": MEMORY, "swap": MEMORY}, "memory limit is the config's, swap equal to it",
        res["memory"])
 tap.ok(res["pids"] == {"limit": 64}, "pids limit is 64", res["pids"])
@@ -107,9 +119,9 @@ tap.ok(sorted(lx["readonlyPaths"]) == sorted(["/proc/bus", "/proc/fs", "/proc/ir
                                               "/proc/sysrq-trigger"]),
        "readonlyPaths are runc's defaults", lx["readonlyPaths"])
 tap.ok(lx["rootfsPropagation"] == "private", "rootfsPropagation is private")
-tap.ok(set(lx) == {"namespaces", "resources", "cgroupsPath", "maskedPaths", "readonlyPaths", "rootfsPropagation",
-                   "seccomp"},
-       "linux holds nothing else (no devices, sysctl, mappings)", sorted(lx))
+tap.ok(set(lx) == {"namespaces", "uidMappings", "gidMappings", "resources", "cgroupsPath", "maskedPaths",
+                   "readonlyPaths", "rootfsPropagation", "seccomp"},
+       "linux holds nothing else (no devices, sysctl)", sorted(lx))
 
 sc = lx["seccomp"]
 tap.ok(sc["defaultAction"] == "SCMP_ACT_ERRNO", "seccomp default action denies", sc.get("defaultAction"))
@@ -147,7 +159,8 @@ tap.ok(all(m["source"].startswith(bundle + "/") for m in binds),
        "every bind source is inside this bundle (no host path, socket or other seed)", binds)
 
 names = sorted(os.listdir(base_dir))
-tap.ok(names == ["config.json", "out", "probe.py", "repo"], "the bundle holds config.json out probe.py repo", names)
+tap.ok(names == ["config.json", "out", "probe.py", "repo", "rootfs"],
+       "the bundle holds config.json out probe.py repo rootfs", names)
 
 
 def owner_mode(path):
@@ -155,10 +168,10 @@ def owner_mode(path):
     return st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode), stat.S_IFMT(st.st_mode)
 
 
-tap.ok(owner_mode(os.path.join(base_dir, "repo")) == (65534, 65534, 0o700, stat.S_IFDIR)
-       and os.listdir(os.path.join(base_dir, "repo")) == [], "repo/ is an empty 0700 directory of the probe uid")
-tap.ok(owner_mode(os.path.join(base_dir, "out")) == (65534, 65534, 0o600, stat.S_IFREG)
-       and os.path.getsize(os.path.join(base_dir, "out")) == 0, "out is an empty 0600 file of the probe uid")
+tap.ok(owner_mode(os.path.join(base_dir, "repo")) == (PROBE_ID, PROBE_ID, 0o700, stat.S_IFDIR)
+       and os.listdir(os.path.join(base_dir, "repo")) == [], "repo/ is an empty 0700 directory of the probe's host id")
+tap.ok(owner_mode(os.path.join(base_dir, "out")) == (PROBE_ID, PROBE_ID, 0o600, stat.S_IFREG)
+       and os.path.getsize(os.path.join(base_dir, "out")) == 0, "out is an empty 0600 file of the probe's host id")
 tap.ok(owner_mode(os.path.join(base_dir, "probe.py")) == (0, 0, 0o444, stat.S_IFREG),
        "probe.py is root's and read-only")
 with open(os.path.join(base_dir, "probe.py"), "rb") as f:
@@ -227,6 +240,9 @@ cases = [
     ("oversized_script", dict(script=big), 1, b"--script"),
     ("disabled_config", dict(config=disabled), 1, b"sealedProbes.enabled"),
     ("unknown_option", dict(extra=["--privileged"]), 2, b"--privileged"),
+    ("probe_ids_below_the_floor", dict(extra=["--probe-ids", "65534"]), 2, b"--probe-ids"),
+    ("probe_ids_past_the_ceiling", dict(extra=["--probe-ids", "2147483647"]), 2, b"--probe-ids"),
+    ("probe_ids_not_a_number", dict(extra=["--probe-ids", "0x10000"]), 2, b"--probe-ids"),
 ]
 for name, kwargs, status, field in cases:
     out = os.path.join(work, "bad-" + name)
@@ -234,6 +250,18 @@ for name, kwargs, status, field in cases:
     tap.ok(r.returncode == status and field in r.stderr and r.stdout == b"" and not os.path.exists(out),
            f"{name}: exit {status}, the error names {field.decode()}, no directory is created",
            f"exit {r.returncode}: {r.stderr.decode(errors='replace')}")
+hidden = os.path.join(work, "private-dir")
+os.mkdir(hidden, 0o700)
+r = dry_run(os.path.join(hidden, "bundle"))
+tap.ok(r.returncode == 1 and b"not searchable by others" in r.stderr and hidden.encode() in r.stderr
+       and os.listdir(hidden) == [],
+       "an --out below a directory others cannot search is refused, naming it (the sandbox's root could not "
+       "reach the bundle), and leaves nothing", r.stderr.decode(errors="replace"))
+r = dry_run(os.path.join(work, "other-range"), extra=["--probe-ids", "1000000000"])
+tap.ok(r.returncode == 0 and load(os.path.join(work, "other-range"))["linux"]["uidMappings"]
+       == [{"containerID": 0, "hostID": 1_000_000_000, "size": 1},
+           {"containerID": 65534, "hostID": 1_000_000_001, "size": 1}],
+       "--probe-ids moves the bundle's identity to slot 0 of the range it names", r.stderr.decode(errors="replace"))
 r = subprocess.run([PROXY, "bundle", "--config", CONFIG, "--repo", "acme/widgets", "--script", "/dev/null",
                     "--out", os.path.join(work, "no-dry-run")], capture_output=True, stdin=subprocess.DEVNULL)
 tap.ok(r.returncode == 2 and b"--dry-run" in r.stderr and not os.path.exists(os.path.join(work, "no-dry-run")),
@@ -260,6 +288,7 @@ tap.ok(r.returncode == 1 and b"--rootfs" in r.stderr and ROOTFS_DIGEST.encode() 
        "a rootfs whose content no longer matches its digest is refused, naming the digest, before any bundle",
        r.stderr.decode(errors="replace"))
 
+unmount_under(work)
 subprocess.run(["chmod", "-R", "u+w", work])
 shutil.rmtree(work, ignore_errors=True)
 tap.finish()

@@ -19,7 +19,8 @@ work = S.Work("sp-check-")
 
 
 def check(config, state, *extra, env=None):
-    argv = [S.PROXY, "check", "--config", config, "--state", state, "--rootfs", work.rootfs, *extra]
+    argv = [S.PROXY, "check", "--config", config, "--state", state, "--rootfs", work.rootfs, "--probe-ids",
+            S.probe_ids(), *extra]
     return subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
                           env=env if env is not None else {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
 
@@ -47,9 +48,8 @@ try:
         tap.ok(report.get("rootfs", "").startswith("sha256:")
                and open(os.path.join(work.rootfs, "digest")).read().strip() == report.get("rootfs"),
                f"check reports the verified rootfs digest ({mode})", r.stdout)
-        left = [p for p in ("work", "runc") if os.path.isdir(os.path.join(state, p))
-                and os.listdir(os.path.join(state, p))]
-        tap.ok(left == [] and S.mounts_under(state + "/work") == [],
+        left = [p for p in (S.work_dir(state), os.path.join(state, "runc")) if os.path.isdir(p) and os.listdir(p)]
+        tap.ok(left == [] and S.mounts_under(S.work_dir(state)) == [],
                f"check leaves no workspace, runc state or mount behind ({mode})", left)
 
     r = check(config, state, "--runc", "/bin/true")

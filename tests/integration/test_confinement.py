@@ -11,7 +11,7 @@ import tempfile
 import shutil
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, cached_rootfs, env_path, require_root_and  # noqa: E402
+from sp_harness import Tap, cached_rootfs, env_path, require_root_and, unmount_under  # noqa: E402
 
 EXPECTED = [
     "uid_gid_65534", "CapEff_zero", "CapPrm_zero", "CapBnd_zero", "CapInh_zero", "CapAmb_zero", "no_new_privs",
@@ -26,6 +26,7 @@ require_root_and("runc")
 ROOTFS = cached_rootfs()
 tap = Tap()
 work = tempfile.mkdtemp(prefix="sp-confinement-")
+os.chmod(work, 0o711)  # the sandbox's user-namespace root walks down to its bundle
 state = os.path.join(work, "runc-state")
 container = f"sp-selfcheck-{os.getpid()}"
 
@@ -89,5 +90,6 @@ except BlockingIOError:
     udp_quiet = True
 tap.ok(tcp_quiet and udp_quiet, "the host's loopback listeners received nothing")
 
+unmount_under(work)
 shutil.rmtree(work, ignore_errors=True)
 tap.finish()

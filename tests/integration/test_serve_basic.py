@@ -147,9 +147,9 @@ try:
             result = {}
             t = threading.Thread(target=lambda: result.setdefault("r", srv.probe(SLOW, "acme/alpha")))
             t.start()
-            work_mounts = S.wait_for(lambda: S.mounts_under(os.path.join(state, "work", srv.run),
+            work_mounts = S.wait_for(lambda: S.mounts_under(os.path.join(S.work_dir(state), srv.run),
                                                             f"/proc/{srv.pid}/mountinfo"), timeout=20)
-            ours = S.mounts_under(os.path.join(state, "work"), "/proc/self/mountinfo")
+            ours = S.mounts_under(S.work_dir(state), "/proc/self/mountinfo")
             t.join(timeout=60)
             tap.ok(work_mounts and not ours,
                    f"{mode}: the invocation's mounts are in serve's mount namespace only",

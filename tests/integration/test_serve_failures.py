@@ -184,11 +184,11 @@ with open("/probe/out", "w") as f:
     for attempt in ("first run", "after a restart"):
         with S.serving(work, bconfig, bstate) as srv:
             run_root = os.path.join(bstate, "runc", srv.run)
-            work_root = os.path.join(bstate, "work", srv.run)
+            work_root = os.path.join(S.work_dir(bstate), srv.run)
 
             def watch_all(ino):
                 ino.watch(run_root)
-                for d in (os.path.join(bstate, "work"), work_root):
+                for d in (S.work_dir(bstate), work_root):
                     if os.path.isdir(d):
                         ino.watch(d)
             if attempt == "first run":

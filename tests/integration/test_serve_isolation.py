@@ -3,7 +3,8 @@ can reach the thing and must answer NOTSEEN; each carries a control (a marker
 that really is where the probe looks) and answers BROKEN when the control is
 not found, so a NOTSEEN cannot come from a detector that sees nothing.  Repo-
 level cases run in both snapshot modes.  Also: symlinks in the fixture don't
-escape, and stage refuses FIFOs, sockets, devices and outside hardlinks."""
+escape, and stage refuses FIFOs, sockets, devices and outside hardlinks in a
+clone's .git."""
 
 import os
 import socket
@@ -230,6 +231,8 @@ scan(["/probe/repo/seeds-link", "/probe/repo/parent-link", "/probe/repo/tmpdir-l
                    f"exit {rc} {S.leaks(state, run, after_exit=True, srv=srv)}")
 
     # ---- stage refuses special files and outside hardlinks -------------------
+    # Only a clone's .git is copied (the tree comes from the commit's
+    # objects), so each is planted there.
     def refused(name, prepare, needle):
         clone = work.make_clone(name, {"README.md": b"x\n"})
         prepare(clone)
@@ -239,18 +242,19 @@ scan(["/probe/repo/seeds-link", "/probe/repo/parent-link", "/probe/repo/tmpdir-l
         tap.ok(res.returncode == 1 and needle in res.stderr and not os.path.exists(os.path.join(s, "staged.json")),
                f"stage refuses {name}, naming {needle!r}, and records nothing", f"exit {res.returncode}: {res.stderr}")
 
-    refused("fifo", lambda c: os.mkfifo(os.path.join(c, "pipe")), "pipe")
+    refused("fifo", lambda c: os.mkfifo(os.path.join(c, ".git/pipe")), "pipe")
 
     def make_socket(c):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.bind(os.path.join(c, "sock"))
+        s.bind(os.path.join(c, ".git/sock"))
         s.close()
     refused("socket", make_socket, "sock")
-    refused("device", lambda c: os.mknod(os.path.join(c, "null"), stat.S_IFCHR | 0o666, os.makedev(1, 3)), "null")
+    refused("device", lambda c: os.mknod(os.path.join(c, ".git/null"), stat.S_IFCHR | 0o666, os.makedev(1, 3)),
+            "null")
     outside = os.path.join(work.dir, "outside-secret")
     with open(outside, "w") as f:
         f.write("OUTSIDE\n")
-    refused("hardlink", lambda c: os.link(outside, os.path.join(c, "linked")), "linked")
+    refused("hardlink", lambda c: os.link(outside, os.path.join(c, ".git/linked")), "linked")
 finally:
     subprocess.run(["rm", "-rf", host_tmp])
     work.close()

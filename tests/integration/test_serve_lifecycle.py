@@ -157,7 +157,7 @@ try:
         tap.ok(ok, "orphans: a new serve on the same state becomes ready", srv2.stderr())
         if ok:
             left = S.leaks(state, old_run, after_exit=True)
-            tap.ok(srv2.run != old_run and not left and not os.path.exists(os.path.join(state, "work", old_run)),
+            tap.ok(srv2.run != old_run and not left and not os.path.exists(os.path.join(S.work_dir(state), old_run)),
                    "orphans: once ready, the old run's containers, cgroups, processes, runc root and work dir are gone",
                    left)
             tap.ok(srv2.probe(QUICK, "acme/alpha") == YES, "orphans: a probe works after the restart")

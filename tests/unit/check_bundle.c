@@ -44,6 +44,8 @@ good_spec (void)
     .memory_limit_bytes = 512ULL << 20,
     .interpreter = SP_INTERPRETER_PYTHON3,
     .seccomp = profile,
+    .host_root_id = SP_PROBE_ID_BASE_DEFAULT,
+    .host_probe_id = SP_PROBE_ID_BASE_DEFAULT + 1,
   };
 }
 
@@ -107,6 +109,61 @@ START_TEST (test_render_is_deterministic)
 }
 END_TEST
 
+/* The sandbox's user namespace maps exactly its root and the probe, each
+   onto the host id the spec names, uid and gid alike.  */
+START_TEST (test_render_maps_root_and_probe_onto_their_host_ids)
+{
+  cleanup_error sp_error_t err = NULL;
+  struct sp_bundle_spec spec = good_spec ();
+  cleanup_free char *json = NULL;
+  char want[512];
+  size_t len;
+
+  spec.host_root_id = 2000000100;
+  spec.host_probe_id = 2000000101;
+  ck_assert_int_eq (sp_bundle_render_config (&spec, &json, &len, &err), 0);
+  ck_assert_ptr_nonnull (strstr (json, "{\n        \"type\": \"user\"\n      }"));
+  for (int i = 0; i < 2; i++)
+    {
+      snprintf (want, sizeof (want),
+                "\"%s\": [\n      {\n        \"containerID\": 0,\n        \"hostID\": 2000000100,\n"
+                "        \"size\": 1\n      },\n      {\n        \"containerID\": 65534,\n"
+                "        \"hostID\": 2000000101,\n        \"size\": 1\n      }\n    ]",
+                i == 0 ? "uidMappings" : "gidMappings");
+      ck_assert_msg (strstr (json, want) != NULL, "no %s in:\n%s", want, json);
+    }
+}
+END_TEST
+
+START_TEST (test_slot_ids_are_pairs_of_the_range)
+{
+  uint32_t root, probe;
+
+  sp_bundle_slot_ids (2000000000, 0, &root, &probe);
+  ck_assert_uint_eq (root, 2000000000);
+  ck_assert_uint_eq (probe, 2000000001);
+  sp_bundle_slot_ids (2000000000, 3, &root, &probe);
+  ck_assert_uint_eq (root, 2000000006);
+  ck_assert_uint_eq (probe, 2000000007);
+}
+END_TEST
+
+START_TEST (test_id_range_check)
+{
+  cleanup_error sp_error_t err = NULL;
+
+  ck_assert_int_eq (sp_bundle_id_range_check (SP_PROBE_ID_BASE_DEFAULT, &err), 0);
+  ck_assert_int_eq (sp_bundle_id_range_check (65536, &err), 0);
+  ck_assert_int_lt (sp_bundle_id_range_check (65534, &err), 0);
+  sp_error_release (&err);
+  ck_assert_int_lt (sp_bundle_id_range_check (1000, &err), 0);
+  sp_error_release (&err);
+  ck_assert_int_lt (sp_bundle_id_range_check (0x7fffffffU - SP_PROBE_ID_RANGE + 1, &err), 0);
+  sp_error_release (&err);
+  ck_assert_int_lt (sp_bundle_id_range_check (0xffffffffU, &err), 0);
+}
+END_TEST
+
 START_TEST (test_render_refuses_bad_specs)
 {
   struct sp_bundle_spec spec;
@@ -128,6 +185,10 @@ START_TEST (test_render_refuses_bad_specs)
   REFUSED (memory_limit_bytes, 64ULL << 40, "memory limit");
   REFUSED (run_id, "Run", "run id");
   REFUSED (invocation_id, "", "invocation id");
+  REFUSED (host_root_id, 0, "host ids");
+  REFUSED (host_probe_id, 65534, "host ids");
+  REFUSED (host_probe_id, SP_PROBE_ID_BASE_DEFAULT, "host ids");
+  REFUSED (host_root_id, 0x80000000U, "host ids");
 #undef REFUSED
 }
 END_TEST
@@ -144,7 +205,7 @@ START_TEST (test_write_creates_the_four_entries)
 
   if (geteuid () != 0)
     {
-      /* Giving repo/ and out to the probe uid needs root: the write must fail
+      /* Giving repo/ and out to the probe's host id needs root: the write must fail
          cleanly rather than produce a bundle the probe cannot use.  */
       ck_assert_ptr_nonnull (mkdtemp (dir));
       dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -164,10 +225,11 @@ START_TEST (test_write_creates_the_four_entries)
     ck_abort_msg ("sp_bundle_write: %s", sp_error_message (err));
 
   ck_assert_int_eq (fstatat (dirfd, "repo", &st, AT_SYMLINK_NOFOLLOW), 0);
-  ck_assert (S_ISDIR (st.st_mode) && (st.st_mode & 07777) == 0700 && st.st_uid == 65534
-             && st.st_gid == 65534);
+  ck_assert (S_ISDIR (st.st_mode) && (st.st_mode & 07777) == 0700 && st.st_uid == spec.host_probe_id
+             && st.st_gid == spec.host_probe_id);
   ck_assert_int_eq (fstatat (dirfd, "out", &st, AT_SYMLINK_NOFOLLOW), 0);
-  ck_assert (S_ISREG (st.st_mode) && (st.st_mode & 07777) == 0600 && st.st_uid == 65534 && st.st_size == 0);
+  ck_assert (S_ISREG (st.st_mode) && (st.st_mode & 07777) == 0600 && st.st_uid == spec.host_probe_id
+             && st.st_size == 0);
   ck_assert_int_eq (fstatat (dirfd, "probe.py", &st, AT_SYMLINK_NOFOLLOW), 0);
   ck_assert (S_ISREG (st.st_mode) && (st.st_mode & 07777) == 0444 && st.st_uid == 0 && st.st_size == 9);
   fd = openat (dirfd, "probe.py", O_RDONLY | O_CLOEXEC);
@@ -198,6 +260,9 @@ make_suite (void)
   tcase_add_unchecked_fixture (tc, load_profile, free_profile);
   tcase_add_loop_test (tc, test_id_check, 0, sizeof (ids) / sizeof (ids[0]));
   tcase_add_test (tc, test_container_id);
+  tcase_add_test (tc, test_render_maps_root_and_probe_onto_their_host_ids);
+  tcase_add_test (tc, test_slot_ids_are_pairs_of_the_range);
+  tcase_add_test (tc, test_id_range_check);
   tcase_add_test (tc, test_render_is_deterministic);
   tcase_add_test (tc, test_render_refuses_bad_specs);
   tcase_add_test (tc, test_write_creates_the_four_entries);

@@ -1,8 +1,9 @@
 /* The invocation workspace and its two snapshot modes, on real tmpfs and
    overlay mounts (root only).  A fake seed, owned by the probe uid like a
    staged one and bind-mounted onto itself read-only like staging does, is
-   snapshotted; the probe uid writes through the snapshot in a forked child;
-   the seed must stay byte-identical and nothing may stay mounted.  */
+   snapshotted for a probe identity (probe_identity.h); the probe's host id
+   writes through the snapshot in a forked child; the seed must stay
+   byte-identical and nothing may stay mounted.  */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
@@ -24,6 +25,7 @@
 
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/cleanup.h>
+#include <sealed-probe/probe_identity.h>
 #include <sealed-probe/tree_digest.h>
 #include <sealed-probe/workspace.h>
 
@@ -34,6 +36,11 @@
 #define TMPFS_INODES 64
 #define RUN          "run-1"
 #define SEED_README  "hello, seed\n"
+
+/* The probe identity every snapshot here is made for: slot 0 of the
+   default range.  */
+static struct sp_probe_identity probe = { .idmap_userns_fd = -1 };
+#define PROBE_ID (probe.host_probe_id)
 
 static const struct sp_workspace_limits limits = { .tmpfs_bytes = TMPFS_BYTES, .tmpfs_inodes = TMPFS_INODES };
 static const struct sp_copy_options copy_limits
@@ -212,11 +219,18 @@ suite_setup (void)
   snprintf (run_path, sizeof (run_path), "%s/%s", work_path, RUN);
   make_seed ();
   digest_of (seed_fd, seed_digest);
+  {
+    cleanup_error sp_error_t err = NULL;
+
+    ck_assert_msg (sp_probe_identity_make (SP_PROBE_ID_BASE_DEFAULT, 0, &probe, &err) == 0, "%s",
+                   sp_error_message (err));
+  }
 }
 
 static void
 suite_teardown (void)
 {
+  sp_probe_identity_release (&probe);
   if (seed_fd >= 0)
     close (seed_fd);
   seed_fd = -1;
@@ -272,7 +286,7 @@ create_ws (int dirfd, const char *dir_path, const char *name, struct sp_workspac
   ck_assert_int_eq (mkdirat (ws->bundle_dirfd, "repo", 0700), 0);
   repo = openat (ws->bundle_dirfd, "repo", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   ck_assert_int_ge (repo, 0);
-  ck_assert_int_eq (fchown (repo, SP_PROBE_UID, SP_PROBE_GID), 0);
+  ck_assert_int_eq (fchown (repo, PROBE_ID, PROBE_ID), 0);
   close (repo);
 }
 
@@ -281,7 +295,7 @@ snapshot_ws (struct sp_workspace *ws, enum sp_snapshot_mode mode)
 {
   cleanup_error sp_error_t err = NULL;
 
-  ck_assert_msg (sp_workspace_snapshot (ws, mode, seed_fd, &copy_limits, &err) == 0, "%s",
+  ck_assert_msg (sp_workspace_snapshot (ws, mode, seed_fd, &copy_limits, &probe, &err) == 0, "%s",
                  sp_error_message (err));
 }
 
@@ -317,8 +331,8 @@ as_probe (int (*fn) (const void *), const void *arg)
   ck_assert_int_ge (pid, 0);
   if (pid == 0)
     {
-      if (setgroups (0, NULL) < 0 || setresgid (SP_PROBE_GID, SP_PROBE_GID, SP_PROBE_GID) < 0
-          || setresuid (SP_PROBE_UID, SP_PROBE_UID, SP_PROBE_UID) < 0)
+      if (setgroups (0, NULL) < 0 || setresgid (PROBE_ID, PROBE_ID, PROBE_ID) < 0
+          || setresuid (PROBE_ID, PROBE_ID, PROBE_ID) < 0)
         _exit (100);
       _exit (fn (arg));
     }
@@ -412,10 +426,10 @@ START_TEST (snapshot_shows_the_seed_and_keeps_links_as_links)
   repo_path (&ws, "bin/tool.sh", path, sizeof (path));
   ck_assert_int_eq (stat (path, &st), 0);
   ck_assert (st.st_mode & S_IXUSR);
-  ck_assert_uint_eq (st.st_uid, SP_PROBE_UID);
+  ck_assert_uint_eq (st.st_uid, PROBE_ID);
   repo_path (&ws, "", path, sizeof (path));
   ck_assert_int_eq (stat (path, &st), 0);
-  ck_assert_uint_eq (st.st_uid, SP_PROBE_UID);
+  ck_assert_uint_eq (st.st_uid, PROBE_ID);
   ck_assert (st.st_mode & S_IWUSR);
   repo_path (&ws, "passwd-link", path, sizeof (path));
   ck_assert_int_eq (lstat (path, &st), 0);
@@ -703,7 +717,7 @@ START_TEST (copy_mode_refuses_special_entries_and_stays_destroyable)
       break;
     }
   create_ws (run_fd, run_path, "inv-1", &ws);
-  ret = sp_workspace_snapshot (&ws, SP_SNAPSHOT_COPY, bad_fd, &copy_limits, &err);
+  ret = sp_workspace_snapshot (&ws, SP_SNAPSHOT_COPY, bad_fd, &copy_limits, &probe, &err);
   ck_assert_int_eq (ret, -1);
   ck_assert_msg (strstr (sp_error_message (err), "entry") != NULL, "%s", sp_error_message (err));
   close (bad_fd);
@@ -757,16 +771,14 @@ START_TEST (two_overlays_of_one_seed_do_not_see_each_others_writes)
   pa = fork ();
   if (pa == 0)
     {
-      if (setresgid (SP_PROBE_GID, SP_PROBE_GID, SP_PROBE_GID) < 0
-          || setresuid (SP_PROBE_UID, SP_PROBE_UID, SP_PROBE_UID) < 0)
+      if (setresgid (PROBE_ID, PROBE_ID, PROBE_ID) < 0 || setresuid (PROBE_ID, PROBE_ID, PROBE_ID) < 0)
         _exit (100);
       _exit (write_own_bytes (&wa));
     }
   pb = fork ();
   if (pb == 0)
     {
-      if (setresgid (SP_PROBE_GID, SP_PROBE_GID, SP_PROBE_GID) < 0
-          || setresuid (SP_PROBE_UID, SP_PROBE_UID, SP_PROBE_UID) < 0)
+      if (setresgid (PROBE_ID, PROBE_ID, PROBE_ID) < 0 || setresuid (PROBE_ID, PROBE_ID, PROBE_ID) < 0)
         _exit (100);
       _exit (write_own_bytes (&wb));
     }

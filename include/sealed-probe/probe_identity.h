@@ -1,0 +1,38 @@
+/* The probe's identity on the host (docs/runtimes.md, "The probe's
+   identity").  Each sandbox slot has two host ids of its own: the one its
+   user namespace's root maps to, and the one its SP_PROBE_UID:SP_PROBE_GID
+   maps to (bundle.h).  Files the probe writes are the probe id's; a seed,
+   which stays SP_PROBE_UID's on disk, is shown to the probe as its own
+   through an idmapped mount made with the slot's idmap namespace.  */
+#ifndef SEALED_PROBE_PROBE_IDENTITY_H
+#define SEALED_PROBE_PROBE_IDENTITY_H
+
+#include <stdint.h>
+
+#include <sealed-probe/error.h>
+
+struct sp_probe_identity
+{
+  uint32_t host_root_id;
+  uint32_t host_probe_id;
+  /* A user namespace mapping SP_PROBE_UID:SP_PROBE_GID onto host_probe_id
+     and nothing else, for MOUNT_ATTR_IDMAP; -1 until made.  */
+  int idmap_userns_fd;
+};
+
+/* Fills id for slot of the range that starts at base (sp_bundle_slot_ids)
+   and makes its idmap namespace: a short-lived child unshares a user
+   namespace, the caller writes its maps and keeps an fd on it, and the child
+   is gone before this returns.  Needs root.  */
+int sp_probe_identity_make (uint32_t base, unsigned slot, struct sp_probe_identity *id, sp_error_t *err);
+
+void sp_probe_identity_release (struct sp_probe_identity *id);
+
+/* 0 when no host account or process holds any id of the range
+   [base, base + count): no passwd or group entry, and no process with it as
+   a real, effective, saved or filesystem uid or gid.  Otherwise -1, naming
+   the first holder.  Run at preflight: an id someone else has is not the
+   probe's alone.  */
+int sp_probe_identity_range_free (uint32_t base, uint32_t count, sp_error_t *err);
+
+#endif
