@@ -44,14 +44,6 @@
    is only a coarse backstop above it.  */
 #define SP_PROBE_UID             65534
 #define SP_PROBE_GID             65534
-/* The probe's host identity (docs/runtimes.md, "The probe's identity"):
-   every sandbox runs in a user namespace that maps its root and its
-   SP_PROBE_UID:SP_PROBE_GID onto two host ids of its own, uid and gid alike,
-   from a range the operator reserves: slot K (0 .. --concurrency - 1) uses
-   BASE + 2K (root) and BASE + 2K + 1 (the probe).  */
-#define SP_PROBE_ID_BASE_DEFAULT 2100000000U
-#define SP_PROBE_IDS_PER_SLOT    2U
-#define SP_PROBE_ID_RANGE        (SP_PROBE_IDS_PER_SLOT * SP_SERVE_CONCURRENCY_MAX)
 #define SP_SANDBOX_PIDS_MAX      64
 #define SP_SANDBOX_CPU_PERIOD_US 100000
 #define SP_SANDBOX_CPU_QUOTA_US  100000 /* one CPU */
@@ -62,6 +54,14 @@
 #define SP_SANDBOX_TMP_INODES    "4096"
 #define SP_SANDBOX_DEV_SIZE      "64k"
 #define SP_SANDBOX_OOM_SCORE_ADJ 1000
+/* The probe's host identity (docs/runtimes.md, "The probe's identity"):
+   every sandbox runs in a user namespace that maps its root and its
+   SP_PROBE_UID:SP_PROBE_GID onto two host ids of its own, uid and gid alike,
+   from a range the operator reserves: slot K (0 .. --concurrency) uses
+   BASE + 2K (root) and BASE + 2K + 1 (the probe).  */
+#define SP_PROBE_ID_BASE_DEFAULT 2100000000U
+#define SP_PROBE_IDS_PER_SLOT    2U
+#define SP_PROBE_ID_RANGE        (SP_PROBE_IDS_PER_SLOT * (SP_SERVE_CONCURRENCY_MAX + 1))
 /* Run and invocation ids: [a-z0-9-], chosen by the proxy, never the agent.  */
 #define SP_ID_MAX_CHARS 32
 
