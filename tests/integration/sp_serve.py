@@ -223,9 +223,10 @@ class Serve:
         self.ready_file = os.path.join(self.dir, "ready")
         self.stdout_path = os.path.join(self.dir, "stdout")
         self.stderr_path = os.path.join(self.dir, "stderr")
+        self.probe_id_base = int(probe_ids())
         argv = [PROXY, "serve", "--config", config, "--state", state,
                 "--rootfs", rootfs or work.rootfs, "--socket", self.socket, "--ready-file", self.ready_file,
-                "--probe-ids", probe_ids()]
+                "--probe-ids", str(self.probe_id_base)]
         for flag, value in (("--snapshot", snapshot), ("--concurrency", concurrency), ("--queue", queue),
                             ("--queue-wait", queue_wait), ("--scratch-size", scratch_size), ("--runc", runc),
                             ("--socket-group", socket_group)):

@@ -1,0 +1,202 @@
+"""The probe's identity exists nowhere else (docs/runtimes.md, "The probe's
+identity"), and no host path shows inside the sandbox.
+
+While a probe runs, host processes running as the identity the old design
+used (uid 65534) and as the neighbouring host ids try to read and write its
+repository through /proc/PID/root and every other door: each is refused,
+while root (the control) gets through; even the probe's own host id, which
+nothing else may hold, cannot reach the repository.  Two
+concurrent probes run as two different host ids.  A probe that reads every
+file under /proc/self and /proc/1 finds no host path, under serve in both
+snapshot modes and in a dry-run bundle run by hand."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sp_harness import Tap, remove_bundle, require_root_and  # noqa: E402
+
+require_root_and("runc", "git", "setpriv")
+import sp_serve as S  # noqa: E402
+
+tap = Tap()
+work = S.Work("sp-serve-identity-")
+YES, NO = S.answer("YES"), S.answer("NO")
+MARKER = "IDENTITY-MARKER-5150"
+
+# Writes a marker into its copy, then holds the sandbox open until the test
+# drops a file there (or 60 s pass).
+HOLD = f"""import json, os, time
+with open("/probe/repo/held.txt", "w") as f:
+    f.write("{MARKER}")
+for _ in range(600):
+    if os.path.exists("/probe/repo/release"):
+        break
+    time.sleep(0.1)
+with open("/probe/out", "w") as f:
+    json.dump({{"result": "YES"}}, f)
+"""
+
+# Tries every door a host process has into a running sandbox: its root, its
+# cwd, its fds, its environment and memory maps.  Prints what worked.
+DOORS = r"""import json, os, sys
+pid = sys.argv[1]
+done = []
+def attempt(name, fn):
+    try:
+        fn()
+        done.append(name)
+    except OSError:
+        pass
+attempt("read root", lambda: open(f"/proc/{pid}/root/probe/repo/held.txt").read())
+attempt("list root", lambda: os.listdir(f"/proc/{pid}/root/probe/repo"))
+attempt("write root", lambda: open(f"/proc/{pid}/root/probe/repo/intruder.txt", "w").write("x"))
+attempt("read cwd", lambda: open(f"/proc/{pid}/cwd/held.txt").read())
+attempt("list fds", lambda: os.listdir(f"/proc/{pid}/fd"))
+attempt("read environ", lambda: open(f"/proc/{pid}/environ").read())
+attempt("read maps", lambda: open(f"/proc/{pid}/maps").read())
+attempt("read mem", lambda: open(f"/proc/{pid}/mem", "rb").read(1))
+print(json.dumps(done))
+"""
+
+
+def probe_pids(base, count):
+    """{pid: uid} of host processes whose uid is in [base, base + count)."""
+    found = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                uid = next(int(ln.split()[1]) for ln in f if ln.startswith("Uid:"))
+        except (OSError, StopIteration, ValueError):
+            continue
+        if base <= uid < base + count:
+            found[int(pid)] = uid
+    return found
+
+
+def doors_as(uid, pid):
+    r = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "/usr/bin/python3", "-c",
+                        DOORS, str(pid)], capture_output=True, text=True, timeout=60)
+    return json.loads(r.stdout) if r.returncode == 0 else [f"failed: {r.stderr.strip()[-200:]}"]
+
+
+def release(srv, pid):
+    with open(f"/proc/{pid}/root/probe/repo/release", "w") as f:
+        f.write("go")
+
+
+def proc_finder(needles, controls):
+    """A probe that reads every file and link under /proc/self and /proc/1:
+    YES when any needle shows (a host path), NO when none does and every
+    control does (so the scan really read mountinfo and the rest)."""
+    return f"""import json, os
+needles = [bytes.fromhex(n) for n in {[n.encode().hex() for n in needles]!r}]
+controls = [bytes.fromhex(n) for n in {[c.encode().hex() for c in controls]!r}]
+seen = b""
+skip = {{"pagemap", "mem", "kcore", "clear_refs", "kpageflags", "kpagecount", "syscall"}}
+for top in ("/proc/self", "/proc/1"):
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        if dirpath.count("/") > 5:
+            dirnames[:] = []
+        for name in filenames + dirnames:
+            path = os.path.join(dirpath, name)
+            try:
+                if os.path.islink(path):
+                    seen += os.readlink(path).encode() + b"\\n"
+                elif name not in skip and os.path.isfile(path):
+                    with open(path, "rb") as f:
+                        seen += f.read(1 << 20) + b"\\n"
+            except OSError:
+                pass
+found = [n for n in needles if n in seen]
+missing = [c for c in controls if c not in seen]
+with open("/probe/out", "w") as f:
+    json.dump({{"result": "YES" if found else ("NO" if not missing else "UNKNOWN")}}, f)
+"""
+
+
+try:
+    clone = work.make_clone("app", {"README.md": b"app\n"})
+    config = work.write_config(["acme/app"])
+    state = work.staged_state(config, [("acme/app", clone)])
+
+    for mode in ("overlay", "copy"):
+        with S.serving(work, config, state, snapshot=mode, concurrency=2) as srv:
+            base = srv.probe_id_base
+            results = {}
+            threads = [threading.Thread(target=lambda i=i: results.setdefault(i, srv.probe(HOLD, "acme/app")))
+                       for i in range(2)]
+            for t in threads:
+                t.start()
+            held = S.wait_for(lambda: (lambda p: p if len(p) == 2 and all(
+                os.path.exists(f"/proc/{pid}/root/probe/repo/held.txt") for pid in p) else None)(
+                    probe_pids(base, 6)), timeout=30) or {}
+            uids = sorted(set(held.values()))
+            tap.ok(len(held) == 2 and len(uids) == 2 and all(u % 2 == 1 for u in uids),
+                   f"{mode}: two concurrent probes run as two different host ids of serve's range, each its "
+                   f"slot's probe id", held)
+            if held:
+                pid, uid = next(iter(held.items()))
+                tap.ok("read root" in doors_as(0, pid), f"{mode}: control: root on the host reads the repository "
+                       "through /proc/PID/root (the doors are real)")
+                for who, other in (("the old design's uid 65534", 65534), ("the neighbouring id below", uid - 1),
+                                   ("the neighbouring id above", uid + 1)):
+                    got = doors_as(other, pid)
+                    tap.ok(got == [], f"{mode}: a host process as {who} ({other}) gets through no door into a "
+                           "running probe (root, cwd, fds, environ, maps, mem)", got)
+                got = doors_as(uid, pid)
+                tap.ok(not {"read root", "list root", "write root", "read cwd", "read mem"} & set(got),
+                       f"{mode}: even as the probe's own host id, which nothing else may hold, the repository "
+                       "cannot be reached (the sandbox's user namespace is root's)", got)
+                with open(f"/proc/{pid}/status") as f:
+                    ids = {ln.split(":")[0]: ln.split()[1:] for ln in f if ln.startswith(("Uid:", "Gid:"))}
+                tap.ok(ids["Uid"] == [str(uid)] * 4 and ids["Gid"] == [str(uid)] * 4,
+                       f"{mode}: the probe's real, effective, saved and filesystem uid and gid are its host id",
+                       ids)
+                snap = os.path.join(S.work_dir(state), srv.run)
+                host_view = [os.path.join(d, n) for d, ds, fs in os.walk(snap) for n in ds + fs]
+                tap.ok(not any("held.txt" in p for p in host_view),
+                       f"{mode}: in the host's mount namespace the snapshot directories are empty", host_view[:10])
+                for p in held:
+                    release(srv, p)
+            for t in threads:
+                t.join(timeout=90)
+            tap.ok(results == {0: YES, 1: YES}, f"{mode}: both probes answer", results)
+
+            rootfs_host = os.path.realpath(os.path.join(work.rootfs, "root"))
+            needles = [rootfs_host, os.path.realpath(work.rootfs), os.path.realpath(state), S.work_dir(state),
+                       work.dir, "/run/sealed-probe"]
+            answer = srv.probe(proc_finder(needles, ["/probe/repo", "/probe/probe.py", "python3"]), "acme/app")
+            tap.ok(answer == NO, f"{mode}: a probe reading every file and link under /proc/self and /proc/1 finds "
+                   "no host path of the rootfs, state, workspace or bundle (and does find /probe/repo)", answer)
+
+    # A dry-run bundle, run by hand, shows none either.
+    script = work.path("finder") + ".py"
+    bundle = work.path("bundle")
+    needles = [os.path.realpath(work.rootfs), os.path.realpath(state), os.path.realpath(work.dir)]
+    with open(script, "w") as f:
+        f.write(proc_finder(needles, ["/probe/repo", "python3"]))
+    r = subprocess.run([S.PROXY, "bundle", "--dry-run", "--config", config, "--repo", "acme/app", "--script", script,
+                        "--out", bundle, "--rootfs", work.rootfs, "--state", state, "--probe-ids", S.probe_ids()],
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    if tap.ok(r.returncode == 0, "a dry-run bundle is written", r.stderr):
+        cid = f"sp-identity-{os.getpid()}"
+        runc_root = work.path("runc")
+        run = subprocess.run(["runc", "--root", runc_root, "run", "--bundle", bundle, cid],
+                             capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+        subprocess.run(["runc", "--root", runc_root, "delete", "--force", cid], capture_output=True)
+        with open(os.path.join(bundle, "out")) as f:
+            out = f.read()
+        tap.ok(run.returncode == 0 and json.loads(out or "{}").get("result") == "NO",
+               "the same probe in a dry-run bundle run by hand with runc finds no host path either",
+               run.stderr + out)
+        remove_bundle(bundle)
+finally:
+    work.close()
+tap.finish()
