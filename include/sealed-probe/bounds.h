@@ -38,10 +38,10 @@
 #define SP_JSON_DEPTH_LIMIT    1024
 #define SP_JSON_ECHO_MAX_CHARS 64
 
-/* The sandbox (docs/bundle.md).  The probe runs as nobody:nogroup; the
-   cgroup pids limit is the real per-sandbox bound on processes, and
-   RLIMIT_NPROC, which the kernel counts per uid across every sandbox at once,
-   is only a coarse backstop above it.  */
+/* The sandbox (docs/bundle.md).  The probe runs as nobody:nogroup inside
+   (its host id is its slot's, below); the cgroup pids limit is the real
+   per-sandbox bound on processes, and RLIMIT_NPROC, which the kernel counts
+   per host uid, is only a coarse backstop above it.  */
 #define SP_PROBE_UID             65534
 #define SP_PROBE_GID             65534
 #define SP_SANDBOX_PIDS_MAX      64
