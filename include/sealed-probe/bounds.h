@@ -110,6 +110,7 @@
 #define SP_GIT_CONFIG_MAX_BYTES      (1024 * 1024)
 #define SP_GIT_CONFIG_VALUE_MAX      4096
 #define SP_GIT_SYMREF_MAX_DEPTH      5
+#define SP_GIT_FRESH_CONFIG_SIZE     256 /* the minimal config sanitizing writes */
 
 /* Staging (docs/staging.md): --clone flags of one stage run.  */
 #define SP_CLONE_FLAGS_MAX SP_CONFIG_MAX_REPOS
