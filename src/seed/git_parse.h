@@ -21,7 +21,8 @@ struct sp_git_format
 };
 
 /* git's rules for a ref name of len bytes (git-check-ref-format), a little
-   stricter: it must start with "refs/", and no component may end in ".lock".  */
+   stricter: it must start with "refs/", and no component may end in ".lock".
+   Reads only name[0..len).  */
 bool sp_git_ref_name_ok (const char *name, size_t len);
 
 /* HEAD or a loose ref (what names the file in messages): a commit id and one

@@ -55,7 +55,9 @@ sp_git_ref_name_ok (const char *name, size_t len)
     return false;
   if (name[len - 1] == '/' || name[len - 1] == '.')
     return false;
-  for (size_t i = 0; i < len; i++)
+  /* From the first component after "refs/": starting at 0 made the '/' at 4
+     end a component before comp_start, and read name[-1].  */
+  for (size_t i = comp_start; i < len; i++)
     {
       unsigned char c = (unsigned char)name[i];
 
