@@ -122,9 +122,13 @@
 #define SP_GIT_CONFIG_MAX_BYTES      (1024 * 1024)
 #define SP_GIT_CONFIG_VALUE_MAX      4096
 #define SP_GIT_SYMREF_MAX_DEPTH      5
+#define SP_GIT_FRESH_CONFIG_SIZE     256 /* the minimal config sanitizing writes */
 
-/* Staging (docs/staging.md): --clone flags of one stage run.  */
-#define SP_CLONE_FLAGS_MAX SP_CONFIG_MAX_REPOS
+/* Staging (docs/staging.md): --clone flags of one stage run, the catalog
+   file, and the state file that records the staged seeds.  */
+#define SP_CLONE_FLAGS_MAX   SP_CONFIG_MAX_REPOS
+#define SP_CATALOG_MAX_BYTES (1024 * 1024)
+#define SP_STAGED_MAX_BYTES  (256 * 1024)
 
 /* The GitHub tarball source (docs/staging.md; src/seed/github_fetch.c and
    tarball.c).  The three per-repository caps (tarball, entries, tree bytes)

@@ -29,7 +29,15 @@ struct sp_catalog
 int sp_catalog_add (struct sp_catalog *catalog, const struct sp_config *config, const char *spec,
                     const char *origin, sp_error_t *err);
 
-/* Adds every line of a catalog file: `#` comments and blank lines are skipped.  */
+/* Adds every line of the catalog text buf[0..len) with sp_catalog_add:
+   `#` comments and blank lines are skipped, and a NUL byte anywhere is an
+   error naming the catalog as name.  Entries added before an error stay in
+   catalog.  */
+int sp_catalog_parse (struct sp_catalog *catalog, const struct sp_config *config, const char *name,
+                      const char *buf, size_t len, sp_error_t *err);
+
+/* Reads a catalog file (at most SP_CATALOG_MAX_BYTES) and adds its lines
+   with sp_catalog_parse.  */
 int sp_catalog_load (struct sp_catalog *catalog, const struct sp_config *config, const char *path,
                      sp_error_t *err);
 

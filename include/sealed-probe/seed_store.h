@@ -45,10 +45,20 @@ int sp_state_open (const char *path, int create, int *dirfd, sp_error_t *err);
 /* "local" or "github".  */
 const char *sp_seed_source_name (enum sp_seed_source source);
 
+/* The bytes of staged.json for staged, in *out (malloc'd, *len bytes, not
+   NUL-terminated).  */
+int sp_staged_render (const struct sp_staged *staged, char **out, size_t *len, sp_error_t *err);
+
 /* Writes STATE/staged.json atomically (0600).  */
 int sp_staged_write (int state_dirfd, const struct sp_staged *staged, sp_error_t *err);
 
-/* Reads STATE/staged.json strictly: a malformed file is an error.  */
+/* Parses the bytes of a staged.json strictly: anything malformed is an
+   error.  On success out holds the seeds (sp_staged_release frees them); on
+   failure it is empty.  */
+int sp_staged_parse (const char *buf, size_t len, struct sp_staged *out, sp_error_t *err);
+
+/* Reads STATE/staged.json (at most SP_STAGED_MAX_BYTES) and parses it with
+   sp_staged_parse.  */
 int sp_staged_load (int state_dirfd, struct sp_staged *out, sp_error_t *err);
 
 const struct sp_seed *sp_staged_find (const struct sp_staged *staged, const char *repo);

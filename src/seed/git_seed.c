@@ -1,8 +1,8 @@
 /* Git metadata without git: see include/sealed-probe/git_seed.h and
    docs/staging.md ("Git metadata: what is kept, removed and refused").  Every
    path below the git directory is a constant or a ref name that passed
-   ref_name_ok, and is opened with sp_open_beneath: never through a symlink,
-   never outside.  */
+   sp_git_ref_name_ok, and is opened with sp_open_beneath: never through a
+   symlink, never outside.  The pure parsers are declared in git_parse.h.  */
 #define _GNU_SOURCE
 #include <sealed-probe/git_seed.h>
 
@@ -25,6 +25,8 @@
 #include <sealed-probe/quote.h>
 #include <sealed-probe/tree_remove.h>
 
+#include "git_parse.h"
+
 /* ---- Reading the commit ------------------------------------------------ */
 
 static bool
@@ -45,10 +47,8 @@ hex_id_len (const char *s, size_t len)
   return n == 40 || n == 64 ? n : 0;
 }
 
-/* git's rules for a ref name (git-check-ref-format), a little stricter: it
-   must start with "refs/", and no component may end in ".lock".  */
-static bool
-ref_name_ok (const char *name, size_t len)
+bool
+sp_git_ref_name_ok (const char *name, size_t len)
 {
   size_t comp_start = 5;
 
@@ -56,7 +56,9 @@ ref_name_ok (const char *name, size_t len)
     return false;
   if (name[len - 1] == '/' || name[len - 1] == '.')
     return false;
-  for (size_t i = 0; i < len; i++)
+  /* From the first component after "refs/": starting at 0 made the '/' at 4
+     end a component before comp_start, and read name[-1].  */
+  for (size_t i = comp_start; i < len; i++)
     {
       unsigned char c = (unsigned char)name[i];
 
@@ -108,21 +110,14 @@ read_git_file (int gitdirfd, const char *path, size_t cap, char **out, size_t *l
   return 1;
 }
 
-/* Looks name up in packed-refs.  Returns 1 and fills commit, 0 when it is not
-   there, -1 on error.  */
-static int
-packed_ref (int gitdirfd, const char *name, char commit[SP_COMMIT_HEX_MAX + 1], sp_error_t *err)
+int
+sp_git_packed_refs_find (const char *buf, size_t len, const char *name, char commit[SP_COMMIT_HEX_MAX + 1],
+                         sp_error_t *err)
 {
-  cleanup_free char *buf = NULL;
-  size_t len = 0;
   size_t name_len = strlen (name);
   unsigned line_no = 0;
   bool after_ref = false;
-  int ret;
 
-  ret = read_git_file (gitdirfd, "packed-refs", SP_GIT_PACKED_REFS_MAX_BYTES, &buf, &len, err);
-  if (ret <= 0)
-    return ret;
   for (size_t pos = 0; pos < len;)
     {
       const char *line = buf + pos;
@@ -144,7 +139,7 @@ packed_ref (int gitdirfd, const char *name, char commit[SP_COMMIT_HEX_MAX + 1], 
           continue;
         }
       id = hex_id_len (line, ll);
-      if (id == 0 || id + 1 >= ll || line[id] != ' ' || !ref_name_ok (line + id + 1, ll - id - 1))
+      if (id == 0 || id + 1 >= ll || line[id] != ' ' || !sp_git_ref_name_ok (line + id + 1, ll - id - 1))
         return sp_make_error (err, 0, "packed-refs line %u: not `<id> <ref name>`", line_no);
       after_ref = true;
       if (ll - id - 1 == name_len && memcmp (line + id + 1, name, name_len) == 0)
@@ -157,11 +152,24 @@ packed_ref (int gitdirfd, const char *name, char commit[SP_COMMIT_HEX_MAX + 1], 
   return 0;
 }
 
-/* HEAD or a loose ref: a commit id and one newline, or "ref: NAME\n".
-   Returns 0 with commit filled, 1 with target filled, -1 on error.  */
+/* Looks name up in packed-refs.  Returns 1 and fills commit, 0 when it is not
+   there, -1 on error.  */
 static int
-parse_ref_file (const char *what, const char *buf, size_t len, char commit[SP_COMMIT_HEX_MAX + 1],
-                char target[SP_GIT_REF_NAME_MAX + 1], sp_error_t *err)
+packed_ref (int gitdirfd, const char *name, char commit[SP_COMMIT_HEX_MAX + 1], sp_error_t *err)
+{
+  cleanup_free char *buf = NULL;
+  size_t len = 0;
+  int ret;
+
+  ret = read_git_file (gitdirfd, "packed-refs", SP_GIT_PACKED_REFS_MAX_BYTES, &buf, &len, err);
+  if (ret <= 0)
+    return ret;
+  return sp_git_packed_refs_find (buf, len, name, commit, err);
+}
+
+int
+sp_git_parse_ref_file (const char *what, const char *buf, size_t len, char commit[SP_COMMIT_HEX_MAX + 1],
+                       char target[SP_GIT_REF_NAME_MAX + 1], sp_error_t *err)
 {
   size_t id = hex_id_len (buf, len);
 
@@ -175,7 +183,7 @@ parse_ref_file (const char *what, const char *buf, size_t len, char commit[SP_CO
     {
       size_t name_len = len - 6;
 
-      if (memchr (buf + 5, '\n', name_len) != NULL || !ref_name_ok (buf + 5, name_len))
+      if (memchr (buf + 5, '\n', name_len) != NULL || !sp_git_ref_name_ok (buf + 5, name_len))
         return sp_make_error (err, 0, "`%s` names a symbolic ref that is not a valid ref name under refs/",
                               what);
       memcpy (target, buf + 5, name_len);
@@ -199,7 +207,7 @@ sp_git_read_commit (int gitdirfd, char commit[SP_COMMIT_HEX_MAX + 1], sp_error_t
     return -1;
   if (ret == 0)
     return sp_make_error (err, 0, "there is no HEAD");
-  ret = parse_ref_file ("HEAD", buf, len, commit, name, err);
+  ret = sp_git_parse_ref_file ("HEAD", buf, len, commit, name, err);
   if (ret <= 0)
     return ret;
   strcpy (head_target, name);
@@ -225,7 +233,7 @@ sp_git_read_commit (int gitdirfd, char commit[SP_COMMIT_HEX_MAX + 1], sp_error_t
               err, 0, "HEAD points at %s, which through symbolic refs leads to %s, which has no commit",
               head_target, name);
         }
-      ret = parse_ref_file (name, buf, len, commit, target, err);
+      ret = sp_git_parse_ref_file (name, buf, len, commit, target, err);
       if (ret <= 0)
         return ret;
       if (level >= SP_GIT_SYMREF_MAX_DEPTH)
@@ -237,13 +245,6 @@ sp_git_read_commit (int gitdirfd, char commit[SP_COMMIT_HEX_MAX + 1], sp_error_t
 }
 
 /* ---- The config: a small strict parser, only to read two values -------- */
-
-struct git_format
-{
-  int version;       /* core.repositoryformatversion: 0 or 1 */
-  bool sha256;       /* extensions.objectformat = sha256 */
-  bool objectformat; /* extensions.objectformat was set at all */
-};
 
 struct config_parser
 {
@@ -415,7 +416,7 @@ parse_value (struct config_parser *p, char *out, size_t cap, sp_error_t *err)
 
 static int
 apply_value (struct config_parser *p, const char *key, const char *value, bool has_value,
-             struct git_format *f, sp_error_t *err)
+             struct sp_git_format *f, sp_error_t *err)
 {
   char q[SP_QUOTE_BUF_SIZE];
 
@@ -444,8 +445,8 @@ apply_value (struct config_parser *p, const char *key, const char *value, bool h
   return 0;
 }
 
-static int
-parse_config (const char *s, size_t len, struct git_format *f, sp_error_t *err)
+int
+sp_git_parse_config (const char *s, size_t len, struct sp_git_format *f, sp_error_t *err)
 {
   struct config_parser p = { .s = s, .len = len, .line = 1 };
   cleanup_free char *value = malloc (SP_GIT_CONFIG_VALUE_MAX);
@@ -634,17 +635,28 @@ prune_git_dir (int gitfd, sp_error_t *err)
   return 0;
 }
 
-static int
-write_fresh_config (int gitfd, const struct git_format *f, const struct stat *owner, sp_error_t *err)
+int
+sp_git_config_render (const struct sp_git_format *f, char text[SP_GIT_FRESH_CONFIG_SIZE], sp_error_t *err)
 {
-  char text[256];
   int n;
 
-  n = snprintf (text, sizeof (text),
+  n = snprintf (text, SP_GIT_FRESH_CONFIG_SIZE,
                 "[core]\n\trepositoryformatversion = %d\n\tfilemode = true\n\tbare = false\n%s", f->version,
                 f->sha256 ? "[extensions]\n\tobjectformat = sha256\n" : "");
-  if (n < 0 || (size_t)n >= sizeof (text))
+  if (n < 0 || n >= SP_GIT_FRESH_CONFIG_SIZE)
     return sp_make_error (err, 0, "format the new `.git/config`");
+  return n;
+}
+
+static int
+write_fresh_config (int gitfd, const struct sp_git_format *f, const struct stat *owner, sp_error_t *err)
+{
+  char text[SP_GIT_FRESH_CONFIG_SIZE];
+  int n;
+
+  n = sp_git_config_render (f, text, err);
+  if (n < 0)
+    return -1;
   if (sp_write_file_atomic_at (gitfd, "config", text, (size_t)n, 0644, err) < 0)
     return sp_error_wrap (err, "write `.git/config`");
   if (fchownat (gitfd, "config", owner->st_uid, owner->st_gid, AT_SYMLINK_NOFOLLOW) < 0)
@@ -704,7 +716,7 @@ sp_git_sanitize (int dirfd, char commit[SP_COMMIT_HEX_MAX + 1], sp_error_t *err)
   cleanup_close int gitfd = -1;
   cleanup_free char *config = NULL;
   char path[SP_TREE_PATH_MAX];
-  struct git_format format = { 0 };
+  struct sp_git_format format = { 0 };
   struct stat st;
   size_t config_len = 0;
   int ret;
@@ -729,7 +741,7 @@ sp_git_sanitize (int dirfd, char commit[SP_COMMIT_HEX_MAX + 1], sp_error_t *err)
     return -1;
   if (memchr (config ? config : "", '\0', config_len) != NULL)
     return sp_make_error (err, 0, "`.git/config` holds a NUL byte");
-  if (parse_config (config ? config : "", config_len, &format, err) < 0)
+  if (sp_git_parse_config (config ? config : "", config_len, &format, err) < 0)
     return -1;
 
   /* Then keep only what is needed, and write the rest fresh.  */

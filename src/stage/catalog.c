@@ -7,11 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sealed-probe/bounds.h>
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/fileio.h>
 #include <sealed-probe/repo_name.h>
-
-#define CATALOG_MAX_BYTES (1024 * 1024)
 
 int
 sp_catalog_add (struct sp_catalog *catalog, const struct sp_config *config, const char *spec,
@@ -49,18 +48,19 @@ sp_catalog_add (struct sp_catalog *catalog, const struct sp_config *config, cons
 }
 
 int
-sp_catalog_load (struct sp_catalog *catalog, const struct sp_config *config, const char *path,
-                 sp_error_t *err)
+sp_catalog_parse (struct sp_catalog *catalog, const struct sp_config *config, const char *name,
+                  const char *buf, size_t len, sp_error_t *err)
 {
   cleanup_free char *text = NULL;
-  size_t len;
   char *line, *next;
   unsigned lineno = 0;
 
-  if (sp_read_path_capped (path, CATALOG_MAX_BYTES, &text, &len, err) < 0)
-    return sp_error_wrap (err, "catalog");
-  if (memchr (text, '\0', len) != NULL)
-    return sp_make_error (err, 0, "catalog `%s`: holds a NUL byte", path);
+  if (len > 0 && memchr (buf, '\0', len) != NULL)
+    return sp_make_error (err, 0, "catalog `%s`: holds a NUL byte", name);
+  /* A NUL-terminated copy, cut into lines in place.  */
+  text = strndup (buf, len);
+  if (text == NULL)
+    return sp_make_error (err, ENOMEM, "catalog `%s`", name);
   for (line = text; line != NULL && *line != '\0'; line = next)
     {
       char origin[64];
@@ -76,6 +76,18 @@ sp_catalog_load (struct sp_catalog *catalog, const struct sp_config *config, con
         return -1;
     }
   return 0;
+}
+
+int
+sp_catalog_load (struct sp_catalog *catalog, const struct sp_config *config, const char *path,
+                 sp_error_t *err)
+{
+  cleanup_free char *text = NULL;
+  size_t len;
+
+  if (sp_read_path_capped (path, SP_CATALOG_MAX_BYTES, &text, &len, err) < 0)
+    return sp_error_wrap (err, "catalog");
+  return sp_catalog_parse (catalog, config, path, text, len, err);
 }
 
 const char *

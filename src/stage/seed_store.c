@@ -26,8 +26,7 @@
 #include <sealed-probe/tree_remove.h>
 #include <sealed-probe/yajl_util.h>
 
-#define STAGED_VERSION   1
-#define STAGED_MAX_BYTES (256 * 1024)
+#define STAGED_VERSION 1
 
 int
 sp_state_open (const char *path, int create, int *dirfd, sp_error_t *err)
@@ -62,11 +61,11 @@ gen_str (yajl_gen g, const char *s)
 }
 
 int
-sp_staged_write (int state_dirfd, const struct sp_staged *staged, sp_error_t *err)
+sp_staged_render (const struct sp_staged *staged, char **out, size_t *len, sp_error_t *err)
 {
   cleanup_yajl_gen yajl_gen g = yajl_gen_alloc (NULL);
   const unsigned char *buf;
-  size_t len;
+  size_t n;
   unsigned st = 0;
 
   if (g == NULL)
@@ -88,8 +87,24 @@ sp_staged_write (int state_dirfd, const struct sp_staged *staged, sp_error_t *er
       st |= yajl_gen_map_close (g);
     }
   st |= yajl_gen_array_close (g) | yajl_gen_map_close (g);
-  if (st != yajl_gen_status_ok || yajl_gen_get_buf (g, &buf, &len) != yajl_gen_status_ok)
+  if (st != yajl_gen_status_ok || yajl_gen_get_buf (g, &buf, &n) != yajl_gen_status_ok)
     return sp_make_error (err, 0, "%s: cannot render", SP_STAGED_FILE);
+  *out = malloc (n > 0 ? n : 1);
+  if (*out == NULL)
+    return sp_make_error (err, ENOMEM, "%s", SP_STAGED_FILE);
+  memcpy (*out, buf, n);
+  *len = n;
+  return 0;
+}
+
+int
+sp_staged_write (int state_dirfd, const struct sp_staged *staged, sp_error_t *err)
+{
+  cleanup_free char *buf = NULL;
+  size_t len;
+
+  if (sp_staged_render (staged, &buf, &len, err) < 0)
+    return -1;
   return sp_write_file_atomic_at (state_dirfd, SP_STAGED_FILE, buf, len, 0600, err);
 }
 
@@ -151,24 +166,16 @@ load_seed (const struct sp_json *item, size_t i, struct sp_seed *seed, sp_error_
 }
 
 int
-sp_staged_load (int state_dirfd, struct sp_staged *out, sp_error_t *err)
+sp_staged_parse (const char *buf, size_t len, struct sp_staged *out, sp_error_t *err)
 {
-  cleanup_close int fd = -1;
-  cleanup_free char *text = NULL;
   cleanup_json struct sp_json *doc = NULL;
   cleanup_error sp_error_t id_err = NULL;
   const struct sp_json *seeds;
   const char *run;
   int64_t version;
-  size_t len;
 
   memset (out, 0, sizeof (*out));
-  fd = openat (state_dirfd, SP_STAGED_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0)
-    return sp_make_error (err, errno, "%s (run `sealed-probe-proxy stage` first)", SP_STAGED_FILE);
-  if (sp_read_fd_capped (fd, STAGED_MAX_BYTES, &text, &len, err) < 0)
-    return sp_error_wrap (err, "%s", SP_STAGED_FILE);
-  if (sp_json_parse (text, len, 4, &doc, err) < 0)
+  if (sp_json_parse (buf, len, 4, &doc, err) < 0)
     return sp_error_wrap (err, "%s", SP_STAGED_FILE);
   run = string_member (doc, "run");
   seeds = sp_json_object_get (doc, "seeds");
@@ -205,6 +212,22 @@ sp_staged_load (int state_dirfd, struct sp_staged *out, sp_error_t *err)
           }
     }
   return 0;
+}
+
+int
+sp_staged_load (int state_dirfd, struct sp_staged *out, sp_error_t *err)
+{
+  cleanup_close int fd = -1;
+  cleanup_free char *text = NULL;
+  size_t len;
+
+  memset (out, 0, sizeof (*out));
+  fd = openat (state_dirfd, SP_STAGED_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return sp_make_error (err, errno, "%s (run `sealed-probe-proxy stage` first)", SP_STAGED_FILE);
+  if (sp_read_fd_capped (fd, SP_STAGED_MAX_BYTES, &text, &len, err) < 0)
+    return sp_error_wrap (err, "%s", SP_STAGED_FILE);
+  return sp_staged_parse (text, len, out, err);
 }
 
 const struct sp_seed *

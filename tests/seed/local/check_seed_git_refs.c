@@ -4,8 +4,10 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include <sealed-probe/git_seed.h>
 #include <sealed-probe/open_beneath.h>
 
+#include "git_parse.h"
 #include "seed_fixture.h"
 #include "sp_check.h"
 
@@ -176,6 +179,53 @@ START_TEST (read_commit_refuses_bad_ref_names)
 }
 END_TEST
 
+/* A copy of name between two inaccessible pages, at the start of the page
+   between them (at_end false) or at its end: a read outside the name
+   faults, in every build.  ASan alone is not enough here: gcc -O2 inlines a
+   short memcmp into loads that it does not check.  */
+static char *
+guarded_copy (const char *name, size_t len, bool at_end, char **map)
+{
+  long page = sysconf (_SC_PAGESIZE);
+  char *m = mmap (NULL, 3 * (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  char *copy;
+
+  ck_assert_ptr_ne (m, MAP_FAILED);
+  ck_assert_int_eq (mprotect (m + page, (size_t)page, PROT_READ | PROT_WRITE), 0);
+  copy = at_end ? m + 2 * page - len : m + page;
+  memcpy (copy, name, len);
+  *map = m;
+  return copy;
+}
+
+/* Issue 11 item 8: for every name under refs/, the check of the first
+   component read the byte before the name.  */
+START_TEST (ref_name_check_reads_only_the_name)
+{
+  static const struct
+  {
+    const char *name;
+    bool ok;
+  } cases[] = {
+    { "refs/heads/main", true }, { "refs/x", true },       { "refs/.x", false },
+    { "refs/x.lock", false },    { "refs/heads/", false }, { "refs//x", false },
+    { "refs/", false },          { "refs", false },        { "heads/main", false },
+  };
+  long page = sysconf (_SC_PAGESIZE);
+
+  for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++)
+    for (int at_end = 0; at_end < 2; at_end++)
+      {
+        size_t len = strlen (cases[i].name);
+        char *map;
+        char *name = guarded_copy (cases[i].name, len, at_end, &map);
+
+        ck_assert_msg (sp_git_ref_name_ok (name, len) == cases[i].ok, "%s", cases[i].name);
+        munmap (map, 3 * (size_t)page);
+      }
+}
+END_TEST
+
 START_TEST (read_commit_refuses_a_symlinked_ref_file)
 {
   cleanup_close int other = fx_mkdirs (fx_fd, "other");
@@ -291,6 +341,7 @@ make_suite (void)
   tcase_add_test (tc, read_commit_detects_a_symbolic_loop);
   tcase_add_test (tc, read_commit_reports_an_unborn_branch);
   tcase_add_test (tc, read_commit_refuses_bad_ref_names);
+  tcase_add_test (tc, ref_name_check_reads_only_the_name);
   tcase_add_test (tc, read_commit_refuses_a_symlinked_ref_file);
   tcase_add_test (tc, read_commit_refuses_a_symlinked_ref_directory);
   tcase_add_test (tc, read_commit_refuses_a_symlinked_head);
