@@ -33,11 +33,15 @@
    (-B).  */
 static const char *const python3_args[] = { "/usr/bin/python3", "-I", "-S", "-B", PROBE_SCRIPT_PATH, NULL };
 
+/* The kernel's own default domain name, so that no NIS domain name of the
+   host's shows inside.  */
+#define PROBE_DOMAINNAME "(none)"
+
 /* A fixed environment: nothing from the host or the request.  */
 static const char *const probe_env[] = { "PATH=/usr/bin", "LANG=C.UTF-8", "HOME=/tmp", NULL };
 
 /* runc's defaults (libcontainer/specconv/example.go) plus powercap, whose
-   energy counters are a side channel (CVE-2020-8694 class).  */
+   energy counters are a side channel (CVE-2020-8694 class), plus host facts.  */
 static const char *const masked_paths[] = {
   "/proc/acpi",
   "/proc/asound",
@@ -50,6 +54,32 @@ static const char *const masked_paths[] = {
   "/proc/scsi",
   "/sys/firmware",
   "/sys/devices/virtual/powercap",
+  /* Host-wide facts that nothing in CPython's stdlib reads (docs/threat-model.md,
+     "What a probe can learn about the host"): load and activity of every
+     tenant, the boot's identity, the kernel's command line and build, disks
+     and hardware.  os.cpu_count() reads /sys/devices/system/cpu instead.  */
+  "/proc/loadavg",
+  "/proc/uptime",
+  "/proc/stat",
+  "/proc/meminfo",
+  "/proc/vmstat",
+  "/proc/zoneinfo",
+  "/proc/buddyinfo",
+  "/proc/pressure",
+  "/proc/interrupts",
+  "/proc/softirqs",
+  "/proc/diskstats",
+  "/proc/partitions",
+  "/proc/swaps",
+  "/proc/cmdline",
+  "/proc/config.gz",
+  "/proc/kallsyms",
+  "/proc/modules",
+  "/proc/key-users",
+  "/proc/iomem",
+  "/proc/ioports",
+  "/proc/sys/kernel/random/boot_id",
+  "/sys/devices/virtual/dmi",
   NULL,
 };
 static const char *const readonly_paths[] = {
@@ -362,6 +392,12 @@ gen_linux (yajl_gen g, const struct sp_bundle_spec *spec)
   st |= gen_str_array (g, masked_paths);
   st |= gen_str (g, "readonlyPaths");
   st |= gen_str_array (g, readonly_paths);
+  /* runc 1.1 ignores "domainname" (runc 1.2 sets it); this sysctl of the
+     sandbox's own UTS namespace sets the same value on both.  */
+  st |= gen_str (g, "sysctl");
+  st |= yajl_gen_map_open (g);
+  st |= gen_str_member (g, "kernel.domainname", PROBE_DOMAINNAME);
+  st |= yajl_gen_map_close (g);
   /* Mounts made inside never propagate back to the host.  */
   st |= gen_str_member (g, "rootfsPropagation", "private");
   st |= gen_str (g, "seccomp");
@@ -425,6 +461,7 @@ sp_bundle_render_config (const struct sp_bundle_spec *spec, char **json, size_t 
   st |= yajl_gen_bool (g, 1);
   st |= yajl_gen_map_close (g);
   st |= gen_str_member (g, "hostname", "probe");
+  st |= gen_str_member (g, "domainname", PROBE_DOMAINNAME);
   st |= gen_mounts (g, spec);
   st |= gen_str (g, "annotations");
   st |= yajl_gen_map_open (g);

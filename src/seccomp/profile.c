@@ -416,6 +416,14 @@ parse_args (const struct sp_json *v, const char *rule_path, struct sp_seccomp_ru
   return 0;
 }
 
+/* The rule does exactly what defaultAction does.  */
+static bool
+like_default (const struct sp_seccomp_rule *r, const struct sp_seccomp_profile *p)
+{
+  return r->action == p->default_action
+         && (r->action != SP_SECCOMP_ACT_ERRNO || r->errno_ret == DEFAULT_ERRNO);
+}
+
 static int
 parse_rule (const struct sp_json *v, size_t i, const struct sp_seccomp_profile *p, struct sp_seccomp_rule *r,
             size_t *total, sp_error_t *err)
@@ -450,11 +458,18 @@ parse_rule (const struct sp_json *v, size_t i, const struct sp_seccomp_profile *
         return sp_make_error (err, 0, "%s.errnoRet: " REASON_ERRNO, path);
       r->errno_ret = (uint32_t)n;
     }
-  /* libseccomp refuses such a rule, and some runtimes drop it silently.  */
-  if (r->action == p->default_action && (r->action != SP_SECCOMP_ACT_ERRNO || r->errno_ret == DEFAULT_ERRNO))
-    return sp_make_error (err, 0, "%s: does what defaultAction does, so it has no effect", path);
-
   args = sp_json_object_get (v, "args");
+  /* Such a rule changes nothing in libseccomp's filter (which refuses it), but
+     runc answers ENOSYS for every number above the highest one a profile
+     names, so naming calls keeps them at the default's EPERM.  That is its
+     only use: it must say so, with errnoRet written and no args.  */
+  if (like_default (r, p) && (r->action != SP_SECCOMP_ACT_ERRNO || errno_ret == NULL || args != NULL))
+    return sp_make_error (
+        err, 0,
+        "%s: does what defaultAction does, so it has no effect (a rule that only names calls "
+        "for runc's ENOSYS stub writes \"errnoRet\": %d and no args)",
+        path, DEFAULT_ERRNO);
+
   if (args != NULL && parse_args (args, path, r, err) < 0)
     return -1;
   return 0;
@@ -588,6 +603,9 @@ sp_seccomp_profile_compile (const struct sp_seccomp_profile *profile, scmp_filte
       const struct sp_seccomp_rule *r = &profile->rules[i];
       struct scmp_arg_cmp conds[SP_SECCOMP_MAX_ARG_INDEX + 1];
 
+      /* A rule that only names calls (parse_rule) is the default here.  */
+      if (like_default (r, profile))
+        continue;
       for (size_t k = 0; k < r->n_args; k++)
         conds[k] = (struct scmp_arg_cmp){
           .arg = r->args[k].index,

@@ -6,9 +6,13 @@ import ctypes
 import errno
 import importlib.util
 import json
+import mmap
 import os
+import platform
 import re
+import shutil
 import socket
+import stat
 
 results = {}
 
@@ -221,6 +225,189 @@ def _():
                 return False, f"{path} lists {os.listdir(path)[:5]}"
             seen.append(path)
     return len(seen) >= 3, f"empty: {seen}"
+
+
+HOST_FACTS_ALWAYS = ["/proc/loadavg", "/proc/uptime", "/proc/stat", "/proc/meminfo", "/proc/vmstat", "/proc/zoneinfo",
+                     "/proc/interrupts", "/proc/softirqs", "/proc/diskstats", "/proc/partitions", "/proc/swaps",
+                     "/proc/cmdline", "/proc/sys/kernel/random/boot_id"]
+# Present only with some kernel configurations.
+HOST_FACTS_SOMETIMES = ["/proc/buddyinfo", "/proc/config.gz", "/proc/kallsyms", "/proc/modules", "/proc/key-users",
+                        "/proc/iomem", "/proc/ioports"]
+HOST_FACT_DIRS = ["/proc/pressure", "/sys/devices/virtual/dmi"]
+
+
+@check("host_facts_masked")
+def _():
+    for path in HOST_FACTS_ALWAYS + HOST_FACTS_SOMETIMES:
+        if not os.path.exists(path):
+            if path in HOST_FACTS_ALWAYS:
+                return False, f"{path} is missing, so the check proves nothing"
+            continue
+        try:
+            with open(path, "rb") as f:
+                data = f.read(64)
+        except OSError:
+            continue  # refused is as good as empty
+        if data:
+            return False, f"{path} reads {data[:24]!r}"
+    for path in HOST_FACT_DIRS:
+        if os.path.isdir(path) and os.listdir(path):
+            return False, f"{path} lists {os.listdir(path)[:5]}"
+    return True, "all empty"
+
+
+# What the masks must not break: the stdlib's questions about the machine.
+@check("stdlib_host_queries_work")
+def _():
+    cpus, affinity = os.cpu_count(), os.sched_getaffinity(0)
+    node, plat = os.uname().nodename, platform.platform()
+    return cpus and cpus >= 1 and affinity and node == "probe" and plat, f"{cpus} {affinity} {node} {plat}"
+
+
+@check("domainname_fixed")
+def _():
+    with open("/proc/sys/kernel/domainname") as f:
+        value = f.read().strip()
+    return value == "(none)", value
+
+
+libc.syscall.restype = ctypes.c_long
+
+
+def raw_syscall(nr):
+    ctypes.set_errno(0)
+    ret = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(-1)] * 6)
+    return ret, ctypes.get_errno()
+
+
+# runc answers ENOSYS above the highest number the profile names; the profile
+# names 442 (mount_setattr) to 450 (set_mempolicy_home_node) with EPERM.
+@check("syscalls_442_to_450_eperm")
+def _():
+    got = {nr: raw_syscall(nr) for nr in range(442, 451)}
+    return all(r == (-1, errno.EPERM) for r in got.values()), got
+
+
+@check("syscalls_451_to_453_enosys_from_runc")
+def _():
+    got = {nr: raw_syscall(nr) for nr in range(451, 454)}
+    return all(r == (-1, errno.ENOSYS) for r in got.values()), got
+
+
+@check("rename_whiteout_refused")
+def _():
+    AT_FDCWD, NOREPLACE, EXCHANGE, WHITEOUT = -100, 1, 2, 4
+    d = "/tmp/sp-rename"
+    os.mkdir(d)
+    a, b = f"{d}/a".encode(), f"{d}/b".encode()
+    open(a, "w").close()
+    results = {}
+    for name, flags in (("plain", 0), ("noreplace", NOREPLACE)):
+        ctypes.set_errno(0)
+        results[name] = (libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, flags), ctypes.get_errno())
+        os.rename(b, a)
+    open(b, "w").close()
+    ctypes.set_errno(0)
+    results["exchange"] = (libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, EXCHANGE), ctypes.get_errno())
+    os.unlink(b)
+    ctypes.set_errno(0)
+    results["whiteout"] = (libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, WHITEOUT), ctypes.get_errno())
+    mode = os.lstat(a).st_mode if os.path.lexists(a) else 0
+    left = "a regular file" if stat.S_ISREG(mode) else "a device" if stat.S_ISCHR(mode) else oct(mode)
+    shutil.rmtree(d)
+    ok = (results["plain"] == results["noreplace"] == results["exchange"] == (0, 0)
+          and results["whiteout"] == (-1, errno.EPERM) and left == "a regular file")
+    return ok, f"{results}, left at the source: {left}"
+
+
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+
+
+@check("no_writable_executable_memory")
+def _():
+    PROT_R, PROT_W, PROT_X, PRIVATE_ANON, FAILED = 1, 2, 4, 0x22, ctypes.c_void_p(-1).value
+    results = {}
+    ctypes.set_errno(0)
+    p = libc.mmap(None, 4096, PROT_R | PROT_W | PROT_X, PRIVATE_ANON, -1, 0)
+    results["mmap rwx"] = (p != FAILED, ctypes.get_errno())
+    p = libc.mmap(None, 4096, PROT_R | PROT_W, PRIVATE_ANON, -1, 0)
+    ctypes.set_errno(0)
+    results["mprotect rw to rx"] = (libc.mprotect(p, 4096, PROT_R | PROT_X) == 0, ctypes.get_errno())
+    ok = results == {"mmap rwx": (False, errno.EPERM), "mprotect rw to rx": (False, errno.EPERM)}
+    return ok, results
+
+
+# The mounts' half: a file written in a writable place can't be mapped
+# executable (noexec), so libffi's fallback, a temporary file mapped twice,
+# fails too, and with it ctypes callbacks.
+@check("no_executable_mapping_from_writable_mounts")
+def _():
+    results = {}
+    for d in ("/tmp", "/probe/repo"):
+        path = f"{d}/.sp-exec-map"
+        with open(path, "wb") as f:
+            f.write(b"\xc3" * 4096)
+        with open(path, "rb") as f:
+            try:
+                mmap.mmap(f.fileno(), 4096, prot=mmap.PROT_READ | mmap.PROT_EXEC).close()
+                results[d] = "mapped"
+            except OSError as e:
+                results[d] = e.errno
+        os.unlink(path)
+    try:
+        ctypes.CFUNCTYPE(ctypes.c_int)(lambda: 0)
+        results["ctypes callback"] = "made"
+    except MemoryError:
+        results["ctypes callback"] = "MemoryError"
+    ok = results == {"/tmp": errno.EPERM, "/probe/repo": errno.EPERM, "ctypes callback": "MemoryError"}
+    return ok, results
+
+
+@check("sendfile_refused_copy_falls_back")
+def _():
+    src, dst = "/tmp/.sp-sendfile-src", "/tmp/.sp-sendfile-dst"
+    with open(src, "wb") as f:
+        f.write(os.urandom(200000))
+    r, w = os.pipe()
+    with open(src, "rb") as f:
+        try:
+            os.sendfile(w, f.fileno(), 0, 4096)
+            refused = "sent"
+        except OSError as e:
+            refused = e.errno
+    os.close(r)
+    os.close(w)
+    shutil.copyfile(src, dst)
+    with open(src, "rb") as a, open(dst, "rb") as b:
+        same = a.read() == b.read()
+    os.unlink(src)
+    os.unlink(dst)
+    return refused == errno.EPERM and same, f"sendfile into a pipe: {refused}; shutil.copyfile same bytes: {same}"
+
+
+# Depends on the user namespace (issue 12 item 1): with 65534 mapped onto a
+# host id of its own, any other uid written to loginuid is unmapped (EINVAL).
+# Without one, a probe whose loginuid is unset (a runc started outside a login
+# session) can set it once to anything, root included.  test_confinement.py
+# asserts it only when the bundle has a user namespace.
+@check("loginuid_not_spoofable_needs_user_namespace")
+def _():
+    results = {}
+    for uid in ("0", "1000"):
+        try:
+            fd = os.open("/proc/self/loginuid", os.O_WRONLY)
+            try:
+                os.write(fd, uid.encode())
+                results[uid] = "set"
+            finally:
+                os.close(fd)
+        except OSError as e:
+            results[uid] = errno.errorcode.get(e.errno, e.errno)
+    with open("/proc/self/loginuid") as f:
+        now = f.read()
+    return all(v != "set" for v in results.values()), f"{results}, loginuid now {now}"
 
 
 @check("proc_sys_read_only")

@@ -62,8 +62,9 @@ p = c["process"]
 lx = c["linux"]
 res = lx["resources"]
 
-tap.ok(set(c) == {"ociVersion", "process", "root", "hostname", "mounts", "annotations", "linux"},
-       "top level holds exactly ociVersion process root hostname mounts annotations linux (no hooks)", sorted(c))
+tap.ok(set(c) == {"ociVersion", "process", "root", "hostname", "domainname", "mounts", "annotations", "linux"},
+       "top level holds exactly ociVersion process root hostname domainname mounts annotations linux (no hooks)",
+       sorted(c))
 tap.ok(c["ociVersion"] == "1.0.2", "ociVersion is 1.0.2")
 BASE_REAL = os.path.realpath(base_dir)
 tap.ok(c["root"] == {"path": os.path.join(BASE_REAL, "rootfs", "root"), "readonly": True},
@@ -75,6 +76,7 @@ with open("/proc/self/mountinfo") as f:
 tap.ok(len(bundle_fs) == 1 and bundle_fs[0][3] == "/" and "tmpfs" in bundle_fs[0],
        "the bundle directory is a tmpfs of its own, so a sandbox run from it names no host path", bundle_fs)
 tap.ok(c["hostname"] == "probe", "hostname is fixed")
+tap.ok(c["domainname"] == "(none)", "domainname is fixed to the kernel's default", c.get("domainname"))
 tap.ok(p["args"] == ["/usr/bin/python3", "-I", "-S", "-B", "/probe/probe.py"],
        "process.args is python3 -I -S -B /probe/probe.py", p["args"])
 tap.ok(p["cwd"] == "/probe/repo", "process.cwd is /probe/repo")
@@ -113,15 +115,23 @@ tap.ok(res["devices"] == [{"allow": False, "access": "rwm"}], "device cgroup den
 tap.ok(lx["cgroupsPath"].startswith("/sealed-probe/"), "cgroupsPath is under /sealed-probe/", lx["cgroupsPath"])
 RUNC_MASKED = ["/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
                "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware"]
-tap.ok(sorted(lx["maskedPaths"]) == sorted(RUNC_MASKED + ["/sys/devices/virtual/powercap"]),
-       "maskedPaths are runc's defaults plus /sys/devices/virtual/powercap", lx["maskedPaths"])
+HOST_FACTS = ["/proc/loadavg", "/proc/uptime", "/proc/stat", "/proc/meminfo", "/proc/vmstat", "/proc/zoneinfo",
+              "/proc/buddyinfo", "/proc/pressure", "/proc/interrupts", "/proc/softirqs", "/proc/diskstats",
+              "/proc/partitions", "/proc/swaps", "/proc/cmdline", "/proc/config.gz", "/proc/kallsyms",
+              "/proc/modules", "/proc/key-users", "/proc/iomem", "/proc/ioports", "/proc/sys/kernel/random/boot_id",
+              "/sys/devices/virtual/dmi"]
+tap.ok(sorted(lx["maskedPaths"]) == sorted(RUNC_MASKED + ["/sys/devices/virtual/powercap"] + HOST_FACTS),
+       "maskedPaths are runc's defaults plus /sys/devices/virtual/powercap and the host facts", lx["maskedPaths"])
+tap.ok(len(set(lx["maskedPaths"])) == len(lx["maskedPaths"]), "maskedPaths has no repeats", lx["maskedPaths"])
 tap.ok(sorted(lx["readonlyPaths"]) == sorted(["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
                                               "/proc/sysrq-trigger"]),
        "readonlyPaths are runc's defaults", lx["readonlyPaths"])
 tap.ok(lx["rootfsPropagation"] == "private", "rootfsPropagation is private")
+tap.ok(lx["sysctl"] == {"kernel.domainname": "(none)"},
+       "linux.sysctl sets only kernel.domainname, to the same value (runc 1.1 ignores domainname)", lx["sysctl"])
 tap.ok(set(lx) == {"namespaces", "uidMappings", "gidMappings", "resources", "cgroupsPath", "maskedPaths",
-                   "readonlyPaths", "rootfsPropagation", "seccomp"},
-       "linux holds nothing else (no devices, sysctl)", sorted(lx))
+                   "readonlyPaths", "sysctl", "rootfsPropagation", "seccomp"},
+       "linux holds nothing else (no devices, other sysctls)", sorted(lx))
 
 sc = lx["seccomp"]
 tap.ok(sc["defaultAction"] == "SCMP_ACT_ERRNO", "seccomp default action denies", sc.get("defaultAction"))

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
@@ -444,6 +446,134 @@ file_io_round_trip (void)
   return 0;
 }
 
+/* Memory that is writable and executable at once, or made executable later,
+   is refused (as systemd's MemoryDenyWriteExecute): otherwise a probe writes
+   machine code and jumps to it.  */
+static long
+mmap_anonymous (int prot)
+{
+  void *p = mmap (NULL, 4096, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+  if (p == MAP_FAILED)
+    return -1;
+  munmap (p, 4096);
+  return 0;
+}
+
+static long
+mmap_rwx (void)
+{
+  return mmap_anonymous (PROT_READ | PROT_WRITE | PROT_EXEC);
+}
+
+static long
+mmap_wx (void)
+{
+  return mmap_anonymous (PROT_WRITE | PROT_EXEC);
+}
+
+static long
+mmap_rw (void)
+{
+  return mmap_anonymous (PROT_READ | PROT_WRITE);
+}
+
+static long
+mmap_rx_anonymous (void)
+{
+  return mmap_anonymous (PROT_READ | PROT_EXEC);
+}
+
+static int mprotect_prot; /* set by each mprotect test before the fork */
+
+/* A fresh read-write page, then mprotect to mprotect_prot.  */
+static long
+mprotect_rw_page (void)
+{
+  void *p = mmap (NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  long ret;
+  int saved;
+
+  if (p == MAP_FAILED)
+    return -2;
+  ret = mprotect (p, 4096, mprotect_prot);
+  saved = errno;
+  munmap (p, 4096);
+  errno = saved;
+  return ret;
+}
+
+/* What the loader does with every library: map its text read and execute.  */
+static long
+mmap_library_text (void)
+{
+  int fd = open ("/usr/lib/x86_64-linux-gnu/libc.so.6", O_RDONLY | O_CLOEXEC);
+  void *p;
+
+  if (fd < 0)
+    return -2;
+  p = mmap (NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+  close (fd);
+  if (p == MAP_FAILED)
+    return -1;
+  munmap (p, 4096);
+  return 0;
+}
+
+static unsigned rename_flags; /* set by each renameat2 test before the fork */
+
+/* renameat2 (a, b, rename_flags) in a fresh directory; with RENAME_WHITEOUT
+   a 0:0 character device would be left at a.  */
+static long
+renameat2_in_tmp (void)
+{
+  char dir[] = "/tmp/sp-seccomp-rename-XXXXXX";
+  char a[64], b[64];
+  long ret;
+  int saved, fd;
+
+  if (mkdtemp (dir) == NULL)
+    return -2;
+  snprintf (a, sizeof a, "%s/a", dir);
+  snprintf (b, sizeof b, "%s/b", dir);
+  fd = open (a, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return -2;
+  close (fd);
+  if (rename_flags & RENAME_EXCHANGE)
+    {
+      fd = open (b, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd < 0)
+        return -2;
+      close (fd);
+    }
+  ret = syscall (SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, rename_flags);
+  saved = errno;
+  if (ret == 0 && (rename_flags & RENAME_WHITEOUT))
+    {
+      struct stat st;
+      if (lstat (a, &st) != 0 || !S_ISCHR (st.st_mode) || st.st_rdev != 0)
+        ret = -3; /* no whiteout where the kernel says it made one */
+    }
+  unlink (a);
+  unlink (b);
+  rmdir (dir);
+  errno = saved;
+  return ret;
+}
+
+/* sendfile from a regular file into a pipe moves page-cache pages into the
+   pipe, as splice does.  */
+static long
+sendfile_file_into_pipe (void)
+{
+  int p[2], fd = open ("/usr/lib/x86_64-linux-gnu/libc.so.6", O_RDONLY | O_CLOEXEC);
+
+  if (fd < 0 || pipe2 (p, O_CLOEXEC) < 0)
+    return -2;
+  return sendfile (p[1], fd, NULL, 512);
+}
+
 /* getpid through the i386 ABI (int $0x80, eax = 20).  */
 static long
 i386_getpid (void)
@@ -491,7 +621,10 @@ denied_call (void)
   X (clone3_with_valid_args_gives_enosys, clone3_plain_child, ENOSYS)                                        \
   X (personality_linux32_is_refused_with_eperm, personality_linux32, EPERM)                                  \
   X (personality_query_with_high_bits_is_refused_with_eperm, personality_query_with_high_bits, EPERM)        \
-  X (ioctl_tiocsti_is_refused_with_eperm, ioctl_tiocsti, EPERM)
+  X (ioctl_tiocsti_is_refused_with_eperm, ioctl_tiocsti, EPERM)                                              \
+  X (rwx_anonymous_mmap_is_refused_with_eperm, mmap_rwx, EPERM)                                              \
+  X (wx_anonymous_mmap_is_refused_with_eperm, mmap_wx, EPERM)                                                \
+  X (sendfile_from_a_file_into_a_pipe_is_refused_with_eperm, sendfile_file_into_pipe, EPERM)
 
 /* name, check */
 #define ALLOWED_ROWS(X)                                                                                      \
@@ -505,7 +638,10 @@ denied_call (void)
   X (ioctl_fioclex_is_allowed, ioctl_fioclex)                                                                \
   X (ioctl_fionread_is_allowed, ioctl_fionread)                                                              \
   X (ioctl_fionbio_is_allowed, ioctl_fionbio)                                                                \
-  X (file_io_works, file_io_round_trip)
+  X (file_io_works, file_io_round_trip)                                                                      \
+  X (rw_anonymous_mmap_is_allowed, mmap_rw)                                                                  \
+  X (rx_anonymous_mmap_is_allowed, mmap_rx_anonymous)                                                        \
+  X (rx_mmap_of_a_library_file_is_allowed, mmap_library_text)
 
 #define DEFINE_REFUSED(name, check, want)                                                                    \
   START_TEST (name)                                                                                          \
@@ -552,6 +688,62 @@ CLONE_ROWS (DEFINE_CLONE)
   END_TEST
 DENIED_SYSCALLS (DEFINE_DENIED)
 
+/* name, prot */
+#define MPROTECT_REFUSED_ROWS(X)                                                                             \
+  X (mprotect_rw_to_rx_is_refused_with_eperm, PROT_READ | PROT_EXEC)                                         \
+  X (mprotect_rw_to_rwx_is_refused_with_eperm, PROT_READ | PROT_WRITE | PROT_EXEC)                           \
+  X (mprotect_rw_to_x_is_refused_with_eperm, PROT_EXEC)
+#define MPROTECT_ALLOWED_ROWS(X)                                                                             \
+  X (mprotect_rw_to_read_only_is_allowed, PROT_READ)                                                         \
+  X (mprotect_rw_to_none_is_allowed, PROT_NONE)
+
+#define DEFINE_MPROTECT_REFUSED(name, prot)                                                                  \
+  START_TEST (name)                                                                                          \
+  {                                                                                                          \
+    mprotect_prot = prot;                                                                                    \
+    expect_failure (mprotect_rw_page, FILTERED, EPERM);                                                      \
+  }                                                                                                          \
+  END_TEST
+MPROTECT_REFUSED_ROWS (DEFINE_MPROTECT_REFUSED)
+
+#define DEFINE_MPROTECT_ALLOWED(name, prot)                                                                  \
+  START_TEST (name)                                                                                          \
+  {                                                                                                          \
+    mprotect_prot = prot;                                                                                    \
+    expect_success (mprotect_rw_page, FILTERED);                                                             \
+  }                                                                                                          \
+  END_TEST
+MPROTECT_ALLOWED_ROWS (DEFINE_MPROTECT_ALLOWED)
+
+/* name, flags */
+#define RENAME_ALLOWED_ROWS(X)                                                                               \
+  X (renameat2_without_flags_is_allowed, 0)                                                                  \
+  X (renameat2_noreplace_is_allowed, RENAME_NOREPLACE)                                                       \
+  X (renameat2_exchange_is_allowed, RENAME_EXCHANGE)
+
+#define DEFINE_RENAME_ALLOWED(name, flags)                                                                   \
+  START_TEST (name)                                                                                          \
+  {                                                                                                          \
+    rename_flags = flags;                                                                                    \
+    expect_success (renameat2_in_tmp, FILTERED);                                                             \
+  }                                                                                                          \
+  END_TEST
+RENAME_ALLOWED_ROWS (DEFINE_RENAME_ALLOWED)
+
+START_TEST (renameat2_whiteout_is_refused_with_eperm)
+{
+  rename_flags = RENAME_WHITEOUT;
+  expect_failure (renameat2_in_tmp, FILTERED, EPERM);
+}
+END_TEST
+
+START_TEST (renameat2_whiteout_with_noreplace_is_refused_with_eperm)
+{
+  rename_flags = RENAME_WHITEOUT | RENAME_NOREPLACE;
+  expect_failure (renameat2_in_tmp, FILTERED, EPERM);
+}
+END_TEST
+
 /* Controls: without the filter the same calls do not fail so, which shows
    that the results above come from the filter.  */
 START_TEST (inet_socket_works_without_the_filter)
@@ -569,6 +761,34 @@ END_TEST
 START_TEST (i386_abi_works_without_the_filter)
 {
   expect_success (i386_getpid, UNFILTERED);
+}
+END_TEST
+
+START_TEST (rwx_mmap_works_without_the_filter)
+{
+  expect_success (mmap_rwx, UNFILTERED);
+}
+END_TEST
+
+START_TEST (mprotect_to_rx_works_without_the_filter)
+{
+  mprotect_prot = PROT_READ | PROT_EXEC;
+  expect_success (mprotect_rw_page, UNFILTERED);
+}
+END_TEST
+
+/* The whiteout the filter refuses is really made without it (it needs no
+   privilege since Linux 5.8), on a /tmp that supports whiteouts.  */
+START_TEST (renameat2_whiteout_works_without_the_filter)
+{
+  rename_flags = RENAME_WHITEOUT;
+  expect_success (renameat2_in_tmp, UNFILTERED);
+}
+END_TEST
+
+START_TEST (sendfile_into_a_pipe_works_without_the_filter)
+{
+  expect_success (sendfile_file_into_pipe, UNFILTERED);
 }
 END_TEST
 
@@ -695,10 +915,19 @@ make_suite (void)
   tcase_add_test (refused, inet_socket_works_without_the_filter);
   tcase_add_test (refused, clone3_is_not_enosys_without_the_filter);
   tcase_add_test (refused, i386_abi_works_without_the_filter);
+  MPROTECT_REFUSED_ROWS (ADD_REFUSED)
+  tcase_add_test (refused, renameat2_whiteout_is_refused_with_eperm);
+  tcase_add_test (refused, renameat2_whiteout_with_noreplace_is_refused_with_eperm);
+  tcase_add_test (refused, rwx_mmap_works_without_the_filter);
+  tcase_add_test (refused, mprotect_to_rx_works_without_the_filter);
+  tcase_add_test (refused, renameat2_whiteout_works_without_the_filter);
+  tcase_add_test (refused, sendfile_into_a_pipe_works_without_the_filter);
   suite_add_tcase (s, refused);
 
 #define ADD_ALLOWED(name, ...) tcase_add_test (allowed, name);
   ALLOWED_ROWS (ADD_ALLOWED)
+  MPROTECT_ALLOWED_ROWS (ADD_ALLOWED)
+  RENAME_ALLOWED_ROWS (ADD_ALLOWED)
   suite_add_tcase (s, allowed);
 
 #define ADD_DENIED(name) tcase_add_test (denied, denied_##name##_fails_with_eperm);

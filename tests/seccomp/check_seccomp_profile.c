@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 #include <seccomp.h>
@@ -338,39 +339,143 @@ START_TEST (ioctl_is_limited_to_six_requests)
 }
 END_TEST
 
-START_TEST (every_rule_allows_except_clone3)
+/* The one rule that only names calls: EPERM, as the default, no args.  */
+static bool
+is_naming_rule (const struct sp_json *r)
+{
+  const struct sp_json *e = sp_json_object_get (r, "errnoRet");
+
+  return is_string (member (r, "action"), "SCMP_ACT_ERRNO") && e != NULL && integer (e) == EPERM
+         && sp_json_object_get (r, "args") == NULL;
+}
+
+START_TEST (every_rule_allows_except_clone3_and_the_eperm_names)
 {
   cleanup_json struct sp_json *tree = builtin_tree ();
   const struct sp_json *rules = rules_of (tree);
+  size_t naming = 0;
 
   for (size_t i = 0; i < rules->u.array.len; i++)
     {
       const struct sp_json *r = rules->u.array.items[i];
       if (rule_names (r, "clone3"))
         continue;
+      if (is_naming_rule (r))
+        {
+          naming++;
+          continue;
+        }
       ck_assert_msg (is_string (member (r, "action"), "SCMP_ACT_ALLOW"), "syscalls[%zu] is not an allow rule",
                      i);
     }
+  ck_assert_uint_eq (naming, 1);
+}
+END_TEST
+
+/* runc answers ENOSYS above the highest number a profile names, so the
+   profile names 442 (mount_setattr) to 450 (set_mempolicy_home_node) with
+   EPERM, and that is its highest number: runc's stub starts at 451.  */
+START_TEST (calls_442_to_450_are_named_with_eperm_and_nothing_higher)
+{
+  cleanup_json struct sp_json *tree = builtin_tree ();
+  const struct sp_json *rules = rules_of (tree);
+  bool named[451 - 442] = { false };
+  int highest = -1;
+
+  for (size_t i = 0; i < rules->u.array.len; i++)
+    {
+      const struct sp_json *r = rules->u.array.items[i], *names = member (r, "names");
+
+      for (size_t j = 0; j < names->u.array.len; j++)
+        {
+          int nr = seccomp_syscall_resolve_name (names->u.array.items[j]->u.string.data);
+
+          ck_assert_int_ge (nr, 0);
+          if (nr > highest)
+            highest = nr;
+          if (nr >= 442)
+            {
+              ck_assert_msg (is_naming_rule (r), "syscalls[%zu] names %d but is not the EPERM rule", i, nr);
+              named[nr - 442] = true;
+            }
+        }
+    }
+  ck_assert_int_eq (highest, 450);
+  for (int nr = 442; nr <= 450; nr++)
+    ck_assert_msg (named[nr - 442], "system call %d is not named", nr);
+}
+END_TEST
+
+/* How many rules name `name`; each must allow it when `prot & mask == 0` on
+   argument `index`, one mask per rule, and *masks collects them.  */
+static size_t
+masked_zero_rules (const struct sp_json *tree, const char *name, unsigned index, int64_t *masks, size_t cap)
+{
+  const struct sp_json *rules = rules_of (tree);
+  size_t n = single_condition_rules (tree, name, index, "SCMP_CMP_MASKED_EQ", masks, cap);
+
+  for (size_t i = 0; i < rules->u.array.len; i++)
+    if (rule_names (rules->u.array.items[i], name))
+      {
+        const struct sp_json *a = member (rules->u.array.items[i], "args")->u.array.items[0];
+        ck_assert_int_eq (integer (member (a, "valueTwo")), 0);
+      }
+  return n;
+}
+
+START_TEST (mmap_is_never_writable_and_executable)
+{
+  cleanup_json struct sp_json *tree = builtin_tree ();
+  int64_t v[4];
+  size_t n = masked_zero_rules (tree, "mmap", 2, v, 4);
+
+  ck_assert_uint_eq (n, 2);
+  ck_assert (contains (v, n, PROT_EXEC));
+  ck_assert (contains (v, n, PROT_WRITE));
+}
+END_TEST
+
+START_TEST (mprotect_never_makes_memory_executable)
+{
+  cleanup_json struct sp_json *tree = builtin_tree ();
+  int64_t v[4];
+  size_t n = masked_zero_rules (tree, "mprotect", 2, v, 4);
+
+  ck_assert_uint_eq (n, 1);
+  ck_assert_int_eq (v[0], PROT_EXEC);
+}
+END_TEST
+
+START_TEST (renameat2_never_makes_a_whiteout)
+{
+  cleanup_json struct sp_json *tree = builtin_tree ();
+  int64_t v[4];
+  size_t n = masked_zero_rules (tree, "renameat2", 4, v, 4);
+
+  ck_assert_uint_eq (n, 1);
+  ck_assert_int_eq (v[0], RENAME_WHITEOUT);
 }
 END_TEST
 
 /* One test per denied name: it is a system call on this architecture (so a
-   typo here cannot pass) and no rule of the profile names it at all.  */
+   typo here cannot pass) and no rule of the profile names it, except the
+   rule that names calls only to keep them EPERM under runc.  */
 static void
-expect_never_listed (const char *name)
+expect_never_allowed (const char *name)
 {
   cleanup_json struct sp_json *tree = builtin_tree ();
   const struct sp_json *rules = rules_of (tree);
 
   ck_assert_msg (seccomp_syscall_resolve_name (name) >= 0, "%s is not a system call here", name);
   for (size_t i = 0; i < rules->u.array.len; i++)
-    ck_assert_msg (!rule_names (rules->u.array.items[i], name), "syscalls[%zu] names %s", i, name);
+    ck_assert_msg (!rule_names (rules->u.array.items[i], name) || is_naming_rule (rules->u.array.items[i]),
+                   "syscalls[%zu] names %s", i, name);
 }
 
 #define DEFINE_DENIED(name)                                                                                  \
-  START_TEST (denied_##name##_is_never_listed)                                                               \
+  START_TEST (denied_##name##_is_never_allowed)                                                              \
   {                                                                                                          \
-    expect_never_listed (#name);                                                                             \
+    expect_never_allowed (#name);                                                                            \
   }                                                                                                          \
   END_TEST
 DENIED_SYSCALLS (DEFINE_DENIED)
@@ -521,10 +626,15 @@ DENIED_SYSCALLS (DEFINE_DENIED)
   X (errno_ret_fraction_is_rejected,                                                                         \
      RULES ("{\"names\":[\"read\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":38.0}"), BAD_ERRNO)            \
   X (rule_like_the_default_is_rejected, RULES ("{\"names\":[\"read\"],\"action\":\"SCMP_ACT_ERRNO\"}"),      \
-     "syscalls[0]: does what defaultAction does, so it has no effect")                                       \
-  X (rule_with_explicit_eperm_like_the_default_is_rejected,                                                  \
-     RULES ("{\"names\":[\"read\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":1}"),                          \
+     "syscalls[0]: does what defaultAction does, so it has no effect (a rule that only names calls for "     \
+     "runc's "                                                                                               \
+     "ENOSYS stub writes \"errnoRet\": 1 and no args)")                                                      \
+  X (rule_with_explicit_eperm_and_args_like_the_default_is_rejected,                                         \
+     RULES ("{\"names\":[\"ioctl\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":1,\"args\":[" EQ1 (1) "]}"),  \
      "syscalls[0]: does what defaultAction does")                                                            \
+  X (eperm_name_repeated_in_an_allow_rule_is_rejected,                                                       \
+     RULES (READ_RULE ",{\"names\":[\"read\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":1}"),               \
+     "syscalls[1].names[0]: \"read\" is already in syscalls[0]")                                             \
   X (kill_rule_under_kill_default_is_rejected,                                                               \
      WITH_DEFAULT ("SCMP_ACT_KILL_PROCESS", "{\"names\":[\"read\"],\"action\":\"SCMP_ACT_KILL_PROCESS\"}"),  \
      "syscalls[0]: does what defaultAction does")                                                            \
@@ -629,6 +739,10 @@ REJECT_ROWS (DEFINE_REJECT)
           "\"op\":\"SCMP_CMP_MASKED_EQ\"}"),                                                                 \
      ck_assert_ptr_nonnull (                                                                                 \
          strstr (text, "\"value\":18446744073709551615,\"valueTwo\":18446744073709551615")))                 \
+  X (rule_naming_calls_with_the_defaults_eperm_is_accepted,                                                  \
+     RULES (READ_RULE ",{\"names\":[\"futex_waitv\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":1}"),        \
+     ck_assert_ptr_nonnull (strstr (text, "{\"names\":[\"futex_waitv\"],\"action\":\"SCMP_ACT_ERRNO\","      \
+                                          "\"errnoRet\":1}")))                                               \
   X (errno_ret_is_kept,                                                                                      \
      RULES (READ_RULE ",{\"names\":[\"clone3\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":38}"),            \
      ck_assert_ptr_nonnull (strstr (text, "\"errnoRet\":38}")))                                              \
@@ -892,10 +1006,14 @@ make_suite (void)
   tcase_add_test (shape, clone_carries_the_namespace_mask);
   tcase_add_test (shape, personality_is_per_linux_or_query_only);
   tcase_add_test (shape, ioctl_is_limited_to_six_requests);
-  tcase_add_test (shape, every_rule_allows_except_clone3);
+  tcase_add_test (shape, every_rule_allows_except_clone3_and_the_eperm_names);
+  tcase_add_test (shape, calls_442_to_450_are_named_with_eperm_and_nothing_higher);
+  tcase_add_test (shape, mmap_is_never_writable_and_executable);
+  tcase_add_test (shape, mprotect_never_makes_memory_executable);
+  tcase_add_test (shape, renameat2_never_makes_a_whiteout);
   suite_add_tcase (s, shape);
 
-#define ADD_DENIED(name) tcase_add_test (denied, denied_##name##_is_never_listed);
+#define ADD_DENIED(name) tcase_add_test (denied, denied_##name##_is_never_allowed);
   DENIED_SYSCALLS (ADD_DENIED)
   suite_add_tcase (s, denied);
 

@@ -1,5 +1,6 @@
-/* The system calls the probe's profile must never list (docs/seccomp.md,
-   "Denied").  check_seccomp_profile asserts that no rule names them;
+/* The system calls the probe's profile must never allow (docs/seccomp.md,
+   "Denied").  check_seccomp_profile asserts that no rule names them but the
+   one that names calls only to keep them EPERM under runc;
    check_seccomp_enforce calls each one, with every argument -1, under the
    installed filter and expects EPERM.  Every argument -1 makes each call
    harmless even if a broken filter let it through: bad pointers, bad fds,
@@ -98,7 +99,10 @@
   X (memfd_create)                                                                                           \
   X (memfd_secret)                                                                                           \
   X (execveat)                                                                                               \
-  /* page-cache splicing (the Dirty Pipe class) */                                                           \
+  /* memory that becomes executable: mprotect has a rule, this has none */                                   \
+  X (pkey_mprotect)                                                                                          \
+  /* page-cache splicing (the Dirty Pipe class); sendfile into a pipe splices */                             \
+  X (sendfile)                                                                                               \
   X (splice)                                                                                                 \
   X (tee)                                                                                                    \
   X (vmsplice)                                                                                               \
@@ -145,6 +149,11 @@
   /* inotify: nothing in a one-shot probe waits on file changes */                                           \
   X (inotify_init)                                                                                           \
   X (inotify_init1)                                                                                          \
-  X (inotify_add_watch)
+  X (inotify_add_watch)                                                                                      \
+  /* newer calls that nothing here needs: sandboxing itself, futex vectors */                                \
+  X (landlock_create_ruleset)                                                                                \
+  X (landlock_add_rule)                                                                                      \
+  X (landlock_restrict_self)                                                                                 \
+  X (futex_waitv)
 
 #endif

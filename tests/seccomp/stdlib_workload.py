@@ -5,13 +5,19 @@ Each step is what a probe plausibly does.  A step that the filter breaks
 raises, and the traceback on stderr names it.  The workload also insists that
 it runs under a filter that refuses inet sockets, so it can't pass vacuously.
 On success it writes one line to OUT and exits 0.
+
+It also insists that memory which is writable and executable is refused, and
+that what the profile's denials make the standard library fall back from
+(sendfile in shutil and socket) still works, and that ctypes calls C.
 """
 
 import asyncio
 import concurrent.futures
+import ctypes
 import errno
 import hashlib
 import json
+import mmap
 import multiprocessing
 import os
 import re
@@ -46,6 +52,14 @@ except PermissionError as e:
 else:
     raise AssertionError("an AF_INET socket was allowed")
 
+step("no memory that is writable and executable")
+try:
+    mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+except PermissionError as e:
+    assert e.errno == errno.EPERM
+else:
+    raise AssertionError("a writable and executable mapping was allowed")
+
 step("read a file")
 data = Path(root, "data.txt").read_bytes()
 needle = re.search(rb"needle-(\d+)", data).group(0).decode()
@@ -68,6 +82,51 @@ os.unlink(t.name + ".moved")
 with tempfile.TemporaryDirectory(dir=root) as td:
     Path(td, "x").write_text("x")
     assert [p.name for p in Path(td).glob("*")] == ["x"]
+
+step("shutil and socket fall back from the refused sendfile")
+big = bytes(range(256)) * 4096  # 1 MiB: shutil copies it in more than one chunk
+Path(root, "big.bin").write_bytes(big)
+shutil.copyfile(Path(root, "big.bin"), Path(root, "big.copy"))
+assert Path(root, "big.copy").read_bytes() == big
+os.unlink(Path(root, "big.copy"))
+a, b = socket.socketpair()
+with a, b, open(Path(root, "big.bin"), "rb") as f:
+    received = bytearray()
+
+    def drain():
+        while chunk := b.recv(65536):
+            received.extend(chunk)
+
+    t = threading.Thread(target=drain)
+    t.start()
+    assert a.sendfile(f) == len(big)
+    a.shutdown(socket.SHUT_WR)
+    t.join()
+    assert bytes(received) == big
+os.unlink(Path(root, "big.bin"))
+
+step("memory maps: anonymous and of a file, read and write")
+with mmap.mmap(-1, 8192) as m:
+    m[:5] = b"hello"
+    assert m[:5] == b"hello"
+with open(Path(root, "data.txt"), "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as m:
+    assert m.find(needle.encode()) >= 0
+
+step("extension modules load")
+import array, bz2, csv, decimal, lzma, pickle, struct, unicodedata, uuid  # noqa: E401,E402
+import xml.etree.ElementTree as ET  # noqa: E402
+
+assert decimal.Decimal("1.1") + decimal.Decimal("2.2") == decimal.Decimal("3.3")
+assert pickle.loads(pickle.dumps(array.array("i", [1, 2]))) == array.array("i", [1, 2])
+assert lzma.decompress(lzma.compress(data)) == data and bz2.decompress(bz2.compress(data)) == data
+assert ET.fromstring("<a><b/></a>").find("b") is not None
+assert unicodedata.name("é") and struct.pack("<I", 1) and uuid.uuid4() and csv.reader(["a,b"])
+
+step("ctypes calls C")
+# Not its callbacks: refused writable executable memory, libffi maps a temporary
+# file twice (writable, and executable), which works here on an exec /tmp but not
+# on the sandbox's noexec mounts (confinement_probe.py checks that under runc).
+assert ctypes.CDLL(None, use_errno=True).strlen(b"abc") == 3
 
 step("subprocess of python itself")
 r = subprocess.run([sys.executable, "-I", "-S", "-B", "-c", "print(1)"], capture_output=True, check=True)
