@@ -33,10 +33,6 @@
    (-B).  */
 static const char *const python3_args[] = { "/usr/bin/python3", "-I", "-S", "-B", PROBE_SCRIPT_PATH, NULL };
 
-/* The kernel's own default domain name, so that no NIS domain name of the
-   host's shows inside.  */
-#define PROBE_DOMAINNAME "(none)"
-
 /* A fixed environment: nothing from the host or the request.  */
 static const char *const probe_env[] = { "PATH=/usr/bin", "LANG=C.UTF-8", "HOME=/tmp", NULL };
 
@@ -392,12 +388,6 @@ gen_linux (yajl_gen g, const struct sp_bundle_spec *spec)
   st |= gen_str_array (g, masked_paths);
   st |= gen_str (g, "readonlyPaths");
   st |= gen_str_array (g, readonly_paths);
-  /* runc 1.1 ignores "domainname" (runc 1.2 sets it); this sysctl of the
-     sandbox's own UTS namespace sets the same value on both.  */
-  st |= gen_str (g, "sysctl");
-  st |= yajl_gen_map_open (g);
-  st |= gen_str_member (g, "kernel.domainname", PROBE_DOMAINNAME);
-  st |= yajl_gen_map_close (g);
   /* Mounts made inside never propagate back to the host.  */
   st |= gen_str_member (g, "rootfsPropagation", "private");
   st |= gen_str (g, "seccomp");
@@ -461,7 +451,7 @@ sp_bundle_render_config (const struct sp_bundle_spec *spec, char **json, size_t 
   st |= yajl_gen_bool (g, 1);
   st |= yajl_gen_map_close (g);
   st |= gen_str_member (g, "hostname", "probe");
-  st |= gen_str_member (g, "domainname", PROBE_DOMAINNAME);
+  st |= gen_str_member (g, "domainname", SP_BUNDLE_DOMAINNAME);
   st |= gen_mounts (g, spec);
   st |= gen_str (g, "annotations");
   st |= yajl_gen_map_open (g);

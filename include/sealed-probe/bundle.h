@@ -24,6 +24,13 @@
 #define SP_BUNDLE_REPO   "repo"
 #define SP_BUNDLE_OUT    "out"
 
+/* The sandbox's domain name: the kernel's own default, so that no NIS domain
+   name of the host's shows inside.  config.json says so, for runtimes that
+   honour "domainname"; runc 1.1 does not, and a sysctl cannot set it from a
+   user namespace, so serve also sets it in a UTS namespace of its own, which
+   every sandbox's new one starts as a copy of (sp_serve_detach).  */
+#define SP_BUNDLE_DOMAINNAME "(none)"
+
 /* The annotations that label every sandbox of a run, for orphan cleanup.  */
 #define SP_ANNOTATION_RUN        "org.sealed-probe.run"
 #define SP_ANNOTATION_INVOCATION "org.sealed-probe.invocation"

@@ -2,6 +2,8 @@
    anything on behalf of an agent: see serve.h.  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <net/if.h>
 #include <sched.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sealed-probe/bundle.h>
 #include <sealed-probe/cleanup.h>
 
 #include "serve.h"
@@ -34,9 +37,42 @@ loopback_up (sp_error_t *err)
   return 0;
 }
 
+/* An unset loginuid (a service started outside any login session) can be set
+   once by any process, so a probe could write one into the host's audit
+   trail.  Set ours first: every sandbox inherits it, and a set loginuid
+   takes CAP_AUDIT_CONTROL in the initial namespace to change.  A kernel
+   without audit has no loginuid at all.  */
+static int
+pin_loginuid (sp_error_t *err)
+{
+  cleanup_close int fd = open ("/proc/self/loginuid", O_RDWR | O_CLOEXEC);
+  char now[16] = { 0 };
+  char ours[16];
+  int len;
+
+  if (fd < 0)
+    return errno == ENOENT ? 0 : sp_make_error (err, errno, "open /proc/self/loginuid");
+  if (read (fd, now, sizeof (now) - 1) < 0)
+    return sp_make_error (err, errno, "read /proc/self/loginuid");
+  if (strcmp (now, "4294967295") != 0)
+    return 0;
+  len = snprintf (ours, sizeof (ours), "%u", (unsigned)getuid ());
+  if (lseek (fd, 0, SEEK_SET) < 0 || write (fd, ours, (size_t)len) != len)
+    return sp_make_error (err, errno, "set the proxy's loginuid, which its sandboxes inherit");
+  return 0;
+}
+
 int
 sp_serve_detach (sp_error_t *err)
 {
+  if (pin_loginuid (err) < 0)
+    return -1;
+  /* A UTS namespace of its own with the sandbox's domain name: each
+     sandbox's new one starts as a copy of it (bundle.h).  */
+  if (unshare (CLONE_NEWUTS) < 0)
+    return sp_make_error (err, errno, "unshare a UTS namespace");
+  if (setdomainname (SP_BUNDLE_DOMAINNAME, strlen (SP_BUNDLE_DOMAINNAME)) < 0)
+    return sp_make_error (err, errno, "set the sandboxes' domain name");
   if (unshare (CLONE_NEWNET) < 0)
     return sp_make_error (err, errno, "unshare a network namespace");
   if (loopback_up (err) < 0)

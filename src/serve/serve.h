@@ -130,9 +130,10 @@ unsigned sp_serve_stop (struct sp_serve *s);
    through signal_fd.  Returns when a signal came, after every worker ended.  */
 int sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err);
 
-/* Leaves the host's network (a namespace with only `lo`, up) and its mount
-   propagation (a private mount namespace, slave to the host's), before any
-   thread exists.  */
+/* Leaves the host's UTS namespace (one whose domain name is the sandboxes'),
+   its network (a namespace with only `lo`, up) and its mount propagation (a
+   private mount namespace, slave to the host's), before any thread
+   exists.  */
 int sp_serve_detach (sp_error_t *err);
 
 /* The listening socket: its directory made or checked (root's, not writable

@@ -212,7 +212,7 @@ class Serve:
 
     def __init__(self, work, config, state, snapshot=None, concurrency=None, queue=None, queue_wait=None,
                  scratch_size=None, runc=None, rootfs=None, socket_group=None, env=None, extra=(),
-                 socket_in_new_dir=True):
+                 socket_in_new_dir=True, wrap=()):
         self.work = work
         self.config = config
         self.state = state
@@ -224,7 +224,8 @@ class Serve:
         self.stdout_path = os.path.join(self.dir, "stdout")
         self.stderr_path = os.path.join(self.dir, "stderr")
         self.probe_id_base = int(probe_ids())
-        argv = [PROXY, "serve", "--config", config, "--state", state,
+        # wrap: a command that execs the rest (unshare, say), so the pid stays serve's.
+        argv = list(wrap) + [PROXY, "serve", "--config", config, "--state", state,
                 "--rootfs", rootfs or work.rootfs, "--socket", self.socket, "--ready-file", self.ready_file,
                 "--probe-ids", str(self.probe_id_base)]
         for flag, value in (("--snapshot", snapshot), ("--concurrency", concurrency), ("--queue", queue),

@@ -8,7 +8,8 @@ while root (the control) gets through; even the probe's own host id, which
 nothing else may hold, cannot reach the repository.  Two
 concurrent probes run as two different host ids.  A probe that reads every
 file under /proc/self and /proc/1 finds no host path, under serve in both
-snapshot modes and in a dry-run bundle run by hand."""
+snapshot modes and in a dry-run bundle run by hand.  The host's domain name
+does not show inside either."""
 
 import json
 import os
@@ -175,6 +176,63 @@ try:
             answer = srv.probe(proc_finder(needles, ["/probe/repo", "/probe/probe.py", "python3"]), "acme/app")
             tap.ok(answer == NO, f"{mode}: a probe reading every file and link under /proc/self and /proc/1 finds "
                    "no host path of the rootfs, state, workspace or bundle (and does find /probe/repo)", answer)
+
+    # The domain name: serve started where the host's domain name is a
+    # secret; its probes see the fixed one (bundle.h, SP_BUNDLE_DOMAINNAME).
+    secret = "host-secret-domain"
+    domain_probe = """import json
+with open("/proc/sys/kernel/domainname") as f:
+    value = f.read().strip()
+with open("/probe/out", "w") as f:
+    json.dump({"result": "YES" if value == "(none)" else ("NO" if value == "%s" else "UNKNOWN")}, f)
+""" % secret
+    wrap = ["unshare", "--uts", "sh", "-c", f'echo {secret} > /proc/sys/kernel/domainname && exec "$@"', "sh"]
+    with S.serving(work, config, state, wrap=wrap) as srv:
+        with open(f"/proc/{srv.pid}/cmdline", "rb") as f:
+            is_serve = b"serve" in f.read()
+        tap.ok(is_serve and srv.probe(domain_probe, "acme/app") == YES,
+               "serve started where the host's domain name is a secret: its probe sees the fixed `(none)`")
+    script = work.path("domain") + ".py"
+    with open(script, "w") as f:
+        f.write(domain_probe)
+    bundle = work.path("bundle")
+    r = subprocess.run([S.PROXY, "bundle", "--dry-run", "--config", config, "--repo", "acme/app", "--script", script,
+                        "--out", bundle, "--rootfs", work.rootfs, "--probe-ids", S.probe_ids()],
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    if r.returncode == 0:
+        cid = f"sp-domain-{os.getpid()}"
+        runc_root = work.path("runc")
+        subprocess.run(wrap + ["runc", "--root", runc_root, "run", "--bundle", bundle, cid], capture_output=True,
+                       stdin=subprocess.DEVNULL, timeout=120)
+        subprocess.run(["runc", "--root", runc_root, "delete", "--force", cid], capture_output=True)
+        with open(os.path.join(bundle, "out")) as f:
+            seen = f.read()
+        remove_bundle(bundle)
+    else:
+        seen = r.stderr
+    tap.ok(seen.startswith("{") and json.loads(seen).get("result") == "NO", "control: the same bundle run by hand in that namespace sees the secret (runc 1.1 ignores "
+           "config.json's domainname, which is why serve pins it in its own UTS namespace)", seen)
+
+    # The loginuid: serve pins its own before runc starts, so its probes
+    # cannot write one into the host's audit trail.
+    loginuid_probe = """import json, os
+results = []
+for uid in ("0", "1000", "65534"):
+    try:
+        fd = os.open("/proc/self/loginuid", os.O_WRONLY)
+        try:
+            os.write(fd, uid.encode())
+            results.append("set")
+        finally:
+            os.close(fd)
+    except OSError:
+        results.append("refused")
+with open("/probe/out", "w") as f:
+    json.dump({"result": "YES" if results == ["refused"] * 3 else "NO"}, f)
+"""
+    with S.serving(work, config, state) as srv:
+        tap.ok(srv.probe(loginuid_probe, "acme/app") == YES,
+               "a probe under serve cannot set /proc/self/loginuid to root, a user or its own id")
 
     # A dry-run bundle, run by hand, shows none either.
     script = work.path("finder") + ".py"
