@@ -293,30 +293,80 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
   return ret;
 }
 
-static void
-audit (struct invocation *inv, const struct sp_request *req, const char *script_sha256, bool debited,
-       uint32_t remaining, uint64_t received_ns, uint64_t started_ns, uint8_t index, const char *reason)
+void
+sp_serve_halt (struct sp_serve *s, const char *why)
+{
+  bool first;
+
+  pthread_mutex_lock (&s->lock);
+  first = !s->halted;
+  if (first)
+    {
+      s->halted = true;
+      snprintf (s->halt_reason, sizeof (s->halt_reason), "%s", why);
+    }
+  pthread_mutex_unlock (&s->lock);
+  if (first)
+    fprintf (stderr,
+             "sealed-probe-proxy: serve: halted: %s: from now on every request gets ERROR and nothing runs; "
+             "fix the cause, then restart serve (docs/operations.md)\n",
+             why);
+}
+
+/* The reason the proxy is halted, into why; false when it is not.  */
+static bool
+halted (struct sp_serve *s, char *why, size_t size)
+{
+  bool h;
+
+  pthread_mutex_lock (&s->lock);
+  h = s->halted;
+  if (h)
+    snprintf (why, size, "%s", s->halt_reason);
+  pthread_mutex_unlock (&s->lock);
+  return h;
+}
+
+/* What an audit record needs beyond the invocation itself.  */
+struct audit_facts
+{
+  const struct sp_request *req;
+  const char *script_sha256;
+  bool debited;
+  uint32_t remaining;
+  uint64_t received_ns;
+  uint64_t started_ns;
+};
+
+/* Appends the invocation's record: its admission record before anything is
+   launched (admission), or its result record before the answer.  A record
+   that cannot be written halts the proxy, exactly as a failed debit does:
+   the operator sees why on stderr (with the id only), and the caller
+   answers ERROR.  */
+static int
+audit (struct invocation *inv, const struct audit_facts *a, bool admission, uint8_t index, const char *reason,
+       sp_error_t *err)
 {
   struct sp_audit_record rec = {
     .id = inv->id,
     .run = inv->s->run_id,
-    .received_ns = received_ns,
-    .started_ns = started_ns,
-    .finished_ns = sp_realtime_ns (),
-    .script_sha256 = script_sha256,
-    .debited = debited,
-    .budget_remaining = remaining,
-    .answer = index,
-    .status = inv->status,
-    .reason = reason,
-    .facts = inv->ran ? &inv->facts : NULL,
+    .received_ns = a->received_ns,
+    .started_ns = a->started_ns,
+    .finished_ns = admission ? 0 : sp_realtime_ns (),
+    .script_sha256 = a->script_sha256,
+    .debited = a->debited,
+    .budget_remaining = a->remaining,
+    .answer = admission ? SP_RESPONSE_ERROR : index,
+    .status = admission ? SP_AUDIT_STATUS_ADMITTED : inv->status,
+    .reason = admission ? NULL : reason,
+    .facts = inv->ran && !admission ? &inv->facts : NULL,
+    .admission = admission,
   };
   cleanup_free char *repo = NULL;
-  sp_error_t err = NULL;
 
   if (inv->outcomes != NULL)
     {
-      repo = strndup ((const char *)req->repo.data, req->repo.len);
+      repo = strndup ((const char *)a->req->repo.data, a->req->repo.len);
       rec.repo = repo;
       rec.outcomes = inv->outcomes;
     }
@@ -324,15 +374,29 @@ audit (struct invocation *inv, const struct sp_request *req, const char *script_
     {
       rec.seed_commit = inv->seed->seed->commit;
       rec.seed_digest = inv->seed->seed->digest;
-      rec.snapshot = inv->ran ? sp_snapshot_mode_name (inv->s->opt->snapshot) : NULL;
+      rec.snapshot = inv->ran && !admission ? sp_snapshot_mode_name (inv->s->opt->snapshot) : NULL;
     }
-  /* A record that cannot be written must not go unnoticed: the operator
-     sees it on stderr, with the id only.  */
-  if (sp_audit_append (inv->s->audit, &rec, &err) < 0)
+  if (sp_audit_append (inv->s->audit, &rec, err) < 0)
     {
-      fprintf (stderr, "sealed-probe-proxy: serve: audit %s: %s\n", inv->id, sp_error_message (err));
-      sp_error_release (&err);
+      fprintf (stderr, "sealed-probe-proxy: serve: audit %s: not written: %s\n", inv->id,
+               sp_error_message (*err));
+      sp_error_wrap (err, "audit");
+      sp_serve_halt (inv->s, sp_error_message (*err));
+      return -1;
     }
+  return 0;
+}
+
+/* The result record, then the answer: an answer whose record could not be
+   written is ERROR.  */
+static void
+finish (struct invocation *inv, int fd, const struct audit_facts *a, uint8_t index, const char *reason)
+{
+  cleanup_error sp_error_t err = NULL;
+
+  if (audit (inv, a, false, index, reason, &err) < 0)
+    index = SP_RESPONSE_ERROR;
+  answer (fd, index);
 }
 
 static void
@@ -353,10 +417,11 @@ sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, const 
 {
   struct invocation inv;
 
+  struct audit_facts a = { .remaining = sp_ledger_remaining (s->ledger), .received_ns = received_ns };
+
   invocation_init (&inv, s);
-  answer (client_fd, SP_RESPONSE_ERROR);
+  finish (&inv, client_fd, &a, SP_RESPONSE_ERROR, reason);
   close (client_fd);
-  audit (&inv, NULL, NULL, false, sp_ledger_remaining (s->ledger), received_ns, 0, SP_RESPONSE_ERROR, reason);
 }
 
 static const struct sp_serve_seed *
@@ -381,9 +446,9 @@ sp_serve_invocation (struct sp_serve *s, int client_fd, uint64_t received_ns, ui
   char script_sha256[SP_DIGEST_TEXT_SIZE];
   uint8_t digest[SP_SHA256_BYTES];
   struct sp_request req = { 0 };
+  struct audit_facts a = { .req = &req, .received_ns = received_ns, .started_ns = started_ns };
   struct invocation inv;
-  uint32_t remaining = 0;
-  bool debited = false;
+  char why[sizeof (s->halt_reason)];
   uint8_t index = SP_RESPONSE_ERROR;
   size_t frame_len = 0;
   int ret;
@@ -407,14 +472,21 @@ sp_serve_invocation (struct sp_serve *s, int client_fd, uint64_t received_ns, ui
   inv.seed = find_seed (s, &req.repo);
   sp_sha256 (req.script.data, req.script.len, digest);
   sp_sha256_digest_text (digest, script_sha256);
+  a.script_sha256 = script_sha256;
   if (inv.seed == NULL)
     {
       sp_make_error (&err, 0, "the repository has no staged seed");
       goto done;
     }
+  if (halted (s, why, sizeof (why)))
+    {
+      sp_make_error (&err, 0, "the proxy is halted until the operator restarts it (%s)", why);
+      goto done;
+    }
 
-  /* Step 3: spent before anything runs, never refunded.  */
-  ret = sp_ledger_debit (s->ledger, &remaining, &err);
+  /* Step 3: spent before anything runs, never refunded.  A ledger that
+     cannot persist halts the proxy.  */
+  ret = sp_ledger_debit (s->ledger, &a.remaining, &err);
   if (ret == SP_LEDGER_EXHAUSTED)
     {
       sp_make_error (&err, 0, "the invocation budget is spent");
@@ -424,19 +496,26 @@ sp_serve_invocation (struct sp_serve *s, int client_fd, uint64_t received_ns, ui
     {
       inv.status = SP_AUDIT_STATUS_INTERNAL;
       sp_error_wrap (&err, "budget");
+      sp_serve_halt (s, sp_error_message (err));
       goto done;
     }
-  debited = true;
+  a.debited = true;
+
+  /* The admission record lands before anything is copied or launched, or
+     nothing is: no sandbox ever runs unaudited.  */
+  if (audit (&inv, &a, true, SP_RESPONSE_ERROR, NULL, &err) < 0)
+    {
+      inv.status = SP_AUDIT_STATUS_INTERNAL;
+      goto done;
+    }
 
   if (run_probe (&inv, &index, &err) == 0)
     sp_error_release (&err);
 
 done:
-  if (!debited)
-    remaining = sp_ledger_remaining (s->ledger);
-  answer (fd, index);
-  audit (&inv, &req, inv.outcomes ? script_sha256 : NULL, debited, remaining, received_ns, started_ns, index,
-         err ? sp_error_message (err) : NULL);
+  if (!a.debited)
+    a.remaining = sp_ledger_remaining (s->ledger);
+  finish (&inv, fd, &a, index, err ? sp_error_message (err) : NULL);
 }
 
 /* The confinement canary: the proxy's own probe, run through the same path

@@ -74,6 +74,12 @@ struct sp_serve
   pthread_mutex_t lock;
   bool stopping;
   char **active; /* opt->concurrency slots: the running container ids */
+
+  /* Halted (under lock): a write that the proxy's guarantees rest on, the
+     budget ledger's or the audit log's, failed.  From then on every request
+     gets ERROR and nothing runs, until the operator restarts serve.  */
+  bool halted;
+  char halt_reason[256];
 };
 
 #define SP_SERVE_WORK_DIR "work"
@@ -102,6 +108,9 @@ void sp_serve_invocation (struct sp_serve *s, int client_fd, uint64_t received_n
 /* Answers ERROR at once and audits it as refused, for a request that never
    got a slot (queue full, waited too long, shutting down).  Closes fd.  */
 void sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, const char *reason);
+
+/* Halts the proxy (see struct sp_serve) and says why on stderr, once.  */
+void sp_serve_halt (struct sp_serve *s, const char *why);
 
 /* Kills the running containers and lets no new one start.  Returns how many
    were still running.  */
