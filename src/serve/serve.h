@@ -125,9 +125,30 @@ int sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t 
    thread exists.  */
 int sp_serve_detach (sp_error_t *err);
 
+/* A file this instance made (the socket, the ready file): removed on stop
+   only while the path still names it, never another instance's.  */
+struct sp_serve_owned
+{
+  bool made;
+  dev_t dev;
+  ino_t ino;
+};
+
+/* Whether name in dirfd is still the file owned describes.  */
+int sp_serve_path_owned (int dirfd, const char *name, const struct sp_serve_owned *owned);
+
+/* Before the preflight: refuses a socket path that another process listens
+   on, or that holds anything but a socket.  Replaces nothing (it may make
+   the socket's directory).  */
+int sp_serve_socket_available (const char *path, sp_error_t *err);
+
 /* The listening socket: its directory made or checked (root's, not writable
-   by group or others), a stale socket replaced, mode 0660, root:group.  */
-int sp_serve_listen (const char *path, gid_t group, int *fd, sp_error_t *err);
+   by group or others), a stale socket (nobody listens) replaced, a live one
+   refused, mode 0660, root:group.  Fills owned.  */
+int sp_serve_listen (const char *path, gid_t group, int *fd, struct sp_serve_owned *owned, sp_error_t *err);
+
+/* Removes the socket at path if it is still the one owned describes.  */
+void sp_serve_unlisten (const char *path, const struct sp_serve_owned *owned);
 
 /* Readiness: the ready file (the pid, atomically) and sd_notify.  */
 struct sp_notify
@@ -140,6 +161,13 @@ struct sp_notify
 int sp_notify_open (struct sp_notify *n, sp_error_t *err);
 void sp_notify_send (struct sp_notify *n, const char *state);
 void sp_notify_close (struct sp_notify *n);
-int sp_ready_file_write (const char *path, sp_error_t *err);
+/* Before the preflight: removes a ready file left by an earlier instance (a
+   kill -9 leaves one naming a dead pid), so that nothing says ready until
+   this instance is.  One that names another live serve is refused.  */
+int sp_ready_file_claim (const char *path, sp_error_t *err);
+/* Writes the pid and a newline, atomically; fills owned.  */
+int sp_ready_file_write (const char *path, struct sp_serve_owned *owned, sp_error_t *err);
+/* Removes the ready file if it is still the one owned describes.  */
+void sp_ready_file_remove (const char *path, const struct sp_serve_owned *owned);
 
 #endif

@@ -210,15 +210,15 @@ class Serve:
 
     def __init__(self, work, config, state, snapshot=None, concurrency=None, queue=None, queue_wait=None,
                  scratch_size=None, runc=None, rootfs=None, socket_group=None, env=None, extra=(),
-                 socket_in_new_dir=True):
+                 socket_in_new_dir=True, socket_path=None, ready_path=None):
         self.work = work
         self.config = config
         self.state = state
         self.dir = tempfile.mkdtemp(prefix="sp-srv-")  # short: sun_path holds 107 bytes
         os.chmod(self.dir, 0o755)
         self.sockdir = os.path.join(self.dir, "sock") if socket_in_new_dir else self.dir
-        self.socket = os.path.join(self.sockdir, "probe.sock")
-        self.ready_file = os.path.join(self.dir, "ready")
+        self.socket = socket_path or os.path.join(self.sockdir, "probe.sock")
+        self.ready_file = ready_path or os.path.join(self.dir, "ready")
         self.stdout_path = os.path.join(self.dir, "stdout")
         self.stderr_path = os.path.join(self.dir, "stderr")
         argv = [PROXY, "serve", "--config", config, "--state", state,
@@ -245,7 +245,9 @@ class Serve:
                                      env=self.env, cwd=self.dir)
         deadline = t0 + ready_timeout
         while time.monotonic() < deadline:
-            if os.path.exists(self.ready_file):
+            # Ready means this process's pid in the file: a stale one (a
+            # kill -9 leaves it) names another.
+            if self.ready_content() == f"{self.proc.pid}\n":
                 self.ready_seconds = time.monotonic() - t0
                 break
             if self.proc.poll() is not None:
@@ -254,7 +256,6 @@ class Serve:
             time.sleep(0.05)
         else:
             return False
-        time.sleep(0.05)  # the ready file's content is written before or as it appears
         roots = os.path.join(self.state, "runc")
         new = set(os.listdir(roots)) - runc_before if os.path.isdir(roots) else set()
         if len(new) == 1:
