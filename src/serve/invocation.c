@@ -39,65 +39,6 @@ struct invocation
   const char *status;
 };
 
-/* Reads exactly len bytes before the deadline.  */
-static int
-read_exact (int fd, uint8_t *buf, size_t len, uint64_t deadline_ns, sp_error_t *err)
-{
-  size_t got = 0;
-
-  while (got < len)
-    {
-      uint64_t now = sp_monotonic_ns ();
-      struct pollfd pfd = { .fd = fd, .events = POLLIN };
-      ssize_t n;
-      int ret;
-
-      if (now >= deadline_ns)
-        return sp_make_error (err, 0, "the request did not arrive within %d s",
-                              SP_SERVE_REQUEST_READ_SECONDS);
-      ret = poll (&pfd, 1, (int)((deadline_ns - now) / 1000000) + 1);
-      if (ret < 0 && errno != EINTR)
-        return sp_make_error (err, errno, "poll the client");
-      if (ret <= 0)
-        continue;
-      n = recv (fd, buf + got, len - got, MSG_DONTWAIT);
-      if (n == 0)
-        return sp_make_error (err, 0, "the client closed after %zu of %zu bytes", got, len);
-      if (n < 0 && errno != EAGAIN && errno != EINTR)
-        return sp_make_error (err, errno, "read the request");
-      if (n > 0)
-        got += (size_t)n;
-    }
-  return 0;
-}
-
-/* One whole request frame: the header bounds the body before anything is
-   allocated, and a byte already waiting after the frame is refused.  */
-static int
-read_request (int fd, uint8_t **frame, size_t *len, sp_error_t *err)
-{
-  uint64_t deadline = sp_monotonic_ns () + (uint64_t)SP_SERVE_REQUEST_READ_SECONDS * 1000000000ULL;
-  uint8_t hdr[SP_FRAME_HEADER_BYTES];
-  cleanup_free uint8_t *buf = NULL;
-  size_t body_len;
-  uint8_t extra;
-
-  if (read_exact (fd, hdr, sizeof (hdr), deadline, err) < 0
-      || sp_frame_header_decode (hdr, SP_FRAME_KIND_REQUEST, &body_len, err) < 0)
-    return -1;
-  buf = malloc (sizeof (hdr) + body_len);
-  if (buf == NULL)
-    return sp_make_error (err, errno, "allocate the request");
-  memcpy (buf, hdr, sizeof (hdr));
-  if (read_exact (fd, buf + sizeof (hdr), body_len, deadline, err) < 0)
-    return -1;
-  if (recv (fd, &extra, 1, MSG_DONTWAIT | MSG_PEEK) > 0)
-    return sp_make_error (err, 0, "bytes follow the request frame");
-  *len = sizeof (hdr) + body_len;
-  *frame = get_and_reset (&buf);
-  return 0;
-}
-
 static void
 answer (int fd, uint8_t index)
 {
@@ -438,34 +379,23 @@ find_seed (const struct sp_serve *s, const struct sp_bytes *repo)
 }
 
 void
-sp_serve_invocation (struct sp_serve *s, int client_fd, uint64_t received_ns, uint64_t started_ns)
+sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t started_ns)
 {
-  cleanup_close int fd = client_fd;
+  cleanup_close int fd = r->fd;
+  cleanup_free uint8_t *frame = r->frame;
   cleanup_error sp_error_t err = NULL;
-  cleanup_free uint8_t *frame = NULL;
   char script_sha256[SP_DIGEST_TEXT_SIZE];
   uint8_t digest[SP_SHA256_BYTES];
-  struct sp_request req = { 0 };
-  struct audit_facts a = { .req = &req, .received_ns = received_ns, .started_ns = started_ns };
+  const struct sp_request req = r->req;
+  struct audit_facts a = { .req = &req, .received_ns = r->received_ns, .started_ns = started_ns };
   struct invocation inv;
   char why[sizeof (s->halt_reason)];
   uint8_t index = SP_RESPONSE_ERROR;
-  size_t frame_len = 0;
   int ret;
 
+  /* Steps 1 and 2, reading and validating, were done off the slots
+     (loop.c): nothing reaches a slot that is not a whole, valid request.  */
   invocation_init (&inv, s);
-  /* Steps 1 and 2: nothing is copied or launched for a request that fails
-     them.  */
-  if (read_request (fd, &frame, &frame_len, &err) < 0 || sp_request_decode (frame, frame_len, &req, &err) < 0)
-    {
-      sp_error_wrap (&err, "frame");
-      goto done;
-    }
-  if (sp_request_validate (&req, s->config->private_repos, s->config->n_private_repos, &err) < 0)
-    {
-      sp_error_wrap (&err, "request");
-      goto done;
-    }
   inv.outcomes = req.outcomes;
   inv.script = req.script.data;
   inv.script_len = req.script.len;

@@ -16,6 +16,7 @@
 #include <sealed-probe/config.h>
 #include <sealed-probe/error.h>
 #include <sealed-probe/ledger.h>
+#include <sealed-probe/protocol.h>
 #include <sealed-probe/rootfs.h>
 #include <sealed-probe/runtime.h>
 #include <sealed-probe/seccomp_profile.h>
@@ -101,9 +102,39 @@ int sp_serve_canary (struct sp_serve *s, sp_error_t *err);
    runtime's state) and releases s.  Returns -1 when something stayed.  */
 int sp_serve_release (struct sp_serve *s, sp_error_t *err);
 
-/* One connection, start to end: read, validate, debit, snapshot, run, read
-   the answer, clean up, answer, audit.  Closes client_fd.  */
-void sp_serve_invocation (struct sp_serve *s, int client_fd, uint64_t received_ns, uint64_t started_ns);
+/* One connection whose request frame is still arriving: the accept loop
+   holds up to SP_SERVE_UNREAD_MAX of them and reads each without blocking,
+   off the slots (reader.c).  */
+struct sp_serve_conn
+{
+  int fd;
+  uint64_t received_ns; /* realtime, when accepted: for the audit record */
+  uint64_t deadline_ns; /* monotonic: the whole frame by then */
+  uint8_t hdr[SP_FRAME_HEADER_BYTES];
+  size_t got;     /* bytes of the frame so far */
+  uint8_t *frame; /* header and body, once the header is decoded */
+  size_t len;     /* the whole frame's length, once known */
+};
+
+void sp_serve_conn_init (struct sp_serve_conn *c, int fd, uint64_t received_ns, uint64_t now_ns);
+/* Reads what the client has sent so far.  Returns 1 when the frame is whole
+   and nothing follows it, 0 while more is awaited, -1 with the reason.  */
+int sp_serve_conn_read (struct sp_serve_conn *c, sp_error_t *err);
+/* Closes the fd and frees the frame.  */
+void sp_serve_conn_release (struct sp_serve_conn *c);
+
+/* A whole, valid request waiting for a slot.  */
+struct sp_serve_request
+{
+  int fd;
+  uint8_t *frame;        /* owned: req points into it */
+  struct sp_request req; /* decoded and validated */
+  uint64_t received_ns;  /* realtime, when accepted */
+};
+
+/* One request, from its slot to its end: debit, snapshot, run, read the
+   answer, clean up, audit, answer.  Closes r->fd and frees r->frame.  */
+void sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t started_ns);
 
 /* Answers ERROR at once and audits it as refused, for a request that never
    got a slot (queue full, waited too long, shutting down).  Closes fd.  */
@@ -116,8 +147,12 @@ void sp_serve_halt (struct sp_serve *s, const char *why);
    were still running.  */
 unsigned sp_serve_stop (struct sp_serve *s);
 
-/* The accept loop: --concurrency workers, a bounded queue, SIGTERM/SIGINT
-   through signal_fd.  Returns when a signal came, after every worker ended.  */
+/* The accept loop: it accepts, reads every request frame without blocking
+   (at most SP_SERVE_UNREAD_MAX connections at once, each within
+   SP_SERVE_REQUEST_READ_SECONDS), decodes and validates it, and queues only
+   whole, valid requests for the --concurrency workers, in a bounded queue;
+   SIGTERM/SIGINT come through signal_fd.  Returns when a signal came, after
+   every worker ended.  */
 int sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err);
 
 /* Leaves the host's network (a namespace with only `lo`, up) and its mount
