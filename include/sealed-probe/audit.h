@@ -18,13 +18,16 @@
 #define SP_AUDIT_DIR  "audit"
 #define SP_AUDIT_FILE "audit.jsonl"
 
-#define SP_AUDIT_STATUS_ADMITTED "admitted"  /* written before anything is launched; its result line follows \
-                                              */
-#define SP_AUDIT_STATUS_ANSWERED  "answered" /* a valid answer came back */
-#define SP_AUDIT_STATUS_REFUSED   "refused"  /* not run: bad frame or request, budget, queue, shutdown */
-#define SP_AUDIT_STATUS_PROBE     "probe"    /* the probe ran; its answer was missing or invalid */
-#define SP_AUDIT_STATUS_TIMED_OUT "timed_out" /* the probe hit the wall-clock timeout */
-#define SP_AUDIT_STATUS_INTERNAL  "internal"  /* the proxy or the runtime failed (snapshot, run, cleanup) */
+/* The verdicts (docs/audit.md, "status").  "admitted" is no verdict: it
+   marks the line written before anything is launched.  */
+#define SP_AUDIT_STATUS_ADMITTED    "admitted"    /* before a launch; the result line follows */
+#define SP_AUDIT_STATUS_ANSWERED    "answered"    /* a valid answer came back */
+#define SP_AUDIT_STATUS_REFUSED     "refused"     /* not run: bad frame or request, budget, queue, shutdown */
+#define SP_AUDIT_STATUS_PROBE       "probe"       /* the probe ran; its answer was missing or invalid */
+#define SP_AUDIT_STATUS_TIMED_OUT   "timed_out"   /* the probe hit the wall-clock timeout */
+#define SP_AUDIT_STATUS_RUNTIME     "runtime"     /* the runtime failed: create, start, kill, delete */
+#define SP_AUDIT_STATUS_ENVIRONMENT "environment" /* the host: full disk, runtime binary, rootfs */
+#define SP_AUDIT_STATUS_INTERNAL    "internal"    /* the proxy itself failed (snapshot, bundle, cleanup) */
 
 struct sp_audit_record
 {

@@ -166,6 +166,10 @@
 #define SP_SERVE_SCRATCH_INODES           16384        /* entries a probe may create */
 #define SP_SERVE_WORKSPACE_OVERHEAD_BYTES (1ULL << 20) /* bundle files beside the repo */
 #define SP_AUDIT_LINE_MAX_BYTES           8192
-#define SP_RUNTIME_VERSION_MAX_BYTES      4096 /* what `runc --version` may print */
+/* A failure is put down to a full state disk (audit status "environment")
+   when its file system has less than this left.  */
+#define SP_SERVE_FULL_BELOW_BYTES    (1ULL << 20)
+#define SP_SERVE_FULL_BELOW_INODES   64
+#define SP_RUNTIME_VERSION_MAX_BYTES 4096 /* what `runc --version` may print */
 
 #endif

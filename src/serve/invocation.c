@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <sealed-probe/bounds.h>
@@ -36,6 +38,7 @@ struct invocation
   const struct sp_bytes *outcomes;
   struct sp_run_facts facts;
   bool ran;
+  bool stopped; /* the proxy's own stop ended it */
   const char *status;
 };
 
@@ -118,6 +121,44 @@ workspace_limits (const struct sp_serve *s, const struct sp_serve_seed *seed, st
     }
 }
 
+/* Whose a failure outside the probe is (docs/audit.md, "status"): the
+   host's when the proxy finds a cause there (a full disk, the runtime binary
+   that cannot be executed, the rootfs gone), else the runtime's once it ran,
+   else the proxy's own.  The cause found is added to the reason.  */
+static const char *
+failure_status (struct invocation *inv, const char *rootfs_root, sp_error_t *err)
+{
+  const struct sp_run_facts *f = &inv->facts;
+  int e = *err != NULL ? (*err)->status : 0;
+  struct statvfs vfs;
+  struct stat st;
+
+  if (e == ENOSPC || e == EDQUOT || e == EROFS || e == EIO)
+    return SP_AUDIT_STATUS_ENVIRONMENT;
+  if (inv->ran && f->stage == SP_RUN_STAGE_NONE)
+    {
+      sp_error_wrap (err, "environment: the runtime binary cannot be executed");
+      return SP_AUDIT_STATUS_ENVIRONMENT;
+    }
+  if (statvfs (inv->s->state_path, &vfs) == 0
+      && ((uint64_t)vfs.f_bavail * vfs.f_frsize < SP_SERVE_FULL_BELOW_BYTES
+          || (vfs.f_files > 0 && vfs.f_favail < SP_SERVE_FULL_BELOW_INODES)))
+    {
+      sp_error_wrap (err,
+                     "environment: the state directory's file system is full (%llu bytes, %llu inodes free)",
+                     (unsigned long long)vfs.f_bavail * vfs.f_frsize, (unsigned long long)vfs.f_favail);
+      return SP_AUDIT_STATUS_ENVIRONMENT;
+    }
+  if (rootfs_root != NULL && (stat (rootfs_root, &st) < 0 || !S_ISDIR (st.st_mode)))
+    {
+      sp_error_wrap (err, "environment: the rootfs `%s` is gone", rootfs_root);
+      return SP_AUDIT_STATUS_ENVIRONMENT;
+    }
+  if (inv->ran)
+    return SP_AUDIT_STATUS_RUNTIME;
+  return SP_AUDIT_STATUS_INTERNAL;
+}
+
 /* Steps 4 to 9: returns 0 with *index set (0 for ERROR) and inv->status, or
    -1 with the reason; the workspace is gone either way, and a failure to
    remove it is itself a failure.  */
@@ -171,7 +212,10 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
   else if (sp_workspace_snapshot (&ws, s->opt->snapshot, seed_fd, &copy_limits, err) < 0)
     sp_error_wrap (err, "snapshot");
   else if (register_container (s, container_id) < 0)
-    sp_make_error (err, 0, "the proxy is shutting down");
+    {
+      sp_make_error (err, 0, "the proxy is shutting down");
+      inv->stopped = true;
+    }
   else
     {
       const struct sp_runtime_job job = {
@@ -184,10 +228,15 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
       inv->ran = true;
       ret = s->runtime->ops->run (s->runtime, &job, &inv->facts, err);
       stopping = unregister_container (s, container_id);
-      if (ret < 0)
+      if (stopping)
+        {
+          /* Its kill, not the runtime or the probe, ended it.  */
+          sp_error_release (err);
+          ret = sp_make_error (err, 0, "the proxy stopped while the probe ran");
+          inv->stopped = true;
+        }
+      else if (ret < 0)
         sp_error_wrap (err, "runtime");
-      else if (stopping)
-        ret = sp_make_error (err, 0, "the proxy stopped while the probe ran");
       else if (inv->facts.timed_out)
         {
           inv->status = SP_AUDIT_STATUS_TIMED_OUT;
@@ -223,14 +272,17 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
   if (sp_workspace_destroy (&ws, &cleanup_err) < 0)
     {
       *index = SP_RESPONSE_ERROR;
-      inv->status = SP_AUDIT_STATUS_INTERNAL;
       if (ret == 0)
         {
+          inv->status = SP_AUDIT_STATUS_INTERNAL;
           *err = cleanup_err;
-          return sp_error_wrap (err, "clean up the workspace");
+          ret = sp_error_wrap (err, "clean up the workspace");
         }
-      sp_error_release (&cleanup_err);
+      else
+        sp_error_release (&cleanup_err);
     }
+  if (ret < 0 && !inv->stopped && strcmp (inv->status, SP_AUDIT_STATUS_INTERNAL) == 0)
+    inv->status = failure_status (inv, spec.rootfs_root, err);
   return ret;
 }
 
@@ -300,7 +352,7 @@ audit (struct invocation *inv, const struct audit_facts *a, bool admission, uint
     .answer = admission ? SP_RESPONSE_ERROR : index,
     .status = admission ? SP_AUDIT_STATUS_ADMITTED : inv->status,
     .reason = admission ? NULL : reason,
-    .facts = inv->ran && !admission ? &inv->facts : NULL,
+    .facts = inv->ran && inv->facts.launched && !admission ? &inv->facts : NULL,
     .admission = admission,
   };
   cleanup_free char *repo = NULL;
@@ -424,7 +476,7 @@ sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t st
     }
   if (ret < 0)
     {
-      inv.status = SP_AUDIT_STATUS_INTERNAL;
+      inv.status = failure_status (&inv, NULL, &err);
       sp_error_wrap (&err, "budget");
       sp_serve_halt (s, sp_error_message (err));
       goto done;
@@ -435,7 +487,7 @@ sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t st
      nothing is: no sandbox ever runs unaudited.  */
   if (audit (&inv, &a, true, SP_RESPONSE_ERROR, NULL, &err) < 0)
     {
-      inv.status = SP_AUDIT_STATUS_INTERNAL;
+      inv.status = failure_status (&inv, NULL, &err);
       goto done;
     }
 
