@@ -14,7 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,13 +31,21 @@
 #include <sealed-probe/fileio.h>
 #include <sealed-probe/spawn.h>
 
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
 #define RUNC_NAME               "runc"
 #define RUNC_MIN_MAJOR          1
 #define RUNC_MIN_MINOR          1
 #define RUNC_MIN_PATCH          0
 #define RUNC_VERSION_TIMEOUT_MS (10 * 1000)
-/* runc kill and runc delete: each is given this long.  */
+/* runc kill, start and delete: each is given this long.  */
 #define RUNC_COMMAND_TIMEOUT_MS (10 * 1000)
+/* runc create: namespaces, mounts and cgroups, on a machine that may be busy.  */
+#define RUNC_CREATE_TIMEOUT_MS (60 * 1000)
+/* Without a pidfd, the wait for the init polls this often.  */
+#define INIT_WAIT_NAP_MS 10
 /* Orphan cgroups: how long their killed processes get to leave.  */
 #define CGROUP_DRAIN_MS     2000
 #define CGROUP_DRAIN_NAP_MS 10
@@ -333,6 +344,143 @@ runc_prepare (struct sp_runtime_backend *rt, sp_error_t *err)
   run_fd = make_private_dir (runc_fd, r->run_id, r->root, err);
   if (run_fd < 0)
     return -1;
+  /* `runc create` exits and leaves the container's init behind: as the
+     subreaper, this process inherits it, and so can wait for it and read
+     the probe's own exit status.  */
+  if (prctl (PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+    return sp_make_error (err, errno, "become the subreaper of the containers' inits");
+  return 0;
+}
+
+/* The container's init, as `runc create` left it: a child of this process
+   (its subreaper), waiting on runc's exec fifo.  */
+struct init_proc
+{
+  pid_t pid; /* -1 when none, or once reaped */
+  int pidfd;
+};
+
+/* Reads the pid `runc create --pid-file` wrote, and takes hold of it.  */
+static int
+init_open (const char *pid_file, struct init_proc *init, sp_error_t *err)
+{
+  cleanup_close int fd = open (pid_file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  char text[32];
+  siginfo_t info;
+  ssize_t n;
+  long pid;
+
+  if (fd < 0)
+    return sp_make_error (err, errno, "read the pid file `%s`", pid_file);
+  n = read (fd, text, sizeof (text) - 1);
+  if (n <= 0)
+    return sp_make_error (err, n < 0 ? errno : 0, "read the pid file `%s`", pid_file);
+  text[n] = '\0';
+  pid = strtol (text, NULL, 10);
+  if (pid <= 1)
+    return sp_make_error (err, 0, "the pid file `%s` holds no pid", pid_file);
+  /* A child of ours (prepare made this process the subreaper), so its pid
+     cannot be reused until it is reaped here.  */
+  memset (&info, 0, sizeof (info));
+  if (waitid (P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) < 0)
+    return sp_make_error (err, errno, "the container's init (pid %ld) is not this process's child", pid);
+  init->pid = (pid_t)pid;
+  init->pidfd = (int)syscall (SYS_pidfd_open, (pid_t)pid, 0);
+  return 0;
+}
+
+/* Waits up to timeout_ms (-1: for ever) for the init to exit, and reaps it.
+   Returns 1 with *status, 0 when the time ran out, -1 on error.  */
+static int
+init_wait (struct init_proc *init, int timeout_ms, int *status, sp_error_t *err)
+{
+  int64_t deadline = timeout_ms < 0 ? -1 : sp_monotonic_ms () + timeout_ms;
+
+  if (init->pid <= 0)
+    return sp_make_error (err, ECHILD, "wait for the container's init: none");
+  for (;;)
+    {
+      pid_t r = TEMP_FAILURE_RETRY (waitpid (init->pid, status, WNOHANG));
+      int left;
+
+      if (r < 0)
+        return sp_make_error (err, errno, "wait for the container's init (pid %d)", (int)init->pid);
+      if (r == init->pid)
+        {
+          init->pid = -1;
+          sp_closep (&init->pidfd);
+          return 1;
+        }
+      left = deadline < 0 ? -1 : (int)(deadline - sp_monotonic_ms ());
+      if (deadline >= 0 && left <= 0)
+        return 0;
+      if (init->pidfd >= 0)
+        {
+          struct pollfd pfd = { .fd = init->pidfd, .events = POLLIN };
+          if (poll (&pfd, 1, left) < 0 && errno != EINTR)
+            return sp_make_error (err, errno, "wait for the container's init: poll");
+        }
+      else
+        {
+          struct timespec nap = { 0, INIT_WAIT_NAP_MS * 1000000L };
+          nanosleep (&nap, NULL);
+        }
+    }
+}
+
+/* SIGKILL to an init not yet reaped (its pid is still ours), then reaps it.  */
+static void
+init_kill_and_reap (struct init_proc *init)
+{
+  cleanup_error sp_error_t ignored = NULL;
+  int status;
+
+  if (init->pid <= 0)
+    return;
+  kill (init->pid, SIGKILL);
+  init_wait (init, -1, &status, &ignored);
+  sp_closep (&init->pidfd);
+  init->pid = -1;
+}
+
+/* Runs `runc create`, bounded.  */
+static int
+runc_create (const struct runc *r, const struct sp_runtime_job *job, const char *pid_file,
+             struct sp_run_facts *facts, sp_error_t *err)
+{
+  char *argv[] = { r->binary,
+                   (char *)"--root",
+                   r->root,
+                   (char *)"create",
+                   (char *)"--bundle",
+                   (char *)job->bundle_dir,
+                   (char *)"--pid-file",
+                   (char *)pid_file,
+                   (char *)job->container_id,
+                   NULL };
+  struct sp_child child;
+  char desc[64];
+  int status = 0;
+  int ret;
+
+  if (sp_spawn (r->binary, argv, runc_env, &child, err) < 0)
+    return sp_error_wrap (err, "runc create `%s`", job->container_id);
+  facts->launched = true;
+  facts->stage = SP_RUN_STAGE_CREATE;
+  ret = sp_child_wait (&child, RUNC_CREATE_TIMEOUT_MS, &status, err);
+  if (ret <= 0)
+    {
+      sp_child_kill_and_reap (&child);
+      if (ret < 0)
+        return sp_error_wrap (err, "runc create `%s`", job->container_id);
+      return sp_make_error (err, 0, "runc create `%s`: did not finish within %d s", job->container_id,
+                            RUNC_CREATE_TIMEOUT_MS / 1000);
+    }
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    {
+      describe_status (status, desc, sizeof (desc));
+      return sp_make_error (err, 0, "runc create `%s`: `%s` %s", job->container_id, r->binary, desc);
+    }
   return 0;
 }
 
@@ -344,10 +492,11 @@ runc_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struc
   struct sp_cgroup_stats stats;
   cleanup_error sp_error_t ignored = NULL;
   cleanup_close int root_fd = -1;
-  struct sp_child child;
+  cleanup_free char *pid_file = NULL;
+  struct init_proc init = { .pid = -1, .pidfd = -1 };
+  char what[64 + CONTAINER_ID_MAX];
   uint64_t start;
   int status = 0;
-  bool have_status = false;
   int ret;
 
   memset (facts, 0, sizeof (*facts));
@@ -358,62 +507,60 @@ runc_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struc
     return sp_make_error (err, 0, "runc run: bad container id");
   if (job->timeout_seconds == 0 || job->timeout_seconds > SP_TIMEOUT_MAX_SECONDS)
     return sp_make_error (err, 0, "runc run: timeout must be 1 to %d s", SP_TIMEOUT_MAX_SECONDS);
-
-  char *argv[] = { r->binary,
-                   (char *)"--root",
-                   r->root,
-                   (char *)"run",
-                   (char *)"--keep",
-                   (char *)"--bundle",
-                   (char *)job->bundle_dir,
-                   (char *)job->container_id,
-                   NULL };
-  start = sp_monotonic_ns ();
-  if (sp_spawn (r->binary, argv, runc_env, &child, err) < 0)
-    return sp_error_wrap (err, "runc run `%s`", job->container_id);
-  facts->launched = true;
-
-  ret = sp_child_wait (&child, (int)job->timeout_seconds * 1000, &status, err);
-  if (ret < 0)
+  if (asprintf (&pid_file, "%s/%s.pid", r->root, job->container_id) < 0)
     {
-      /* Cannot wait: kill it all, then still delete the container.  */
-      sp_error_wrap (err, "runc run `%s`", job->container_id);
-      runc_kill_id (r, r->root, job->container_id, &ignored);
-      sp_error_release (&ignored);
-      sp_child_kill_and_reap (&child);
+      pid_file = NULL;
+      return sp_make_error (err, ENOMEM, "allocate");
     }
-  else if (ret == 0)
+
+  /* `runc create` returns once the container exists and its init waits to
+     exec the probe; `runc start` releases it.  A failure up to there is
+     runc's (or the host's), never the probe's: runc run's exit status could
+     not tell the two apart (docs/runtimes.md).  */
+  if (runc_create (r, job, pid_file, facts, err) < 0)
+    {
+      if (facts->stage == SP_RUN_STAGE_NONE)
+        return -1; /* runc never ran: nothing to remove */
+      goto cleanup;
+    }
+  if (init_open (pid_file, &init, err) < 0)
+    goto cleanup;
+  start = sp_monotonic_ns ();
+  snprintf (what, sizeof (what), "runc start `%s`", job->container_id);
+  {
+    char *argv[] = { r->binary, (char *)"--root", r->root, (char *)"start", (char *)job->container_id, NULL };
+    if (runc_bounded (r->binary, argv, what, err) < 0)
+      {
+        init_kill_and_reap (&init);
+        goto cleanup;
+      }
+  }
+  facts->stage = SP_RUN_STAGE_PROBE;
+
+  /* The probe runs as the init itself: its wait status is the probe's own,
+     death by a signal included.  */
+  ret = init_wait (&init, (int)job->timeout_seconds * 1000, &status, err);
+  if (ret == 0)
     {
       facts->timed_out = true;
-      /* A failed kill is not final: the grace wait and the group kill follow.  */
+      /* A failed kill is not final: the grace wait and a direct kill follow.  */
       runc_kill_id (r, r->root, job->container_id, &ignored);
       sp_error_release (&ignored);
-      ret = sp_child_wait (&child, SP_SERVE_KILL_GRACE_SECONDS * 1000, &status, &ignored);
+      if (init_wait (&init, SP_SERVE_KILL_GRACE_SECONDS * 1000, &status, &ignored) != 1)
+        init_kill_and_reap (&init);
       sp_error_release (&ignored);
-      if (ret == 1)
-        have_status = true;
-      else
-        sp_child_kill_and_reap (&child);
     }
-  else
-    have_status = true;
+  else if (ret < 0)
+    {
+      sp_error_wrap (err, "runc `%s`", job->container_id);
+      init_kill_and_reap (&init);
+    }
   facts->wall_ns = sp_monotonic_ns () - start;
-
   if (facts->timed_out)
     facts->signal = SIGKILL;
-  else if (have_status && WIFEXITED (status))
-    {
-      /* runc run exits with the container's status, and with 128+N when its
-         process died by signal N: a probe that itself exits 128+N reads the
-         same (docs/runtimes.md).  */
-      int code = WEXITSTATUS (status);
-
-      if (code > 128 && code < 128 + NSIG)
-        facts->signal = code - 128;
-      else
-        facts->exit_code = code;
-    }
-  else if (have_status && WIFSIGNALED (status))
+  else if (ret == 1 && WIFEXITED (status))
+    facts->exit_code = WEXITSTATUS (status);
+  else if (ret == 1 && WIFSIGNALED (status))
     facts->signal = WTERMSIG (status);
 
   /* Statistics are for the audit log only: a failure to read them leaves 0s
@@ -426,6 +573,9 @@ runc_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struc
     }
   sp_error_release (&ignored);
 
+cleanup:
+  init_kill_and_reap (&init);
+  unlink (pid_file);
   if (runc_delete_id (r, r->root, job->container_id, *err ? &ignored : err) < 0)
     return -1;
   root_fd = open (r->root, O_PATH | O_DIRECTORY | O_CLOEXEC);

@@ -24,6 +24,10 @@ struct sp_audit
 {
   pthread_mutex_t lock;
   int fd;
+  /* Set by the first failed append, with its message: from then on nothing
+     more is written, so that no line can follow a lost one unnoticed.  */
+  bool failed;
+  char failure[256];
 };
 
 int
@@ -149,7 +153,7 @@ render_once (const struct sp_audit_record *rec, const char *reason, size_t reaso
   put_str_or_null (&w, "run", rec->run);
   put_time (&w, "received", rec->received_ns, false);
   put_time (&w, "started", rec->started_ns, true);
-  put_time (&w, "finished", rec->finished_ns, false);
+  put_time (&w, "finished", rec->finished_ns, rec->admission);
   put_str_or_null (&w, "repo", rec->repo);
   key (&w, "outcomes");
   if (rec->outcomes == NULL)
@@ -168,7 +172,9 @@ render_once (const struct sp_audit_record *rec, const char *reason, size_t reaso
   put_bool (&w, "debited", rec->debited);
   put_u64 (&w, "budget_remaining", rec->budget_remaining);
   key (&w, "result");
-  if (rec->answer == 0)
+  if (rec->admission)
+    w.st |= yajl_gen_null (g);
+  else if (rec->answer == 0)
     key (&w, "ERROR");
   else
     put_bytes (&w, "result", rec->outcomes[rec->answer - 1].data, rec->outcomes[rec->answer - 1].len);
@@ -269,6 +275,8 @@ sp_audit_render (const struct sp_audit_record *rec, char **line, size_t *len, sp
 
   if (rec->answer > SP_OUTCOME_COUNT || (rec->answer > 0 && rec->outcomes == NULL))
     return sp_make_error (err, 0, "audit record: answer %u names no outcome", (unsigned)rec->answer);
+  if (rec->admission && (rec->answer != 0 || rec->facts != NULL))
+    return sp_make_error (err, 0, "audit record: an admission record has no answer and no run");
   if (render_once (rec, reason, reason_len, &out, &out_len, err) < 0)
     return -1;
   if (out_len <= SP_AUDIT_LINE_MAX_BYTES)
@@ -327,6 +335,28 @@ check_private (int fd, const char *name, bool want_dir, sp_error_t *err)
   return 0;
 }
 
+/* Appends never leave a partial line, but a crash in the middle of one (a
+   power cut) can: then the next record would be glued to it.  */
+static int
+check_whole_lines (int fd, sp_error_t *err)
+{
+  struct stat st;
+  char last;
+
+  if (fstat (fd, &st) < 0)
+    return sp_make_error (err, errno, "stat `%s/%s`", SP_AUDIT_DIR, SP_AUDIT_FILE);
+  if (st.st_size == 0)
+    return 0;
+  if (TEMP_FAILURE_RETRY (pread (fd, &last, 1, st.st_size - 1)) != 1)
+    return sp_make_error (err, errno, "read the end of `%s/%s`", SP_AUDIT_DIR, SP_AUDIT_FILE);
+  if (last != '\n')
+    return sp_make_error (err, 0,
+                          "`%s/%s` ends in a partial line (its %lld bytes do not end in a newline): "
+                          "truncate it after its last newline, then start again",
+                          SP_AUDIT_DIR, SP_AUDIT_FILE, (long long)st.st_size);
+  return 0;
+}
+
 int
 sp_audit_open (int state_dirfd, struct sp_audit **out, sp_error_t *err)
 {
@@ -344,14 +374,20 @@ sp_audit_open (int state_dirfd, struct sp_audit **out, sp_error_t *err)
     return -1;
 
   /* O_NONBLOCK so that a FIFO planted in its place cannot hang the open;
-     check_private then refuses it.  */
+     check_private then refuses it.  Read as well as write: its last byte is
+     checked below.  */
   fd = TEMP_FAILURE_RETRY (
       openat (dirfd, SP_AUDIT_FILE,
-              O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600));
+              O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600));
   if (fd < 0)
     return sp_make_error (err, errno, "open `%s/%s`", SP_AUDIT_DIR, SP_AUDIT_FILE);
   if (check_private (fd, SP_AUDIT_DIR "/" SP_AUDIT_FILE, false, err) < 0)
     return -1;
+  if (check_whole_lines (fd, err) < 0)
+    return -1;
+  /* A file just made is durable only once its directory entry is.  */
+  if (fsync (dirfd) < 0)
+    return sp_make_error (err, errno, "fsync `%s`", SP_AUDIT_DIR);
 
   audit = calloc (1, sizeof (*audit));
   if (audit == NULL)
@@ -362,34 +398,70 @@ sp_audit_open (int state_dirfd, struct sp_audit **out, sp_error_t *err)
   return 0;
 }
 
+/* Writes line[0..len) at the end of the file; a short write's rest is
+   tried once more, to learn why (ENOSPC, EFBIG) or to finish it.  */
+static int
+write_line (int fd, const char *line, size_t len, sp_error_t *err)
+{
+  size_t done = 0;
+
+  for (int tries = 0; done < len && tries < 2; tries++)
+    {
+      ssize_t n = TEMP_FAILURE_RETRY (write (fd, line + done, len - done));
+
+      if (n < 0)
+        return sp_make_error (err, errno, "write `%s/%s`", SP_AUDIT_DIR, SP_AUDIT_FILE);
+      done += (size_t)n;
+    }
+  if (done < len)
+    return sp_make_error (err, 0, "write `%s/%s`: only %zu of %zu bytes", SP_AUDIT_DIR, SP_AUDIT_FILE, done,
+                          len);
+  if (fdatasync (fd) < 0)
+    return sp_make_error (err, errno, "fdatasync `%s/%s`", SP_AUDIT_DIR, SP_AUDIT_FILE);
+  return 0;
+}
+
+/* After a failed write: back to the size before it, so that no partial
+   line stays (nothing to do when nothing was written: an immutable file
+   refuses the truncate as well as the write).  */
+static void
+truncate_back (int fd, off_t size, sp_error_t *err)
+{
+  struct stat st;
+
+  if (fstat (fd, &st) == 0 && st.st_size == size)
+    return;
+  if (ftruncate (fd, size) < 0 || fdatasync (fd) < 0)
+    sp_error_wrap (err, "and the partial line could not be removed (%s)", strerror (errno));
+}
+
 int
 sp_audit_append (struct sp_audit *audit, const struct sp_audit_record *rec, sp_error_t *err)
 {
   cleanup_free char *line = NULL;
-  size_t len, done = 0;
-  int ret = 0;
+  struct stat st;
+  size_t len;
+  int ret;
 
   if (sp_audit_render (rec, &line, &len, err) < 0)
     return -1;
 
-  /* One write under the lock: O_APPEND keeps a whole write together in the
-     file, and the lock keeps a short write's remainder next to its start.  */
+  /* Under the lock, O_APPEND puts the line at the size just read, so that a
+     failure can cut the file back to exactly it.  */
   pthread_mutex_lock (&audit->lock);
-  while (done < len)
+  if (audit->failed)
+    ret = sp_make_error (
+        err, 0, "`%s/%s` failed earlier (%s): nothing more is written to it until the proxy restarts",
+        SP_AUDIT_DIR, SP_AUDIT_FILE, audit->failure);
+  else if (fstat (audit->fd, &st) < 0)
+    ret = sp_make_error (err, errno, "stat `%s/%s`", SP_AUDIT_DIR, SP_AUDIT_FILE);
+  else if ((ret = write_line (audit->fd, line, len, err)) < 0)
+    truncate_back (audit->fd, st.st_size, err);
+  if (ret < 0 && !audit->failed)
     {
-      ssize_t n = write (audit->fd, line + done, len - done);
-
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        {
-          ret = sp_make_error (err, n < 0 ? errno : EIO, "write `%s/%s`", SP_AUDIT_DIR, SP_AUDIT_FILE);
-          break;
-        }
-      done += (size_t)n;
+      audit->failed = true;
+      snprintf (audit->failure, sizeof (audit->failure), "%s", sp_error_message (*err));
     }
-  if (ret == 0 && fdatasync (audit->fd) < 0)
-    ret = sp_make_error (err, errno, "fdatasync `%s/%s`", SP_AUDIT_DIR, SP_AUDIT_FILE);
   pthread_mutex_unlock (&audit->lock);
   return ret;
 }

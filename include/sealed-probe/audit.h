@@ -18,11 +18,16 @@
 #define SP_AUDIT_DIR  "audit"
 #define SP_AUDIT_FILE "audit.jsonl"
 
-#define SP_AUDIT_STATUS_ANSWERED  "answered"  /* a valid answer came back */
-#define SP_AUDIT_STATUS_REFUSED   "refused"   /* not run: bad frame or request, budget, queue, shutdown */
-#define SP_AUDIT_STATUS_PROBE     "probe"     /* the probe ran; its answer was missing or invalid */
-#define SP_AUDIT_STATUS_TIMED_OUT "timed_out" /* the probe hit the wall-clock timeout */
-#define SP_AUDIT_STATUS_INTERNAL  "internal"  /* the proxy or the runtime failed (snapshot, run, cleanup) */
+/* The verdicts (docs/audit.md, "status").  "admitted" is no verdict: it
+   marks the line written before anything is launched.  */
+#define SP_AUDIT_STATUS_ADMITTED    "admitted"    /* before a launch; the result line follows */
+#define SP_AUDIT_STATUS_ANSWERED    "answered"    /* a valid answer came back */
+#define SP_AUDIT_STATUS_REFUSED     "refused"     /* not run: bad frame or request, budget, queue, shutdown */
+#define SP_AUDIT_STATUS_PROBE       "probe"       /* the probe ran; its answer was missing or invalid */
+#define SP_AUDIT_STATUS_TIMED_OUT   "timed_out"   /* the probe hit the wall-clock timeout */
+#define SP_AUDIT_STATUS_RUNTIME     "runtime"     /* the runtime failed: create, start, kill, delete */
+#define SP_AUDIT_STATUS_ENVIRONMENT "environment" /* the host: full disk, runtime binary, rootfs */
+#define SP_AUDIT_STATUS_INTERNAL    "internal"    /* the proxy itself failed (snapshot, bundle, cleanup) */
 
 struct sp_audit_record
 {
@@ -42,6 +47,10 @@ struct sp_audit_record
   bool debited;         /* the budget was debited for this request */
   uint32_t budget_remaining;
   uint8_t answer; /* 0 for ERROR, else the 1-based outcome index */
+  /* An admission record (status SP_AUDIT_STATUS_ADMITTED): written once the
+     budget is debited and before anything is launched, so that nothing runs
+     unaudited.  Its "finished" and "result" are null.  */
+  bool admission;
   /* The verdict, kept apart from the proxy's own failures as isolate does:
      one of the SP_AUDIT_STATUS_* below.  The agent sees ERROR for all but
      "answered".  */
@@ -67,10 +76,16 @@ struct sp_audit;
 
 /* Opens (creating) STATE/audit (root, 0700) and audit.jsonl (0600,
    O_APPEND).  Refuses a directory or file that is not root's, or that group
-   or others may read.  */
+   or others may read, and a file that ends in a partial line (a crash
+   mid-write): the operator looks at it before anything is appended.  */
 int sp_audit_open (int state_dirfd, struct sp_audit **out, sp_error_t *err);
 
-/* Appends one line with a single write and fdatasync.  Thread-safe.  */
+/* Appends one line, whole or not at all: one write (a short write's rest
+   retried once), then fdatasync; on any failure the file is truncated back
+   to its size before, so that no partial line stays.  The first failure
+   poisons the log: every later append fails too, without writing, until
+   the proxy restarts (the caller stops answering, docs/audit.md).
+   Thread-safe.  */
 int sp_audit_append (struct sp_audit *audit, const struct sp_audit_record *rec, sp_error_t *err);
 
 void sp_audit_close (struct sp_audit *audit);

@@ -170,6 +170,7 @@
 #define SP_SERVE_QUEUE_WAIT_DEFAULT       120 /* seconds a request may wait for a slot */
 #define SP_SERVE_QUEUE_WAIT_MAX           3600
 #define SP_SERVE_REQUEST_READ_SECONDS     10             /* to receive one whole request frame */
+#define SP_SERVE_UNREAD_MAX               64             /* connections still sending their request */
 #define SP_SERVE_KILL_GRACE_SECONDS       10             /* after a kill, for the runtime to return */
 #define SP_SERVE_SCRATCH_DEFAULT_BYTES    (256ULL << 20) /* what a probe may write */
 #define SP_SERVE_SCRATCH_MIN_BYTES        (1ULL << 20)
@@ -177,6 +178,10 @@
 #define SP_SERVE_SCRATCH_INODES           16384        /* entries a probe may create */
 #define SP_SERVE_WORKSPACE_OVERHEAD_BYTES (1ULL << 20) /* bundle files beside the repo */
 #define SP_AUDIT_LINE_MAX_BYTES           8192
-#define SP_RUNTIME_VERSION_MAX_BYTES      4096 /* what `runc --version` may print */
+/* A failure is put down to a full state disk (audit status "environment")
+   when its file system has less than this left.  */
+#define SP_SERVE_FULL_BELOW_BYTES    (1ULL << 20)
+#define SP_SERVE_FULL_BELOW_INODES   64
+#define SP_RUNTIME_VERSION_MAX_BYTES 4096 /* what `runc --version` may print */
 
 #endif

@@ -11,10 +11,20 @@
 #include <sealed-probe/config.h>
 #include <sealed-probe/error.h>
 
+/* How far a run got: what tells the runtime's own failure from the probe's
+   (docs/runtimes.md).  */
+enum sp_run_stage
+{
+  SP_RUN_STAGE_NONE = 0, /* the runtime never ran: its binary could not be executed */
+  SP_RUN_STAGE_CREATE,   /* the runtime ran, but the sandbox was not both created and started */
+  SP_RUN_STAGE_PROBE,    /* the sandbox started: its init was released to exec the probe */
+};
+
 /* What one run of a bundle did, for the audit log.  Never shown to the agent.  */
 struct sp_run_facts
 {
-  bool launched;              /* a container was created */
+  bool launched;              /* the runtime was started on the bundle */
+  enum sp_run_stage stage;    /* how far it got; a failure before SP_RUN_STAGE_PROBE is never the probe's */
   int exit_code;              /* the probe's exit status, or -1 when it died by a signal or is unknown */
   int signal;                 /* the signal that ended it, or 0 */
   bool oom;                   /* the kernel's OOM killer killed a process of the sandbox */
@@ -62,8 +72,8 @@ struct sp_runtime_ops
   /* Runs the bundle to completion under job->timeout_seconds, killing the
      whole container on expiry, and removes the container.  Returns 0 when
      the run happened and its facts are known, whatever the probe did; -1
-     when the runtime failed (spawn, wait, delete), facts filled as far as
-     known.  */
+     when the runtime failed (spawn, create, start, wait, delete), facts
+     filled as far as known, facts->stage saying how far it got.  */
   int (*run) (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struct sp_run_facts *facts,
               sp_error_t *err);
   /* Kills a running container of this run (SIGKILL to all of it).  Safe to

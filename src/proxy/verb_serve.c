@@ -78,13 +78,6 @@ open_signal_fd (sp_error_t *err)
   return fd;
 }
 
-static void
-remove_path (const char *path)
-{
-  if (path != NULL)
-    unlink (path);
-}
-
 int
 sp_verb_serve (int argc, char **argv)
 {
@@ -95,7 +88,8 @@ sp_verb_serve (int argc, char **argv)
   struct sp_serve_options opt;
   struct sp_serve s = { .state_fd = -1, .work_fd = -1, .work_run_fd = -1 };
   struct sp_notify notify = { .fd = -1 };
-  bool ready = false;
+  struct sp_serve_owned socket_owned = { 0 };
+  struct sp_serve_owned ready_owned = { 0 };
   gid_t group = 0;
   int ret;
 
@@ -122,15 +116,21 @@ sp_verb_serve (int argc, char **argv)
     ret = SP_EXIT_FAIL;
   else if ((signal_fd = open_signal_fd (&err)) < 0)
     ret = fail ("%s", sp_error_message (err));
+  /* Before the preflight: another instance's live socket is refused at
+     once, and a stale ready file goes, so that nothing says ready until
+     this instance is.  */
+  else if (sp_serve_socket_available (opt.socket, &err) < 0)
+    ret = fail ("%s", sp_error_message (err));
+  else if (opt.ready_file && sp_ready_file_claim (opt.ready_file, &err) < 0)
+    ret = fail ("%s", sp_error_message (err));
   else if (sp_serve_setup (&s, &opt, config, &err) < 0)
     ret = fail ("%s", sp_error_message (err));
-  else if (sp_serve_listen (opt.socket, group, &listen_fd, &err) < 0)
+  else if (sp_serve_listen (opt.socket, group, &listen_fd, &socket_owned, &err) < 0)
     ret = fail ("%s", sp_error_message (err));
-  else if (opt.ready_file && sp_ready_file_write (opt.ready_file, &err) < 0)
+  else if (opt.ready_file && sp_ready_file_write (opt.ready_file, &ready_owned, &err) < 0)
     ret = fail ("%s", sp_error_message (err));
   else
     {
-      ready = true;
       fprintf (
           stderr,
           "sealed-probe-proxy: serve: ready: run %s, %zu repositories, runtime %s, snapshot %s, socket %s\n",
@@ -143,12 +143,13 @@ sp_verb_serve (int argc, char **argv)
     }
 
   /* Whatever happened, nothing of this run stays: not the socket, not the
-     ready file, not a container, mount or directory.  */
-  if (listen_fd >= 0)
-    remove_path (opt.socket);
+     ready file, not a container, mount or directory.  The socket and the
+     ready file go only while their paths still name the files this instance
+     made: another instance's are never removed.  */
+  sp_serve_unlisten (opt.socket, &socket_owned);
   sp_closep (&listen_fd);
-  if (ready)
-    remove_path (opt.ready_file);
+  if (opt.ready_file)
+    sp_ready_file_remove (opt.ready_file, &ready_owned);
   sp_error_release (&err);
   if (s.config != NULL && sp_serve_release (&s, &err) < 0)
     ret = fail ("cleanup: %s", sp_error_message (err));

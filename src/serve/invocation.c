@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <sealed-probe/bounds.h>
@@ -36,67 +38,9 @@ struct invocation
   const struct sp_bytes *outcomes;
   struct sp_run_facts facts;
   bool ran;
+  bool stopped; /* the proxy's own stop ended it */
   const char *status;
 };
-
-/* Reads exactly len bytes before the deadline.  */
-static int
-read_exact (int fd, uint8_t *buf, size_t len, uint64_t deadline_ns, sp_error_t *err)
-{
-  size_t got = 0;
-
-  while (got < len)
-    {
-      uint64_t now = sp_monotonic_ns ();
-      struct pollfd pfd = { .fd = fd, .events = POLLIN };
-      ssize_t n;
-      int ret;
-
-      if (now >= deadline_ns)
-        return sp_make_error (err, 0, "the request did not arrive within %d s",
-                              SP_SERVE_REQUEST_READ_SECONDS);
-      ret = poll (&pfd, 1, (int)((deadline_ns - now) / 1000000) + 1);
-      if (ret < 0 && errno != EINTR)
-        return sp_make_error (err, errno, "poll the client");
-      if (ret <= 0)
-        continue;
-      n = recv (fd, buf + got, len - got, MSG_DONTWAIT);
-      if (n == 0)
-        return sp_make_error (err, 0, "the client closed after %zu of %zu bytes", got, len);
-      if (n < 0 && errno != EAGAIN && errno != EINTR)
-        return sp_make_error (err, errno, "read the request");
-      if (n > 0)
-        got += (size_t)n;
-    }
-  return 0;
-}
-
-/* One whole request frame: the header bounds the body before anything is
-   allocated, and a byte already waiting after the frame is refused.  */
-static int
-read_request (int fd, uint8_t **frame, size_t *len, sp_error_t *err)
-{
-  uint64_t deadline = sp_monotonic_ns () + (uint64_t)SP_SERVE_REQUEST_READ_SECONDS * 1000000000ULL;
-  uint8_t hdr[SP_FRAME_HEADER_BYTES];
-  cleanup_free uint8_t *buf = NULL;
-  size_t body_len;
-  uint8_t extra;
-
-  if (read_exact (fd, hdr, sizeof (hdr), deadline, err) < 0
-      || sp_frame_header_decode (hdr, SP_FRAME_KIND_REQUEST, &body_len, err) < 0)
-    return -1;
-  buf = malloc (sizeof (hdr) + body_len);
-  if (buf == NULL)
-    return sp_make_error (err, errno, "allocate the request");
-  memcpy (buf, hdr, sizeof (hdr));
-  if (read_exact (fd, buf + sizeof (hdr), body_len, deadline, err) < 0)
-    return -1;
-  if (recv (fd, &extra, 1, MSG_DONTWAIT | MSG_PEEK) > 0)
-    return sp_make_error (err, 0, "bytes follow the request frame");
-  *len = sizeof (hdr) + body_len;
-  *frame = get_and_reset (&buf);
-  return 0;
-}
 
 static void
 answer (int fd, uint8_t index)
@@ -190,6 +134,44 @@ workspace_limits (const struct sp_serve *s, const struct sp_serve_seed *seed, st
     }
 }
 
+/* Whose a failure outside the probe is (docs/audit.md, "status"): the
+   host's when the proxy finds a cause there (a full disk, the runtime binary
+   that cannot be executed, the rootfs gone), else the runtime's once it ran,
+   else the proxy's own.  The cause found is added to the reason.  */
+static const char *
+failure_status (struct invocation *inv, const char *rootfs_root, sp_error_t *err)
+{
+  const struct sp_run_facts *f = &inv->facts;
+  int e = *err != NULL ? (*err)->status : 0;
+  struct statvfs vfs;
+  struct stat st;
+
+  if (e == ENOSPC || e == EDQUOT || e == EROFS || e == EIO)
+    return SP_AUDIT_STATUS_ENVIRONMENT;
+  if (inv->ran && f->stage == SP_RUN_STAGE_NONE)
+    {
+      sp_error_wrap (err, "environment: the runtime binary cannot be executed");
+      return SP_AUDIT_STATUS_ENVIRONMENT;
+    }
+  if (statvfs (inv->s->state_path, &vfs) == 0
+      && ((uint64_t)vfs.f_bavail * vfs.f_frsize < SP_SERVE_FULL_BELOW_BYTES
+          || (vfs.f_files > 0 && vfs.f_favail < SP_SERVE_FULL_BELOW_INODES)))
+    {
+      sp_error_wrap (err,
+                     "environment: the state directory's file system is full (%llu bytes, %llu inodes free)",
+                     (unsigned long long)vfs.f_bavail * vfs.f_frsize, (unsigned long long)vfs.f_favail);
+      return SP_AUDIT_STATUS_ENVIRONMENT;
+    }
+  if (rootfs_root != NULL && (stat (rootfs_root, &st) < 0 || !S_ISDIR (st.st_mode)))
+    {
+      sp_error_wrap (err, "environment: the rootfs `%s` is gone", rootfs_root);
+      return SP_AUDIT_STATUS_ENVIRONMENT;
+    }
+  if (inv->ran)
+    return SP_AUDIT_STATUS_RUNTIME;
+  return SP_AUDIT_STATUS_INTERNAL;
+}
+
 /* Steps 4 to 9: returns 0 with *index set (0 for ERROR) and inv->status, or
    -1 with the reason; the workspace is gone either way, and a failure to
    remove it is itself a failure.  */
@@ -234,7 +216,10 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
   /* The slot first: it decides who the probe is on the host.  */
   slot = claim_slot (s, container_id);
   if (slot < 0)
-    return sp_make_error (err, 0, "the proxy is shutting down");
+    {
+      inv->stopped = true;
+      return sp_make_error (err, 0, "the proxy is shutting down");
+    }
   id = &s->identities[slot];
   spec.host_root_id = id->host_root_id;
   spec.host_probe_id = id->host_probe_id;
@@ -256,7 +241,10 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
   else if (sp_workspace_snapshot (&ws, s->opt->snapshot, seed_fd, &copy_limits, id, err) < 0)
     sp_error_wrap (err, "snapshot");
   else if (proxy_stopping (s))
-    sp_make_error (err, 0, "the proxy is shutting down");
+    {
+      sp_make_error (err, 0, "the proxy is shutting down");
+      inv->stopped = true;
+    }
   else
     {
       const struct sp_runtime_job job = {
@@ -269,10 +257,15 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
       inv->ran = true;
       ret = s->runtime->ops->run (s->runtime, &job, &inv->facts, err);
       stopping = proxy_stopping (s);
-      if (ret < 0)
+      if (stopping)
+        {
+          /* Its kill, not the runtime or the probe, ended it.  */
+          sp_error_release (err);
+          ret = sp_make_error (err, 0, "the proxy stopped while the probe ran");
+          inv->stopped = true;
+        }
+      else if (ret < 0)
         sp_error_wrap (err, "runtime");
-      else if (stopping)
-        ret = sp_make_error (err, 0, "the proxy stopped while the probe ran");
       else if (inv->facts.timed_out)
         {
           inv->status = SP_AUDIT_STATUS_TIMED_OUT;
@@ -311,41 +304,94 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
   if (cleanup_failed)
     {
       *index = SP_RESPONSE_ERROR;
-      inv->status = SP_AUDIT_STATUS_INTERNAL;
       if (ret == 0)
         {
+          inv->status = SP_AUDIT_STATUS_INTERNAL;
           *err = cleanup_err;
-          return sp_error_wrap (err, "clean up the workspace");
+          ret = sp_error_wrap (err, "clean up the workspace");
         }
-      sp_error_release (&cleanup_err);
+      else
+        sp_error_release (&cleanup_err);
     }
+  if (ret < 0 && !inv->stopped && strcmp (inv->status, SP_AUDIT_STATUS_INTERNAL) == 0)
+    inv->status = failure_status (inv, spec.rootfs_root, err);
   return ret;
 }
 
-static void
-audit (struct invocation *inv, const struct sp_request *req, const char *script_sha256, bool debited,
-       uint32_t remaining, uint64_t received_ns, uint64_t started_ns, uint8_t index, const char *reason)
+void
+sp_serve_halt (struct sp_serve *s, const char *why)
+{
+  bool first;
+
+  pthread_mutex_lock (&s->lock);
+  first = !s->halted;
+  if (first)
+    {
+      s->halted = true;
+      snprintf (s->halt_reason, sizeof (s->halt_reason), "%s", why);
+    }
+  pthread_mutex_unlock (&s->lock);
+  if (first)
+    fprintf (stderr,
+             "sealed-probe-proxy: serve: halted: %s: from now on every request gets ERROR and nothing runs; "
+             "fix the cause, then restart serve (docs/operations.md)\n",
+             why);
+}
+
+/* The reason the proxy is halted, into why; false when it is not.  */
+static bool
+halted (struct sp_serve *s, char *why, size_t size)
+{
+  bool h;
+
+  pthread_mutex_lock (&s->lock);
+  h = s->halted;
+  if (h)
+    snprintf (why, size, "%s", s->halt_reason);
+  pthread_mutex_unlock (&s->lock);
+  return h;
+}
+
+/* What an audit record needs beyond the invocation itself.  */
+struct audit_facts
+{
+  const struct sp_request *req;
+  const char *script_sha256;
+  bool debited;
+  uint32_t remaining;
+  uint64_t received_ns;
+  uint64_t started_ns;
+};
+
+/* Appends the invocation's record: its admission record before anything is
+   launched (admission), or its result record before the answer.  A record
+   that cannot be written halts the proxy, exactly as a failed debit does:
+   the operator sees why on stderr (with the id only), and the caller
+   answers ERROR.  */
+static int
+audit (struct invocation *inv, const struct audit_facts *a, bool admission, uint8_t index, const char *reason,
+       sp_error_t *err)
 {
   struct sp_audit_record rec = {
     .id = inv->id,
     .run = inv->s->run_id,
-    .received_ns = received_ns,
-    .started_ns = started_ns,
-    .finished_ns = sp_realtime_ns (),
-    .script_sha256 = script_sha256,
-    .debited = debited,
-    .budget_remaining = remaining,
-    .answer = index,
-    .status = inv->status,
-    .reason = reason,
-    .facts = inv->ran ? &inv->facts : NULL,
+    .received_ns = a->received_ns,
+    .started_ns = a->started_ns,
+    .finished_ns = admission ? 0 : sp_realtime_ns (),
+    .script_sha256 = a->script_sha256,
+    .debited = a->debited,
+    .budget_remaining = a->remaining,
+    .answer = admission ? SP_RESPONSE_ERROR : index,
+    .status = admission ? SP_AUDIT_STATUS_ADMITTED : inv->status,
+    .reason = admission ? NULL : reason,
+    .facts = inv->ran && inv->facts.launched && !admission ? &inv->facts : NULL,
+    .admission = admission,
   };
   cleanup_free char *repo = NULL;
-  sp_error_t err = NULL;
 
   if (inv->outcomes != NULL)
     {
-      repo = strndup ((const char *)req->repo.data, req->repo.len);
+      repo = strndup ((const char *)a->req->repo.data, a->req->repo.len);
       rec.repo = repo;
       rec.outcomes = inv->outcomes;
     }
@@ -353,15 +399,29 @@ audit (struct invocation *inv, const struct sp_request *req, const char *script_
     {
       rec.seed_commit = inv->seed->seed->commit;
       rec.seed_digest = inv->seed->seed->digest;
-      rec.snapshot = inv->ran ? sp_snapshot_mode_name (inv->s->opt->snapshot) : NULL;
+      rec.snapshot = inv->ran && !admission ? sp_snapshot_mode_name (inv->s->opt->snapshot) : NULL;
     }
-  /* A record that cannot be written must not go unnoticed: the operator
-     sees it on stderr, with the id only.  */
-  if (sp_audit_append (inv->s->audit, &rec, &err) < 0)
+  if (sp_audit_append (inv->s->audit, &rec, err) < 0)
     {
-      fprintf (stderr, "sealed-probe-proxy: serve: audit %s: %s\n", inv->id, sp_error_message (err));
-      sp_error_release (&err);
+      fprintf (stderr, "sealed-probe-proxy: serve: audit %s: not written: %s\n", inv->id,
+               sp_error_message (*err));
+      sp_error_wrap (err, "audit");
+      sp_serve_halt (inv->s, sp_error_message (*err));
+      return -1;
     }
+  return 0;
+}
+
+/* The result record, then the answer: an answer whose record could not be
+   written is ERROR.  */
+static void
+finish (struct invocation *inv, int fd, const struct audit_facts *a, uint8_t index, const char *reason)
+{
+  cleanup_error sp_error_t err = NULL;
+
+  if (audit (inv, a, false, index, reason, &err) < 0)
+    index = SP_RESPONSE_ERROR;
+  answer (fd, index);
 }
 
 static void
@@ -382,10 +442,11 @@ sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, const 
 {
   struct invocation inv;
 
+  struct audit_facts a = { .remaining = sp_ledger_remaining (s->ledger), .received_ns = received_ns };
+
   invocation_init (&inv, s);
-  answer (client_fd, SP_RESPONSE_ERROR);
+  finish (&inv, client_fd, &a, SP_RESPONSE_ERROR, reason);
   close (client_fd);
-  audit (&inv, NULL, NULL, false, sp_ledger_remaining (s->ledger), received_ns, 0, SP_RESPONSE_ERROR, reason);
 }
 
 static const struct sp_serve_seed *
@@ -402,48 +463,44 @@ find_seed (const struct sp_serve *s, const struct sp_bytes *repo)
 }
 
 void
-sp_serve_invocation (struct sp_serve *s, int client_fd, uint64_t received_ns, uint64_t started_ns)
+sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t started_ns)
 {
-  cleanup_close int fd = client_fd;
+  cleanup_close int fd = r->fd;
+  cleanup_free uint8_t *frame = r->frame;
   cleanup_error sp_error_t err = NULL;
-  cleanup_free uint8_t *frame = NULL;
   char script_sha256[SP_DIGEST_TEXT_SIZE];
   uint8_t digest[SP_SHA256_BYTES];
-  struct sp_request req = { 0 };
+  const struct sp_request req = r->req;
+  struct audit_facts a = { .req = &req, .received_ns = r->received_ns, .started_ns = started_ns };
   struct invocation inv;
-  uint32_t remaining = 0;
-  bool debited = false;
+  char why[sizeof (s->halt_reason)];
   uint8_t index = SP_RESPONSE_ERROR;
-  size_t frame_len = 0;
   int ret;
 
+  /* Steps 1 and 2, reading and validating, were done off the slots
+     (loop.c): nothing reaches a slot that is not a whole, valid request.  */
   invocation_init (&inv, s);
-  /* Steps 1 and 2: nothing is copied or launched for a request that fails
-     them.  */
-  if (read_request (fd, &frame, &frame_len, &err) < 0 || sp_request_decode (frame, frame_len, &req, &err) < 0)
-    {
-      sp_error_wrap (&err, "frame");
-      goto done;
-    }
-  if (sp_request_validate (&req, s->config->private_repos, s->config->n_private_repos, &err) < 0)
-    {
-      sp_error_wrap (&err, "request");
-      goto done;
-    }
   inv.outcomes = req.outcomes;
   inv.script = req.script.data;
   inv.script_len = req.script.len;
   inv.seed = find_seed (s, &req.repo);
   sp_sha256 (req.script.data, req.script.len, digest);
   sp_sha256_digest_text (digest, script_sha256);
+  a.script_sha256 = script_sha256;
   if (inv.seed == NULL)
     {
       sp_make_error (&err, 0, "the repository has no staged seed");
       goto done;
     }
+  if (halted (s, why, sizeof (why)))
+    {
+      sp_make_error (&err, 0, "the proxy is halted until the operator restarts it (%s)", why);
+      goto done;
+    }
 
-  /* Step 3: spent before anything runs, never refunded.  */
-  ret = sp_ledger_debit (s->ledger, &remaining, &err);
+  /* Step 3: spent before anything runs, never refunded.  A ledger that
+     cannot persist halts the proxy.  */
+  ret = sp_ledger_debit (s->ledger, &a.remaining, &err);
   if (ret == SP_LEDGER_EXHAUSTED)
     {
       sp_make_error (&err, 0, "the invocation budget is spent");
@@ -451,21 +508,28 @@ sp_serve_invocation (struct sp_serve *s, int client_fd, uint64_t received_ns, ui
     }
   if (ret < 0)
     {
-      inv.status = SP_AUDIT_STATUS_INTERNAL;
+      inv.status = failure_status (&inv, NULL, &err);
       sp_error_wrap (&err, "budget");
+      sp_serve_halt (s, sp_error_message (err));
       goto done;
     }
-  debited = true;
+  a.debited = true;
+
+  /* The admission record lands before anything is copied or launched, or
+     nothing is: no sandbox ever runs unaudited.  */
+  if (audit (&inv, &a, true, SP_RESPONSE_ERROR, NULL, &err) < 0)
+    {
+      inv.status = failure_status (&inv, NULL, &err);
+      goto done;
+    }
 
   if (run_probe (&inv, &index, &err) == 0)
     sp_error_release (&err);
 
 done:
-  if (!debited)
-    remaining = sp_ledger_remaining (s->ledger);
-  answer (fd, index);
-  audit (&inv, &req, inv.outcomes ? script_sha256 : NULL, debited, remaining, received_ns, started_ns, index,
-         err ? sp_error_message (err) : NULL);
+  if (!a.debited)
+    a.remaining = sp_ledger_remaining (s->ledger);
+  finish (&inv, fd, &a, index, err ? sp_error_message (err) : NULL);
 }
 
 /* The confinement canary: the proxy's own probe, run through the same path

@@ -1,28 +1,36 @@
-/* The accept loop: the main thread accepts and queues, --concurrency workers
-   run invocations.  The queue is bounded in length and in waiting time, so
-   that an agent always gets an answer: its own, or ERROR.  */
+/* The accept loop: the main thread accepts, reads each request frame without
+   blocking (a poll over every connection still sending), validates it, and
+   queues only whole, valid requests; --concurrency workers run them.  A
+   silent or slow client therefore holds an fd and a few bytes here, never a
+   sandbox slot.  Unread connections are bounded in number
+   (SP_SERVE_UNREAD_MAX) and in time (SP_SERVE_REQUEST_READ_SECONDS); the
+   queue is bounded in length and in waiting time, so that an agent always
+   gets an answer: its own, or ERROR.  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sealed-probe/bounds.h>
 #include <sealed-probe/cleanup.h>
+#include <sealed-probe/request.h>
 
 #include "serve.h"
 
 #define SHUTDOWN_KILL_INTERVAL_US (200 * 1000)
+#define NS_PER_MS                 1000000ULL
 
 struct pending
 {
-  int fd;
-  uint64_t received_ns; /* realtime, for the audit record */
-  uint64_t queued_ns;   /* monotonic, for the waiting limit */
+  struct sp_serve_request r;
+  uint64_t queued_ns; /* monotonic, for the waiting limit */
 };
 
 struct queue
@@ -33,6 +41,13 @@ struct queue
   struct pending *items;
   size_t cap, head, len;
   bool closing;
+};
+
+/* The connections whose frames are still arriving.  */
+struct unread
+{
+  struct sp_serve_conn conns[SP_SERVE_UNREAD_MAX];
+  size_t len;
 };
 
 static void *
@@ -56,8 +71,16 @@ worker (void *arg)
       q->head = (q->head + 1) % q->cap;
       q->len--;
       pthread_mutex_unlock (&q->lock);
-      sp_serve_invocation (q->s, p.fd, p.received_ns, sp_realtime_ns ());
+      sp_serve_invocation (q->s, &p.r, sp_realtime_ns ());
     }
+}
+
+static void
+refuse_request (struct sp_serve *s, struct sp_serve_request *r, const char *reason)
+{
+  sp_serve_refuse (s, r->fd, r->received_ns, reason);
+  free (r->frame);
+  r->frame = NULL;
 }
 
 /* Refuses, outside the lock, every queued request that waited too long (or
@@ -78,7 +101,7 @@ expire (struct queue *q, bool all, const char *reason)
       if (q->len == 0 || (!all && now - q->items[q->head].queued_ns < limit))
         {
           if (q->len > 0)
-            timeout = (int)((q->items[q->head].queued_ns + limit - now) / 1000000) + 1;
+            timeout = (int)((q->items[q->head].queued_ns + limit - now) / NS_PER_MS) + 1;
           pthread_mutex_unlock (&q->lock);
           return timeout;
         }
@@ -86,34 +109,150 @@ expire (struct queue *q, bool all, const char *reason)
       q->head = (q->head + 1) % q->cap;
       q->len--;
       pthread_mutex_unlock (&q->lock);
-      sp_serve_refuse (q->s, p.fd, p.received_ns, reason);
+      refuse_request (q->s, &p.r, reason);
     }
 }
 
+/* A whole frame: decoded and validated here, so that only a valid request
+   waits for a slot.  */
 static void
-accept_all (struct queue *q, int listen_fd)
+enqueue (struct queue *q, struct sp_serve_conn *c)
+{
+  struct pending p = { .r = { .fd = c->fd, .frame = c->frame, .received_ns = c->received_ns } };
+  cleanup_error sp_error_t err = NULL;
+  bool queued = false;
+
+  c->fd = -1;
+  c->frame = NULL;
+  if (sp_request_decode (p.r.frame, c->len, &p.r.req, &err) < 0)
+    {
+      sp_error_wrap (&err, "frame");
+      refuse_request (q->s, &p.r, sp_error_message (err));
+      return;
+    }
+  if (sp_request_validate (&p.r.req, q->s->config->private_repos, q->s->config->n_private_repos, &err) < 0)
+    {
+      sp_error_wrap (&err, "request");
+      refuse_request (q->s, &p.r, sp_error_message (err));
+      return;
+    }
+  p.queued_ns = sp_monotonic_ns ();
+  pthread_mutex_lock (&q->lock);
+  if (q->len < q->cap)
+    {
+      q->items[(q->head + q->len) % q->cap] = p;
+      q->len++;
+      queued = true;
+      pthread_cond_signal (&q->ready);
+    }
+  pthread_mutex_unlock (&q->lock);
+  if (!queued)
+    refuse_request (q->s, &p.r, "the queue is full");
+}
+
+static void
+unread_drop (struct unread *u, size_t i)
+{
+  u->conns[i] = u->conns[--u->len];
+}
+
+/* Refuses one unread connection (ERROR, audited) and forgets it.  */
+static void
+unread_refuse (struct queue *q, struct unread *u, size_t i, const char *reason)
+{
+  struct sp_serve_conn *c = &u->conns[i];
+
+  sp_serve_refuse (q->s, c->fd, c->received_ns, reason);
+  c->fd = -1;
+  sp_serve_conn_release (c);
+  unread_drop (u, i);
+}
+
+static void
+accept_all (struct queue *q, struct unread *u, int listen_fd)
 {
   for (;;)
     {
-      int fd = accept4 (listen_fd, NULL, NULL, SOCK_CLOEXEC);
-      struct pending p;
-      bool queued = false;
+      int fd = accept4 (listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      uint64_t received = sp_realtime_ns ();
 
       if (fd < 0)
         return; /* EAGAIN, or a client that left: the loop polls again */
-      p = (struct pending){ .fd = fd, .received_ns = sp_realtime_ns (), .queued_ns = sp_monotonic_ns () };
-      pthread_mutex_lock (&q->lock);
-      if (q->len < q->cap)
+      if (u->len == SP_SERVE_UNREAD_MAX)
         {
-          q->items[(q->head + q->len) % q->cap] = p;
-          q->len++;
-          queued = true;
-          pthread_cond_signal (&q->ready);
+          char reason[96];
+
+          snprintf (reason, sizeof (reason), "%d connections are still sending their requests",
+                    SP_SERVE_UNREAD_MAX);
+          sp_serve_refuse (q->s, fd, received, reason);
+          continue;
         }
-      pthread_mutex_unlock (&q->lock);
-      if (!queued)
-        sp_serve_refuse (q->s, fd, p.received_ns, "the queue is full");
+      sp_serve_conn_init (&u->conns[u->len++], fd, received, sp_monotonic_ns ());
     }
+}
+
+/* Reads what each ready connection sent; queues the whole ones, refuses the
+   broken ones and those past their deadline.  Returns the milliseconds until
+   the next deadline, or -1 when none is pending.  */
+static int
+read_ready (struct queue *q, struct unread *u, const struct pollfd *fds, size_t nfds)
+{
+  uint64_t now;
+  int timeout = -1;
+
+  /* Backwards: unread_drop moves the last connection into the gap.  fds[i]
+     is conns[i] as polled: none was added since.  */
+  for (size_t i = nfds; i-- > 0;)
+    {
+      cleanup_error sp_error_t err = NULL;
+      int ret;
+
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+        continue;
+      ret = sp_serve_conn_read (&u->conns[i], &err);
+      if (ret == 1)
+        {
+          enqueue (q, &u->conns[i]);
+          unread_drop (u, i);
+        }
+      else if (ret < 0)
+        {
+          sp_error_wrap (&err, "frame");
+          unread_refuse (q, u, i, sp_error_message (err));
+        }
+    }
+  now = sp_monotonic_ns ();
+  for (size_t i = u->len; i-- > 0;)
+    {
+      struct sp_serve_conn *c = &u->conns[i];
+
+      if (now >= c->deadline_ns)
+        {
+          char reason[96];
+
+          snprintf (reason, sizeof (reason), "frame: the request did not arrive within %d s",
+                    SP_SERVE_REQUEST_READ_SECONDS);
+          unread_refuse (q, u, i, reason);
+        }
+      else
+        {
+          int left = (int)((c->deadline_ns - now) / NS_PER_MS) + 1;
+
+          if (timeout < 0 || left < timeout)
+            timeout = left;
+        }
+    }
+  return timeout;
+}
+
+static int
+min_timeout (int a, int b)
+{
+  if (a < 0)
+    return b;
+  if (b < 0)
+    return a;
+  return a < b ? a : b;
 }
 
 int
@@ -126,11 +265,13 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
     .cap = s->opt->queue,
   };
   cleanup_free pthread_t *workers = calloc (s->opt->concurrency, sizeof (pthread_t));
+  cleanup_free struct unread *u = calloc (1, sizeof (*u));
   unsigned started = 0;
   int ret = 0;
+  int read_timeout = -1;
 
   q.items = calloc (q.cap, sizeof (*q.items));
-  if (q.items == NULL || workers == NULL)
+  if (q.items == NULL || workers == NULL || u == NULL)
     {
       free (q.items);
       return sp_make_error (err, errno, "allocate the queue");
@@ -144,23 +285,36 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
 
   while (ret == 0)
     {
-      struct pollfd fds[2] = { { .fd = listen_fd, .events = POLLIN }, { .fd = signal_fd, .events = POLLIN } };
-      int timeout = expire (&q, false, "waited longer than --queue-wait for a slot");
+      /* The unread connections first, so that fds[i] is conns[i].  */
+      struct pollfd fds[SP_SERVE_UNREAD_MAX + 2];
+      size_t n = u->len;
+      int timeout
+          = min_timeout (expire (&q, false, "waited longer than --queue-wait for a slot"), read_timeout);
 
-      if (poll (fds, 2, timeout) < 0 && errno != EINTR)
+      for (size_t i = 0; i < n; i++)
+        fds[i] = (struct pollfd){ .fd = u->conns[i].fd, .events = POLLIN };
+      fds[n] = (struct pollfd){ .fd = listen_fd, .events = POLLIN };
+      fds[n + 1] = (struct pollfd){ .fd = signal_fd, .events = POLLIN };
+      if (poll (fds, n + 2, timeout) < 0 && errno != EINTR)
         {
           ret = sp_make_error (err, errno, "poll");
           break;
         }
-      if (fds[1].revents & POLLIN)
+      if (fds[n + 1].revents & POLLIN)
         break;
-      if (fds[0].revents & POLLIN)
-        accept_all (&q, listen_fd);
+      read_timeout = read_ready (&q, u, fds, n);
+      if (fds[n].revents & POLLIN)
+        {
+          accept_all (&q, u, listen_fd);
+          read_timeout = min_timeout (read_timeout, SP_SERVE_REQUEST_READ_SECONDS * 1000);
+        }
     }
 
-  /* Shutdown: no new launch, running containers killed, waiting requests
-     answered ERROR, then every worker finishes its cleanup.  */
+  /* Shutdown: no new launch, running containers killed, waiting and unread
+     requests answered ERROR, then every worker finishes its cleanup.  */
   sp_serve_stop (s);
+  while (u->len > 0)
+    unread_refuse (&q, u, u->len - 1, "the proxy is shutting down");
   expire (&q, true, "the proxy is shutting down");
   pthread_mutex_lock (&q.lock);
   q.closing = true;

@@ -3,11 +3,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -67,12 +69,60 @@ sp_notify_close (struct sp_notify *n)
   sp_closep (&n->fd);
 }
 
+/* Whether pid is another live process running this same program: a
+   ready file naming one belongs to another serve.  */
+static bool
+another_live_proxy (pid_t pid)
+{
+  char exe[64];
+  struct stat mine, theirs;
+
+  if (pid <= 0 || pid == getpid () || (kill (pid, 0) < 0 && errno == ESRCH))
+    return false;
+  snprintf (exe, sizeof (exe), "/proc/%ld/exe", (long)pid);
+  return stat ("/proc/self/exe", &mine) == 0 && stat (exe, &theirs) == 0 && mine.st_dev == theirs.st_dev
+         && mine.st_ino == theirs.st_ino;
+}
+
 int
-sp_ready_file_write (const char *path, sp_error_t *err)
+sp_ready_file_claim (const char *path, sp_error_t *err)
+{
+  cleanup_free char *dir = NULL;
+  cleanup_close int dirfd = -1;
+  cleanup_close int fd = -1;
+  const char *base;
+  char text[32];
+  ssize_t n;
+  long pid;
+
+  if (sp_path_split (path, &dir, &base, err) < 0)
+    return sp_error_wrap (err, "--ready-file");
+  dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0)
+    return sp_make_error (err, errno, "--ready-file: `%s`: its directory", path);
+  fd = openat (dirfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT)
+    return 0;
+  if (fd >= 0 && (n = read (fd, text, sizeof (text) - 1)) > 0)
+    {
+      text[n] = '\0';
+      pid = strtol (text, NULL, 10);
+      if (pid > 0 && another_live_proxy ((pid_t)pid))
+        return sp_make_error (err, 0, "--ready-file: `%s` belongs to a running serve (pid %ld)", path, pid);
+    }
+  /* Stale: its serve is gone (or it is not a ready file at all).  */
+  if (unlinkat (dirfd, base, 0) < 0 && errno != ENOENT)
+    return sp_make_error (err, errno, "--ready-file: remove the stale `%s`", path);
+  return 0;
+}
+
+int
+sp_ready_file_write (const char *path, struct sp_serve_owned *owned, sp_error_t *err)
 {
   cleanup_free char *dir = NULL;
   cleanup_close int dirfd = -1;
   const char *base;
+  struct stat st;
   char text[32];
   int len;
 
@@ -84,5 +134,23 @@ sp_ready_file_write (const char *path, sp_error_t *err)
   len = snprintf (text, sizeof (text), "%ld\n", (long)getpid ());
   if (sp_write_file_atomic_at (dirfd, base, text, (size_t)len, 0644, err) < 0)
     return sp_error_wrap (err, "--ready-file: `%s`", path);
+  if (fstatat (dirfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return sp_make_error (err, errno, "--ready-file: `%s`", path);
+  *owned = (struct sp_serve_owned){ .made = true, .dev = st.st_dev, .ino = st.st_ino };
   return 0;
+}
+
+void
+sp_ready_file_remove (const char *path, const struct sp_serve_owned *owned)
+{
+  cleanup_free char *dir = NULL;
+  cleanup_close int dirfd = -1;
+  cleanup_error sp_error_t err = NULL;
+  const char *base;
+
+  if (!owned->made || sp_path_split (path, &dir, &base, &err) < 0)
+    return;
+  dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd >= 0 && sp_serve_path_owned (dirfd, base, owned))
+    unlinkat (dirfd, base, 0);
 }

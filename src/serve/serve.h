@@ -17,6 +17,7 @@
 #include <sealed-probe/error.h>
 #include <sealed-probe/ledger.h>
 #include <sealed-probe/probe_identity.h>
+#include <sealed-probe/protocol.h>
 #include <sealed-probe/rootfs.h>
 #include <sealed-probe/runtime.h>
 #include <sealed-probe/seccomp_profile.h>
@@ -81,6 +82,12 @@ struct sp_serve
   /* One probe identity per slot (probe_identity.h): a slot's sandbox runs
      as its ids, which no other host process and no other slot has.  */
   struct sp_probe_identity *identities;
+
+  /* Halted (under lock): a write that the proxy's guarantees rest on, the
+     budget ledger's or the audit log's, failed.  From then on every request
+     gets ERROR and nothing runs, until the operator restarts serve.  */
+  bool halted;
+  char halt_reason[256];
 };
 
 /* Where serve's workspaces live: SP_SERVE_WORK_ROOT/KEY/RUN (preflight.c).  */
@@ -114,20 +121,57 @@ int sp_serve_canary (struct sp_serve *s, sp_error_t *err);
    runtime's state) and releases s.  Returns -1 when something stayed.  */
 int sp_serve_release (struct sp_serve *s, sp_error_t *err);
 
-/* One connection, start to end: read, validate, debit, snapshot, run, read
-   the answer, clean up, answer, audit.  Closes client_fd.  */
-void sp_serve_invocation (struct sp_serve *s, int client_fd, uint64_t received_ns, uint64_t started_ns);
+/* One connection whose request frame is still arriving: the accept loop
+   holds up to SP_SERVE_UNREAD_MAX of them and reads each without blocking,
+   off the slots (reader.c).  */
+struct sp_serve_conn
+{
+  int fd;
+  uint64_t received_ns; /* realtime, when accepted: for the audit record */
+  uint64_t deadline_ns; /* monotonic: the whole frame by then */
+  uint8_t hdr[SP_FRAME_HEADER_BYTES];
+  size_t got;     /* bytes of the frame so far */
+  uint8_t *frame; /* header and body, once the header is decoded */
+  size_t len;     /* the whole frame's length, once known */
+};
+
+void sp_serve_conn_init (struct sp_serve_conn *c, int fd, uint64_t received_ns, uint64_t now_ns);
+/* Reads what the client has sent so far.  Returns 1 when the frame is whole
+   and nothing follows it, 0 while more is awaited, -1 with the reason.  */
+int sp_serve_conn_read (struct sp_serve_conn *c, sp_error_t *err);
+/* Closes the fd and frees the frame.  */
+void sp_serve_conn_release (struct sp_serve_conn *c);
+
+/* A whole, valid request waiting for a slot.  */
+struct sp_serve_request
+{
+  int fd;
+  uint8_t *frame;        /* owned: req points into it */
+  struct sp_request req; /* decoded and validated */
+  uint64_t received_ns;  /* realtime, when accepted */
+};
+
+/* One request, from its slot to its end: debit, snapshot, run, read the
+   answer, clean up, audit, answer.  Closes r->fd and frees r->frame.  */
+void sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t started_ns);
 
 /* Answers ERROR at once and audits it as refused, for a request that never
    got a slot (queue full, waited too long, shutting down).  Closes fd.  */
 void sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, const char *reason);
 
+/* Halts the proxy (see struct sp_serve) and says why on stderr, once.  */
+void sp_serve_halt (struct sp_serve *s, const char *why);
+
 /* Kills the running containers and lets no new one start.  Returns how many
    were still running.  */
 unsigned sp_serve_stop (struct sp_serve *s);
 
-/* The accept loop: --concurrency workers, a bounded queue, SIGTERM/SIGINT
-   through signal_fd.  Returns when a signal came, after every worker ended.  */
+/* The accept loop: it accepts, reads every request frame without blocking
+   (at most SP_SERVE_UNREAD_MAX connections at once, each within
+   SP_SERVE_REQUEST_READ_SECONDS), decodes and validates it, and queues only
+   whole, valid requests for the --concurrency workers, in a bounded queue;
+   SIGTERM/SIGINT come through signal_fd.  Returns when a signal came, after
+   every worker ended.  */
 int sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err);
 
 /* Leaves the host's UTS namespace (one whose domain name is the sandboxes'),
@@ -136,9 +180,30 @@ int sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t 
    exists.  */
 int sp_serve_detach (sp_error_t *err);
 
+/* A file this instance made (the socket, the ready file): removed on stop
+   only while the path still names it, never another instance's.  */
+struct sp_serve_owned
+{
+  bool made;
+  dev_t dev;
+  ino_t ino;
+};
+
+/* Whether name in dirfd is still the file owned describes.  */
+int sp_serve_path_owned (int dirfd, const char *name, const struct sp_serve_owned *owned);
+
+/* Before the preflight: refuses a socket path that another process listens
+   on, or that holds anything but a socket.  Replaces nothing (it may make
+   the socket's directory).  */
+int sp_serve_socket_available (const char *path, sp_error_t *err);
+
 /* The listening socket: its directory made or checked (root's, not writable
-   by group or others), a stale socket replaced, mode 0660, root:group.  */
-int sp_serve_listen (const char *path, gid_t group, int *fd, sp_error_t *err);
+   by group or others), a stale socket (nobody listens) replaced, a live one
+   refused, mode 0660, root:group.  Fills owned.  */
+int sp_serve_listen (const char *path, gid_t group, int *fd, struct sp_serve_owned *owned, sp_error_t *err);
+
+/* Removes the socket at path if it is still the one owned describes.  */
+void sp_serve_unlisten (const char *path, const struct sp_serve_owned *owned);
 
 /* Readiness: the ready file (the pid, atomically) and sd_notify.  */
 struct sp_notify
@@ -151,6 +216,13 @@ struct sp_notify
 int sp_notify_open (struct sp_notify *n, sp_error_t *err);
 void sp_notify_send (struct sp_notify *n, const char *state);
 void sp_notify_close (struct sp_notify *n);
-int sp_ready_file_write (const char *path, sp_error_t *err);
+/* Before the preflight: removes a ready file left by an earlier instance (a
+   kill -9 leaves one naming a dead pid), so that nothing says ready until
+   this instance is.  One that names another live serve is refused.  */
+int sp_ready_file_claim (const char *path, sp_error_t *err);
+/* Writes the pid and a newline, atomically; fills owned.  */
+int sp_ready_file_write (const char *path, struct sp_serve_owned *owned, sp_error_t *err);
+/* Removes the ready file if it is still the one owned describes.  */
+void sp_ready_file_remove (const char *path, const struct sp_serve_owned *owned);
 
 #endif

@@ -31,7 +31,7 @@ OUTCOMES = ("YES", "NO", "UNKNOWN")
 AUDIT_KEYS = ["id", "run", "received", "started", "finished", "repo", "outcomes", "script_sha256", "seed_commit",
               "seed_digest", "snapshot", "debited", "budget_remaining", "result", "status", "reason", "launched",
               "exit", "signal", "oom", "timed_out", "wall_ms", "cpu_ms", "peak_memory_bytes"]
-AUDIT_STATUSES = {"answered", "refused", "probe", "timed_out", "internal"}
+AUDIT_STATUSES = {"admitted", "answered", "refused", "probe", "timed_out", "runtime", "environment", "internal"}
 RUN_ID = re.compile(r"^[0-9a-f]{12}$")
 RFC3339_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 
@@ -212,15 +212,15 @@ class Serve:
 
     def __init__(self, work, config, state, snapshot=None, concurrency=None, queue=None, queue_wait=None,
                  scratch_size=None, runc=None, rootfs=None, socket_group=None, env=None, extra=(),
-                 socket_in_new_dir=True, wrap=()):
+                 socket_in_new_dir=True, socket_path=None, ready_path=None, wrap=()):
         self.work = work
         self.config = config
         self.state = state
         self.dir = tempfile.mkdtemp(prefix="sp-srv-")  # short: sun_path holds 107 bytes
         os.chmod(self.dir, 0o755)
         self.sockdir = os.path.join(self.dir, "sock") if socket_in_new_dir else self.dir
-        self.socket = os.path.join(self.sockdir, "probe.sock")
-        self.ready_file = os.path.join(self.dir, "ready")
+        self.socket = socket_path or os.path.join(self.sockdir, "probe.sock")
+        self.ready_file = ready_path or os.path.join(self.dir, "ready")
         self.stdout_path = os.path.join(self.dir, "stdout")
         self.stderr_path = os.path.join(self.dir, "stderr")
         self.probe_id_base = int(probe_ids())
@@ -250,7 +250,9 @@ class Serve:
                                      env=self.env, cwd=self.dir)
         deadline = t0 + ready_timeout
         while time.monotonic() < deadline:
-            if os.path.exists(self.ready_file):
+            # Ready means this process's pid in the file: a stale one (a
+            # kill -9 leaves it) names another.
+            if self.ready_content() == f"{self.proc.pid}\n":
                 self.ready_seconds = time.monotonic() - t0
                 break
             if self.proc.poll() is not None:
@@ -259,7 +261,6 @@ class Serve:
             time.sleep(0.05)
         else:
             return False
-        time.sleep(0.05)  # the ready file's content is written before or as it appears
         roots = os.path.join(self.state, "runc")
         new = set(os.listdir(roots)) - runc_before if os.path.isdir(roots) else set()
         if len(new) == 1:
@@ -413,8 +414,10 @@ def audit_raw(state):
         return b""
 
 
-def audit_lines(state, run=None):
-    """Every audit record (parsed, key order kept), optionally of one run."""
+def audit_lines(state, run=None, admissions=False):
+    """Every audit record (parsed, key order kept), optionally of one run.
+    Admission records (status "admitted", written before a launch) are left
+    out unless asked for, so that there is one record per request."""
     out = []
     for line in audit_raw(state).decode("utf-8", "replace").splitlines():
         if not line.strip():
@@ -423,7 +426,7 @@ def audit_lines(state, run=None):
             rec = json.loads(line, object_pairs_hook=lambda pairs: dict(pairs))
         except ValueError:
             rec = {"__unparsable__": line}
-        if run is None or rec.get("run") == run:
+        if (run is None or rec.get("run") == run) and (admissions or rec.get("status") != "admitted"):
             out.append(rec)
     return out
 
@@ -438,8 +441,12 @@ def audit_key_problems(rec):
     if not RUN_ID.match(str(rec["run"])) or not re.match(r"^%s-[1-9][0-9]*$" % re.escape(str(rec["run"])),
                                                           str(rec["id"])):
         problems.append(f"id/run {rec['id']!r} {rec['run']!r}")
+    admitted = rec["status"] == "admitted"
     for k in ("received", "finished"):
-        if not isinstance(rec[k], str) or not RFC3339_MS.match(rec[k]):
+        if admitted and k == "finished":
+            if rec[k] is not None:
+                problems.append(f"admitted with finished {rec[k]!r}")
+        elif not isinstance(rec[k], str) or not RFC3339_MS.match(rec[k]):
             problems.append(f"{k} {rec[k]!r}")
     if rec["started"] is not None and not (isinstance(rec["started"], str) and RFC3339_MS.match(rec["started"])):
         problems.append(f"started {rec['started']!r}")
@@ -449,7 +456,10 @@ def audit_key_problems(rec):
         problems.append("debited/launched not bool")
     if rec["status"] == "answered" and rec["reason"] is not None:
         problems.append(f"answered with a reason {rec['reason']!r}")
-    if rec["status"] != "answered" and rec["result"] != "ERROR":
+    if admitted and (rec["result"] is not None or rec["launched"] or not rec["debited"] or rec["reason"] is not None):
+        problems.append(f"admitted with result {rec['result']!r}, launched {rec['launched']!r}, "
+                        f"debited {rec['debited']!r}, reason {rec['reason']!r}")
+    if rec["status"] not in ("answered", "admitted") and rec["result"] != "ERROR":
         problems.append(f"status {rec['status']} with result {rec['result']!r}")
     if not rec["launched"]:
         for k in ("exit", "signal", "oom", "timed_out", "wall_ms", "cpu_ms", "peak_memory_bytes"):

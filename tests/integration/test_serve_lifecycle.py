@@ -206,7 +206,9 @@ time.sleep(2)
                     sampled.append(pid)
                 if any(c in env_bytes or c in cmd for c in canaries):
                     hits.append((pid, cmd[:80]))
-            time.sleep(0.05)
+            # runc lives only around the probe (create, start, delete, each
+            # tens of ms; docs/runtimes.md), so sample tightly.
+            time.sleep(0.002)
         th.join(timeout=60)
         tap.ok(sampled, "canary: control: runc processes of this serve were sampled while a probe ran", sampled[:5])
         tap.ok(not hits, "canary: no process's environ or cmdline (runc's included) holds a canary while a probe runs",

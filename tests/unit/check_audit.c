@@ -2,10 +2,14 @@
    directory and file, refused when anyone else could read them; whole lines
    under concurrent appends.  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -385,6 +389,32 @@ START_TEST (record_holds_nothing_but_its_inputs)
 }
 END_TEST
 
+START_TEST (admission_record_has_null_result_and_finished)
+{
+  struct sp_audit_record rec = good_record ();
+  cleanup_free char *line = NULL;
+  cleanup_error sp_error_t err = NULL;
+  char *l2 = NULL;
+  size_t len;
+
+  rec.answer = 0;
+  rec.facts = NULL;
+  rec.reason = NULL;
+  rec.finished_ns = 0;
+  rec.status = SP_AUDIT_STATUS_ADMITTED;
+  rec.admission = true;
+  line = render_ok (&rec, NULL);
+  ck_assert_msg (strstr (line, "\"finished\":null,") != NULL, "%s", line);
+  ck_assert_msg (strstr (line, "\"result\":null,\"status\":\"admitted\",\"reason\":null,\"launched\":false,")
+                     != NULL,
+                 "%s", line);
+  /* An admission record that claims an answer or a run is a bug: refused.  */
+  rec.answer = 1;
+  ck_assert_int_eq (sp_audit_render (&rec, &l2, &len, &err), -1);
+  ck_assert_ptr_null (l2);
+}
+END_TEST
+
 /* The file system part.  */
 
 static char dir[64];
@@ -553,6 +583,101 @@ START_TEST (open_refuses_a_file_that_is_not_regular)
 }
 END_TEST
 
+static char *
+read_log (size_t *len)
+{
+  cleanup_error sp_error_t err = NULL;
+  char *text = NULL;
+  int fd = openat (dir_fd, SP_AUDIT_DIR "/" SP_AUDIT_FILE, O_RDONLY | O_CLOEXEC);
+
+  ck_assert_int_ge (fd, 0);
+  ck_assert_int_eq (sp_read_fd_capped (fd, 16 << 20, &text, len, &err), 0);
+  close (fd);
+  return text;
+}
+
+/* A full disk shows as a short write; RLIMIT_FSIZE makes one without root's
+   mounts: the write stops at the limit, and the rest fails with EFBIG.  */
+START_TEST (a_short_write_leaves_no_partial_line_and_stops_the_log)
+{
+  cleanup_audit struct sp_audit *audit = NULL;
+  cleanup_free char *before = NULL;
+  cleanup_free char *after = NULL;
+  struct sp_audit_record rec = good_record ();
+  size_t before_len, after_len;
+  struct rlimit rl;
+
+  if (geteuid () != 0)
+    {
+      printf (
+          "# a_short_write_leaves_no_partial_line_and_stops_the_log: needs root (the log must be root's)\n");
+      return;
+    }
+  audit = open_ok ();
+  for (int i = 0; i < 3; i++)
+    {
+      cleanup_error sp_error_t err = NULL;
+      ck_assert_msg (sp_audit_append (audit, &rec, &err) == 0, "%s", sp_error_message (err));
+    }
+  before = read_log (&before_len);
+  ck_assert_uint_gt (before_len, 300);
+
+  signal (SIGXFSZ, SIG_IGN);
+  ck_assert_int_eq (getrlimit (RLIMIT_FSIZE, &rl), 0);
+  rl.rlim_cur = before_len + 100; /* room for part of a line only */
+  ck_assert_int_eq (setrlimit (RLIMIT_FSIZE, &rl), 0);
+  {
+    cleanup_error sp_error_t err = NULL;
+    /* The first write stops at the limit; the retry of its rest says why.  */
+    ck_assert_int_eq (sp_audit_append (audit, &rec, &err), -1);
+    ck_assert_msg (err->status == EFBIG, "%s", sp_error_message (err));
+  }
+  /* The file is exactly what it was: whole lines, nothing of the failed one.  */
+  after = read_log (&after_len);
+  ck_assert_uint_eq (after_len, before_len);
+  ck_assert_int_eq (memcmp (after, before, before_len), 0);
+
+  /* With room again, the log still writes nothing: it failed once, and the
+     operator must look before anything more is appended.  */
+  rl.rlim_cur = rl.rlim_max;
+  ck_assert_int_eq (setrlimit (RLIMIT_FSIZE, &rl), 0);
+  {
+    cleanup_error sp_error_t err = NULL;
+    ck_assert_int_eq (sp_audit_append (audit, &rec, &err), -1);
+    ck_assert_msg (strstr (sp_error_message (err), "failed earlier") != NULL, "%s", sp_error_message (err));
+  }
+  free (after);
+  after = read_log (&after_len);
+  ck_assert_uint_eq (after_len, before_len);
+}
+END_TEST
+
+START_TEST (open_refuses_a_log_that_ends_in_a_partial_line)
+{
+  cleanup_audit struct sp_audit *audit = NULL;
+  cleanup_free char *msg = NULL;
+  int fd;
+
+  if (geteuid () != 0)
+    {
+      printf ("# open_refuses_a_log_that_ends_in_a_partial_line: needs root (the log must be root's)\n");
+      return;
+    }
+  ck_assert_int_eq (mkdirat (dir_fd, SP_AUDIT_DIR, 0700), 0);
+  fd = openat (dir_fd, SP_AUDIT_DIR "/" SP_AUDIT_FILE, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  ck_assert_int_ge (fd, 0);
+  ck_assert_int_eq (write (fd, "{\"id\":\"a\"}\n{\"id\":", 17), 17);
+  close (fd);
+  msg = open_fails ();
+  ck_assert_msg (strstr (msg, "partial line") != NULL && strstr (msg, "17 bytes") != NULL, "%s", msg);
+  /* Cut after its last newline, it opens.  */
+  fd = openat (dir_fd, SP_AUDIT_DIR "/" SP_AUDIT_FILE, O_WRONLY | O_CLOEXEC);
+  ck_assert_int_eq (ftruncate (fd, 11), 0);
+  close (fd);
+  audit = open_ok ();
+}
+END_TEST
+
 #define THREADS     8
 #define PER_THREADS 100
 
@@ -663,6 +788,7 @@ audit_suite (void)
   tcase_add_test (render, reason_that_fits_is_not_cut);
   tcase_add_test (render, timestamps_are_rfc3339_utc_with_milliseconds);
   tcase_add_test (render, record_holds_nothing_but_its_inputs);
+  tcase_add_test (render, admission_record_has_null_result_and_finished);
   suite_add_tcase (s, render);
 
   tcase_add_checked_fixture (file, make_dir, remove_dir);
@@ -673,6 +799,8 @@ audit_suite (void)
   tcase_add_test (file, open_refuses_a_directory_or_file_not_roots);
   tcase_add_test (file, open_refuses_a_file_that_is_not_regular);
   tcase_add_test (file, eight_threads_append_eight_hundred_whole_lines);
+  tcase_add_test (file, a_short_write_leaves_no_partial_line_and_stops_the_log);
+  tcase_add_test (file, open_refuses_a_log_that_ends_in_a_partial_line);
   suite_add_tcase (s, file);
   return s;
 }

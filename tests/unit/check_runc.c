@@ -227,11 +227,56 @@ START_TEST (a_run_killed_by_a_signal_reports_it)
   cleanup_runtime struct sp_runtime_backend *rt = open_runc (RUN_ID);
   struct sp_run_facts facts;
 
-  /* pid 1 of a pid namespace ignores signals it has no handler for, so a
-     child of the shell kills itself.  */
-  run_job (rt, "sh -c 'kill -KILL $$'; exit $?", 30, &facts);
+  /* pid 1 of a pid namespace ignores the signals it sends itself, but not
+     a real fault: the probe's own process takes SIGSEGV.  */
+  run_job (rt, "exec python3 -c 'import ctypes; ctypes.string_at(0)'", 30, &facts);
   ck_assert_int_eq (facts.exit_code, -1);
-  ck_assert_int_eq (facts.signal, SIGKILL);
+  ck_assert_int_eq (facts.signal, SIGSEGV);
+  ck_assert_int_eq (facts.stage, SP_RUN_STAGE_PROBE);
+}
+END_TEST
+
+/* The init's own wait status is read, not runc's 128+N: a probe that exits
+   137 is an exit, not SIGKILL.  */
+START_TEST (a_probe_exiting_137_is_an_exit_not_a_signal)
+{
+  cleanup_runtime struct sp_runtime_backend *rt = open_runc (RUN_ID);
+  struct sp_run_facts facts;
+
+  run_job (rt, "sh -c 'kill -KILL $$'; exit $?", 30, &facts);
+  ck_assert_int_eq (facts.exit_code, 137);
+  ck_assert_int_eq (facts.signal, 0);
+}
+END_TEST
+
+/* runc refusing to create the container (here: its id is taken) is the
+   runtime's failure, told apart from any probe's: the run fails with the
+   stage at create, whatever runc's exit status.  */
+START_TEST (a_failed_create_is_the_runtimes_failure_not_the_probes)
+{
+  cleanup_runtime struct sp_runtime_backend *rt = open_runc (RUN_ID);
+  struct sp_runtime_job job = { .bundle_dir = bundle,
+                                .container_id = "sp-" RUN_ID "-1",
+                                .cgroup_path = "/sealed-probe/" RUN_ID "-1",
+                                .timeout_seconds = 30 };
+  cleanup_error sp_error_t err = NULL;
+  struct sp_run_facts facts;
+  char path[256];
+
+  write_bundle ("exit 1", job.cgroup_path);
+  snprintf (path, sizeof (path), "%s/runc/%s/%s", state, RUN_ID, job.container_id);
+  ck_assert_int_eq (mkdir (path, 0700), 0);
+  ck_assert_int_eq (rt->ops->run (rt, &job, &facts, &err), -1);
+  ck_assert_int_eq (facts.stage, SP_RUN_STAGE_CREATE);
+  ck_assert_msg (strstr (sp_error_message (err), "runc create") != NULL, "%s", sp_error_message (err));
+  ck_assert (rmdir (path) == 0 || errno == ENOENT); /* runc delete may remove a state-less one */
+
+  /* The same bundle, runc able to create it: the probe's exit 1 is the
+     probe's.  */
+  sp_error_release (&err);
+  run_job (rt, "exit 1", 30, &facts);
+  ck_assert_int_eq (facts.stage, SP_RUN_STAGE_PROBE);
+  ck_assert_int_eq (facts.exit_code, 1);
 }
 END_TEST
 
@@ -318,6 +363,8 @@ make_suite (void)
   tcase_add_test (tc, verify_refuses_a_version_it_cannot_parse_or_too_old);
   tcase_add_test (tc, a_run_reports_the_exit_code_and_removes_the_container);
   tcase_add_test (tc, a_run_killed_by_a_signal_reports_it);
+  tcase_add_test (tc, a_probe_exiting_137_is_an_exit_not_a_signal);
+  tcase_add_test (tc, a_failed_create_is_the_runtimes_failure_not_the_probes);
   tcase_add_test (tc, a_timeout_kills_the_container);
   tcase_add_test (tc, cleanup_orphans_removes_another_runs_leftovers_and_spares_this_one);
   suite_add_tcase (s, tc);

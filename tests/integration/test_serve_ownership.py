@@ -1,0 +1,118 @@
+"""`serve` owns only what it made (docs/operations.md, "The socket" and
+"The ready file"): a second serve pointed at a socket path that another
+serve listens on refuses, naming it; stopping either of two serves that took
+one path in turn never removes the other's socket; a stale socket from a
+killed serve is replaced; and the ready file a kill -9 leaves (holding the
+dead pid) is gone once a restart begins, even one that then fails its
+preflight."""
+
+import os
+import stat
+import sys
+import tempfile
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sp_harness import Tap, require_root_and  # noqa: E402
+
+require_root_and("runc", "git")
+import sp_serve as S  # noqa: E402
+
+tap = Tap()
+work = S.Work("sp-serve-own-")
+YES = S.answer("YES")
+QUICK = S.answer_script("YES")
+
+
+def inode(path):
+    try:
+        st = os.lstat(path)
+        return (st.st_dev, st.st_ino)
+    except FileNotFoundError:
+        return None
+
+
+def is_socket(path):
+    return os.path.lexists(path) and stat.S_ISSOCK(os.lstat(path).st_mode)
+
+
+shared = tempfile.mkdtemp(prefix="sp-own-")  # short: sun_path holds 107 bytes
+os.chmod(shared, 0o755)
+sock = os.path.join(shared, f"p-{uuid.uuid4().hex[:8]}.sock")
+servers = []
+
+
+def serve(state, **kw):
+    srv = S.Serve(work, config, state, socket_path=sock, **kw)
+    servers.append(srv)
+    return srv
+
+
+try:
+    alpha = work.make_clone("alpha", {"README.md": b"alpha\n"})
+    config = work.write_config(["acme/alpha"], timeout=10, maxInvocations=1000)
+    state_a = work.staged_state(config, [("acme/alpha", alpha)])
+    state_b = work.staged_state(config, [("acme/alpha", alpha)])
+
+    # ---- a second serve refuses while the first listens -----------------------
+    a = serve(state_a)
+    if not tap.ok(a.start(), "two serves: the first becomes ready", a.stderr()):
+        raise SystemExit
+    a_sock = inode(sock)
+    b = serve(state_b)
+    b_ready = b.start()
+    err = b.stderr()
+    tap.ok(not b_ready and b.returncode == 1 and sock in err and "in use" in err,
+           "two serves: the second refuses while the first listens, naming the socket",
+           f"ready {b_ready} exit {b.returncode}: {err!r}")
+    tap.ok(not os.path.lexists(b.ready_file), "two serves: the refused one wrote no ready file")
+    tap.ok(inode(sock) == a_sock and a.probe(QUICK, "acme/alpha") == YES,
+           "two serves: the first's socket is untouched and it still answers", (a_sock, inode(sock)))
+
+    # ---- stopping either never removes the other's socket --------------------
+    # The path is taken from the first (as an operator or a script might), and
+    # the second makes its own socket there.
+    os.unlink(sock)
+    b = serve(state_b)
+    tap.ok(b.start(), "taken path: a serve starts at the freed path while the first still runs", b.stderr())
+    b_sock = inode(sock)
+    rc = a.stop()
+    tap.ok(rc == 0 and inode(sock) == b_sock and b_sock is not None,
+           "taken path: stopping the first leaves the second's socket in place", (rc, b_sock, inode(sock)))
+    tap.ok(b.probe(QUICK, "acme/alpha") == YES, "taken path: the second still answers through it")
+    rc = b.stop()
+    tap.ok(rc == 0 and not os.path.lexists(sock), "taken path: stopping the second removes its own socket",
+           (rc, inode(sock)))
+
+    # ---- kill -9, then a restart that fails its preflight, then one that works --
+    ready = os.path.join(shared, "ready")
+    a = serve(state_a, ready_path=ready)
+    if not tap.ok(a.start(), "kill -9: serve becomes ready", a.stderr()):
+        raise SystemExit
+    dead = a.pid
+    a.kill9()
+    tap.ok(os.path.exists(ready) and a.ready_content() == f"{dead}\n" and is_socket(sock),
+           "kill -9: the ready file (holding the dead pid) and a stale socket are left behind",
+           (a.ready_content(), inode(sock)))
+    failing = serve(state_a, ready_path=ready, runc="/nonexistent/runc")
+    started = failing.start()
+    tap.ok(not started and failing.returncode == 1 and not os.path.lexists(ready),
+           "kill -9 then a restart that fails its preflight: no ready file is left",
+           f"ready {started} exit {failing.returncode} ready file {failing.ready_content()!r}: {failing.stderr()!r}")
+    c = serve(state_a, ready_path=ready)
+    tap.ok(c.start() and c.ready_content() == f"{c.pid}\n",
+           "stale socket: a new serve replaces the killed one's socket, and its ready file holds its own pid",
+           c.stderr())
+    tap.ok(c.probe(QUICK, "acme/alpha") == YES, "stale socket: the new serve answers through it")
+    rc = c.stop()
+    tap.ok(rc == 0 and not os.path.lexists(sock) and not os.path.lexists(ready),
+           "stale socket: on stop it removes its own socket and ready file", (rc, inode(sock), inode(ready)))
+finally:
+    for srv in servers:
+        srv.cleanup()
+    for p in (sock, os.path.join(shared, "ready")):
+        if os.path.lexists(p):
+            os.unlink(p)
+    os.rmdir(shared)
+    work.close()
+tap.finish()
