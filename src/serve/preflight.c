@@ -237,6 +237,10 @@ sp_serve_release (struct sp_serve *s, sp_error_t *err)
         sp_error_release (&step);
       ret = -1;
     }
+  /* This state directory's work directory goes too once it is empty; the
+     next start makes it again.  */
+  if (s->work_path != NULL && ret == 0)
+    (void)rmdir (s->work_path);
   sp_runtime_closep (&s->runtime);
   if (s->identities != NULL)
     for (unsigned i = 0; i < s->opt->concurrency + 1; i++)
