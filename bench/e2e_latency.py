@@ -114,14 +114,20 @@ def stage(proxy, config, state, clones):
 # ---- serve -------------------------------------------------------------------
 
 class Serve:
+    started = []
+
     def __init__(self, proxy, config, state, rootfs, mode, work):
         self.dir = tempfile.mkdtemp(prefix="sp-e2e-", dir="/tmp")  # short: sun_path
         os.chmod(self.dir, 0o755)
         self.socket = os.path.join(self.dir, "probe.sock")
         self.ready = os.path.join(self.dir, "ready")
         self.stderr_path = os.path.join(work, f"serve-{mode}.stderr")
+        # Each proxy its own probe id range (docs/runtimes.md): they run side by side.
+        probe_ids = str(2_050_000_000 + 64 * len(Serve.started))
+        Serve.started.append(mode)
         self.argv = [proxy, "serve", "--config", config, "--state", state, "--rootfs", rootfs,
-                     "--socket", self.socket, "--ready-file", self.ready, "--snapshot", mode]
+                     "--socket", self.socket, "--ready-file", self.ready, "--snapshot", mode,
+                     "--probe-ids", probe_ids]
         self.proc = None
         self.ready_s = None
 
@@ -381,6 +387,9 @@ def main():
         if args.keep_work:
             log(f"work directory kept: {work}")
         else:
+            # The dry-run bundles are tmpfs mounts of their own.
+            for n in sizes:
+                subprocess.run(["umount", os.path.join(work, f"bundle-{n}")], capture_output=True)
             subprocess.run(["rm", "-rf", "--one-file-system", work])
     if args.json:
         with open(args.json, "w") as f:
