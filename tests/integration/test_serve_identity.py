@@ -61,6 +61,11 @@ attempt("list fds", lambda: os.listdir(f"/proc/{pid}/fd"))
 attempt("read environ", lambda: open(f"/proc/{pid}/environ").read())
 attempt("read maps", lambda: open(f"/proc/{pid}/maps").read())
 attempt("read mem", lambda: open(f"/proc/{pid}/mem", "rb").read(1))
+# The snapshot directory, in serve's mount namespace: through serve's root,
+# and on the host's own path (where it is an empty mount point).
+snap = sys.argv[3]
+attempt("list snapshot via serve", lambda: os.listdir(f"/proc/{sys.argv[2]}/root{snap}"))
+attempt("read snapshot on the host", lambda: open(os.path.join(snap, "held.txt")).read())
 print(json.dumps(done))
 """
 
@@ -81,9 +86,9 @@ def probe_pids(base, count):
     return found
 
 
-def doors_as(uid, pid):
+def doors_as(uid, pid, serve_pid, snapshot):
     r = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "/usr/bin/python3", "-c",
-                        DOORS, str(pid)], capture_output=True, text=True, timeout=60)
+                        DOORS, str(pid), str(serve_pid), snapshot], capture_output=True, text=True, timeout=60)
     return json.loads(r.stdout) if r.returncode == 0 else [f"failed: {r.stderr.strip()[-200:]}"]
 
 
@@ -144,15 +149,22 @@ try:
                    f"slot's probe id", held)
             if held:
                 pid, uid = next(iter(held.items()))
-                tap.ok("read root" in doors_as(0, pid), f"{mode}: control: root on the host reads the repository "
-                       "through /proc/PID/root (the doors are real)")
+                # The probe's repository as serve mounted it: WORK/RUN/INV/bundle/repo.
+                run_dir = os.path.join(S.work_dir(state), srv.run)
+                invs = [d for d in os.listdir(run_dir) if d != "rootfs"]
+                snap = os.path.join(run_dir, invs[0], "bundle", "repo") if invs else run_dir
+                control = doors_as(0, pid, srv.pid, snap)
+                tap.ok("read root" in control and "list snapshot via serve" in control,
+                       f"{mode}: control: root on the host reads the repository through /proc/PID/root and "
+                       "lists the snapshot through serve's root (the doors are real)", control)
                 for who, other in (("the old design's uid 65534", 65534), ("the neighbouring id below", uid - 1),
                                    ("the neighbouring id above", uid + 1)):
-                    got = doors_as(other, pid)
+                    got = doors_as(other, pid, srv.pid, snap)
                     tap.ok(got == [], f"{mode}: a host process as {who} ({other}) gets through no door into a "
-                           "running probe (root, cwd, fds, environ, maps, mem)", got)
-                got = doors_as(uid, pid)
-                tap.ok(not {"read root", "list root", "write root", "read cwd", "read mem"} & set(got),
+                           "running probe (root, cwd, fds, environ, maps, mem, its snapshot directory)", got)
+                got = doors_as(uid, pid, srv.pid, snap)
+                tap.ok(not {"read root", "list root", "write root", "read cwd", "read mem", "list snapshot via serve",
+                            "read snapshot on the host"} & set(got),
                        f"{mode}: even as the probe's own host id, which nothing else may hold, the repository "
                        "cannot be reached (the sandbox's user namespace is root's)", got)
                 with open(f"/proc/{pid}/status") as f:
