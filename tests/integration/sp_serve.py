@@ -573,6 +573,25 @@ def probe_ids():
     return str(2_000_000_000 + ((os.getpid() % 20000) * 32 + _probe_id_serial[0] % 32) * 64)
 
 
+def probe_processes(base, count):
+    """{pid: (uid, cmdline)} of the host processes whose uid is in [base,
+    base + count): a serve's probes, by their host ids (docs/runtimes.md)."""
+    found = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                uid = next(int(ln.split()[1]) for ln in f if ln.startswith("Uid:"))
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except (OSError, StopIteration, ValueError):
+            continue
+        if base <= uid < base + count:
+            found[int(pid)] = (uid, cmdline)
+    return found
+
+
 def leaks(state, run, serve_pid=None, after_exit=False, srv=None):
     """Everything of run that is left; [] when nothing is.  While serve runs
     (serve_pid), its own mount namespace is checked for mounts below its

@@ -72,18 +72,7 @@ print(json.dumps(done))
 
 def probe_pids(base, count):
     """{pid: uid} of host processes whose uid is in [base, base + count)."""
-    found = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                uid = next(int(ln.split()[1]) for ln in f if ln.startswith("Uid:"))
-        except (OSError, StopIteration, ValueError):
-            continue
-        if base <= uid < base + count:
-            found[int(pid)] = uid
-    return found
+    return {pid: uid for pid, (uid, _) in S.probe_processes(base, count).items()}
 
 
 def doors_as(uid, pid, serve_pid, snapshot):

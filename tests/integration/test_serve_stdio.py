@@ -49,19 +49,7 @@ def runtime_processes():
 
 
 def probe_pid(base, count):
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                uid = next(int(ln.split()[1]) for ln in f if ln.startswith("Uid:"))
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-        except (OSError, StopIteration, ValueError):
-            continue
-        if base <= uid < base + count and b"probe.py" in cmd:
-            return int(pid)
-    return None
+    return next((pid for pid, (_, cmd) in S.probe_processes(base, count).items() if b"probe.py" in cmd), None)
 
 
 try:
