@@ -14,10 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,10 +29,6 @@
 #include <sealed-probe/fileio.h>
 #include <sealed-probe/spawn.h>
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-
 #define RUNC_NAME               "runc"
 #define RUNC_MIN_MAJOR          1
 #define RUNC_MIN_MINOR          1
@@ -44,8 +38,6 @@
 #define RUNC_COMMAND_TIMEOUT_MS (10 * 1000)
 /* runc create: namespaces, mounts and cgroups, on a machine that may be busy.  */
 #define RUNC_CREATE_TIMEOUT_MS (60 * 1000)
-/* Without a pidfd, the wait for the init polls this often.  */
-#define INIT_WAIT_NAP_MS 10
 /* Orphan cgroups: how long their killed processes get to leave.  */
 #define CGROUP_DRAIN_MS     2000
 #define CGROUP_DRAIN_NAP_MS 10
@@ -352,21 +344,14 @@ runc_prepare (struct sp_runtime_backend *rt, sp_error_t *err)
   return 0;
 }
 
-/* The container's init, as `runc create` left it: a child of this process
-   (its subreaper), waiting on runc's exec fifo.  */
-struct init_proc
-{
-  pid_t pid; /* -1 when none, or once reaped */
-  int pidfd;
-};
-
-/* Reads the pid `runc create --pid-file` wrote, and takes hold of it.  */
+/* Reads the pid `runc create --pid-file` wrote, and takes hold of the
+   container's init: a child of this process (its subreaper), waiting on
+   runc's exec fifo.  */
 static int
-init_open (const char *pid_file, struct init_proc *init, sp_error_t *err)
+init_open (const char *pid_file, struct sp_child *init, sp_error_t *err)
 {
   cleanup_close int fd = open (pid_file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   char text[32];
-  siginfo_t info;
   ssize_t n;
   long pid;
 
@@ -377,70 +362,11 @@ init_open (const char *pid_file, struct init_proc *init, sp_error_t *err)
     return sp_make_error (err, n < 0 ? errno : 0, "read the pid file `%s`", pid_file);
   text[n] = '\0';
   pid = strtol (text, NULL, 10);
-  if (pid <= 1)
+  if (pid <= 1 || pid > INT32_MAX)
     return sp_make_error (err, 0, "the pid file `%s` holds no pid", pid_file);
-  /* A child of ours (prepare made this process the subreaper), so its pid
-     cannot be reused until it is reaped here.  */
-  memset (&info, 0, sizeof (info));
-  if (waitid (P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) < 0)
-    return sp_make_error (err, errno, "the container's init (pid %ld) is not this process's child", pid);
-  init->pid = (pid_t)pid;
-  init->pidfd = (int)syscall (SYS_pidfd_open, (pid_t)pid, 0);
+  if (sp_child_adopt ((pid_t)pid, init, err) < 0)
+    return sp_error_wrap (err, "the container's init");
   return 0;
-}
-
-/* Waits up to timeout_ms (-1: for ever) for the init to exit, and reaps it.
-   Returns 1 with *status, 0 when the time ran out, -1 on error.  */
-static int
-init_wait (struct init_proc *init, int timeout_ms, int *status, sp_error_t *err)
-{
-  int64_t deadline = timeout_ms < 0 ? -1 : sp_monotonic_ms () + timeout_ms;
-
-  if (init->pid <= 0)
-    return sp_make_error (err, ECHILD, "wait for the container's init: none");
-  for (;;)
-    {
-      pid_t r = TEMP_FAILURE_RETRY (waitpid (init->pid, status, WNOHANG));
-      int left;
-
-      if (r < 0)
-        return sp_make_error (err, errno, "wait for the container's init (pid %d)", (int)init->pid);
-      if (r == init->pid)
-        {
-          init->pid = -1;
-          sp_closep (&init->pidfd);
-          return 1;
-        }
-      left = deadline < 0 ? -1 : (int)(deadline - sp_monotonic_ms ());
-      if (deadline >= 0 && left <= 0)
-        return 0;
-      if (init->pidfd >= 0)
-        {
-          struct pollfd pfd = { .fd = init->pidfd, .events = POLLIN };
-          if (poll (&pfd, 1, left) < 0 && errno != EINTR)
-            return sp_make_error (err, errno, "wait for the container's init: poll");
-        }
-      else
-        {
-          struct timespec nap = { 0, INIT_WAIT_NAP_MS * 1000000L };
-          nanosleep (&nap, NULL);
-        }
-    }
-}
-
-/* SIGKILL to an init not yet reaped (its pid is still ours), then reaps it.  */
-static void
-init_kill_and_reap (struct init_proc *init)
-{
-  cleanup_error sp_error_t ignored = NULL;
-  int status;
-
-  if (init->pid <= 0)
-    return;
-  kill (init->pid, SIGKILL);
-  init_wait (init, -1, &status, &ignored);
-  sp_closep (&init->pidfd);
-  init->pid = -1;
 }
 
 /* Runs `runc create`, bounded.  */
@@ -493,7 +419,7 @@ runc_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struc
   cleanup_error sp_error_t ignored = NULL;
   cleanup_close int root_fd = -1;
   cleanup_free char *pid_file = NULL;
-  struct init_proc init = { .pid = -1, .pidfd = -1 };
+  struct sp_child init = { .pid = -1, .pidfd = -1 };
   char what[64 + CONTAINER_ID_MAX];
   uint64_t start;
   int status = 0;
@@ -531,7 +457,7 @@ runc_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struc
     char *argv[] = { r->binary, (char *)"--root", r->root, (char *)"start", (char *)job->container_id, NULL };
     if (runc_bounded (r->binary, argv, what, err) < 0)
       {
-        init_kill_and_reap (&init);
+        sp_child_kill_and_reap (&init);
         goto cleanup;
       }
   }
@@ -539,21 +465,21 @@ runc_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struc
 
   /* The probe runs as the init itself: its wait status is the probe's own,
      death by a signal included.  */
-  ret = init_wait (&init, (int)job->timeout_seconds * 1000, &status, err);
+  ret = sp_child_wait (&init, (int)job->timeout_seconds * 1000, &status, err);
   if (ret == 0)
     {
       facts->timed_out = true;
       /* A failed kill is not final: the grace wait and a direct kill follow.  */
       runc_kill_id (r, r->root, job->container_id, &ignored);
       sp_error_release (&ignored);
-      if (init_wait (&init, SP_SERVE_KILL_GRACE_SECONDS * 1000, &status, &ignored) != 1)
-        init_kill_and_reap (&init);
+      if (sp_child_wait (&init, SP_SERVE_KILL_GRACE_SECONDS * 1000, &status, &ignored) != 1)
+        sp_child_kill_and_reap (&init);
       sp_error_release (&ignored);
     }
   else if (ret < 0)
     {
       sp_error_wrap (err, "runc `%s`", job->container_id);
-      init_kill_and_reap (&init);
+      sp_child_kill_and_reap (&init);
     }
   facts->wall_ns = sp_monotonic_ns () - start;
   if (facts->timed_out)
@@ -574,7 +500,7 @@ runc_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struc
   sp_error_release (&ignored);
 
 cleanup:
-  init_kill_and_reap (&init);
+  sp_child_kill_and_reap (&init);
   unlink (pid_file);
   if (runc_delete_id (r, r->root, job->container_id, *err ? &ignored : err) < 0)
     return -1;

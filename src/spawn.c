@@ -195,6 +195,22 @@ child_reaped (struct sp_child *child)
 }
 
 int
+sp_child_adopt (pid_t pid, struct sp_child *child, sp_error_t *err)
+{
+  siginfo_t info;
+
+  child->pid = -1;
+  child->pidfd = -1;
+  /* A child of ours, so its pid cannot be reused until it is reaped here.  */
+  memset (&info, 0, sizeof (info));
+  if (pid <= 1 || waitid (P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) < 0)
+    return sp_make_error (err, pid <= 1 ? ECHILD : errno, "pid %d is not this process's child", (int)pid);
+  child->pid = pid;
+  child->pidfd = (int)syscall (SYS_pidfd_open, pid, 0); /* -1 falls back to polling */
+  return 0;
+}
+
+int
 sp_child_wait (struct sp_child *child, int timeout_ms, int *status, sp_error_t *err)
 {
   int64_t deadline = timeout_ms < 0 ? -1 : sp_monotonic_ms () + timeout_ms;

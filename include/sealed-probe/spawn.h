@@ -25,6 +25,12 @@ struct sp_child
 int sp_spawn (const char *path, char *const argv[], char *const envp[], struct sp_child *child,
               sp_error_t *err);
 
+/* Takes hold of pid, a process that became this process's child otherwise
+   than by sp_spawn (an orphan reparented to it as the subreaper), so that
+   sp_child_wait and sp_child_kill_and_reap work on it.  Refuses a pid that
+   is not a child of this process.  */
+int sp_child_adopt (pid_t pid, struct sp_child *child, sp_error_t *err);
+
 /* Waits for the child up to timeout_ms (-1: no limit).  Returns 1 and fills
    *status (as waitpid's) when it exited, 0 when the time ran out (the child
    still runs), -1 on error.  */

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -230,6 +231,55 @@ START_TEST (capture_times_out_and_kills_a_silent_child)
 }
 END_TEST
 
+/* An orphan reparented to a subreaper is adopted, waited for with its own
+   status, and killed; a process that is not a child is refused.  */
+START_TEST (an_orphan_of_a_subreaper_is_adopted_waited_and_killed)
+{
+  cleanup_error sp_error_t err = NULL;
+  struct sp_child adopted;
+  int pipefd[2], status = 0;
+  pid_t middle, orphans[2];
+
+  ck_assert_int_eq (prctl (PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+  ck_assert_int_lt (sp_child_adopt (getppid (), &adopted, &err), 0);
+  ck_assert_ptr_nonnull (strstr (sp_error_message (err), "not this process's child"));
+  sp_error_release (&err);
+  ck_assert_int_eq (pipe (pipefd), 0);
+  middle = fork ();
+  if (middle == 0)
+    {
+      /* Two grandchildren, then the middle exits: both become ours.  */
+      pid_t a = fork ();
+
+      if (a == 0)
+        {
+          usleep (200 * 1000);
+          _exit (7);
+        }
+      pid_t b = fork ();
+      if (b == 0)
+        for (;;)
+          pause ();
+      pid_t both[2] = { a, b };
+      (void)!write (pipefd[1], both, sizeof (both));
+      _exit (0);
+    }
+  ck_assert_int_eq (read (pipefd[0], orphans, sizeof (orphans)), (ssize_t)sizeof (orphans));
+  ck_assert_int_eq (waitpid (middle, NULL, 0), middle);
+
+  ck_assert_int_eq (sp_child_adopt (orphans[0], &adopted, &err), 0);
+  ck_assert_int_eq (sp_child_wait (&adopted, 10000, &status, &err), 1);
+  ck_assert (WIFEXITED (status) && WEXITSTATUS (status) == 7);
+
+  ck_assert_int_eq (sp_child_adopt (orphans[1], &adopted, &err), 0);
+  ck_assert_int_eq (sp_child_wait (&adopted, 100, &status, &err), 0);
+  sp_child_kill_and_reap (&adopted);
+  ck_assert_int_eq (kill (orphans[1], 0), -1);
+  close (pipefd[0]);
+  close (pipefd[1]);
+}
+END_TEST
+
 START_TEST (a_missing_binary_is_an_error_naming_it)
 {
   char *argv[] = { (char *)"nope", NULL };
@@ -263,6 +313,7 @@ make_suite (void)
   tcase_add_test (tc, capture_caps_and_kills_an_over_long_writer);
   tcase_add_test (tc, capture_of_exactly_cap_bytes_is_accepted);
   tcase_add_test (tc, capture_times_out_and_kills_a_silent_child);
+  tcase_add_test (tc, an_orphan_of_a_subreaper_is_adopted_waited_and_killed);
   tcase_add_test (tc, a_missing_binary_is_an_error_naming_it);
   suite_add_tcase (s, tc);
   return s;
