@@ -99,21 +99,33 @@ sp_options_parse (const char *verb, const char *usage, int argc, char **argv, co
 }
 
 int
+sp_options_decimal (const char *text, unsigned long max, unsigned long *out)
+{
+  unsigned long n = 0;
+
+  if (text[0] < '1' || text[0] > '9')
+    return -1;
+  for (const char *p = text; *p; p++)
+    {
+      if (*p < '0' || *p > '9' || n > (max - (unsigned long)(*p - '0')) / 10)
+        return -1;
+      n = n * 10 + (unsigned long)(*p - '0');
+    }
+  *out = n;
+  return 0;
+}
+
+int
 sp_options_probe_ids (const char *verb, const char *usage, const char *text, uint32_t *base)
 {
   cleanup_error sp_error_t err = NULL;
-  unsigned long long n = 0;
+  unsigned long n;
 
   *base = SP_PROBE_ID_BASE_DEFAULT;
   if (text == NULL)
     return 0;
-  if (text[0] < '1' || text[0] > '9')
+  if (sp_options_decimal (text, UINT32_MAX, &n) < 0)
     return sp_options_usage_error (verb, usage, "--probe-ids: must be a decimal host id");
-  for (const char *p = text; *p; p++)
-    {
-      if (*p < '0' || *p > '9' || (n = n * 10 + (unsigned)(*p - '0')) > UINT32_MAX)
-        return sp_options_usage_error (verb, usage, "--probe-ids: must be a decimal host id");
-    }
   if (sp_bundle_id_range_check ((uint32_t)n, &err) < 0)
     return sp_options_usage_error (verb, usage, "--probe-ids: %s", sp_error_message (err));
   *base = (uint32_t)n;

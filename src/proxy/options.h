@@ -32,6 +32,10 @@ int sp_options_parse (const char *verb, const char *usage, int argc, char **argv
 int sp_options_usage_error (const char *verb, const char *usage, const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));
 
+/* text as a decimal from 1 to max, with nothing around it (no sign, no
+   leading zero, no space); -1 otherwise.  */
+int sp_options_decimal (const char *text, unsigned long max, unsigned long *out);
+
 /* --probe-ids BASE (text; NULL: SP_PROBE_ID_BASE_DEFAULT): the first host id
    of the range the probes' identities come from (bundle.h).  Returns 0, or
    SP_EXIT_USAGE after reporting why.  */

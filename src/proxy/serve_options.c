@@ -16,18 +16,10 @@
 static int
 parse_count (const char *text, unsigned max, unsigned *out)
 {
-  unsigned long n = 0;
+  unsigned long n;
 
-  if (text[0] < '1' || text[0] > '9')
+  if (sp_options_decimal (text, max, &n) < 0)
     return -1;
-  for (const char *p = text; *p; p++)
-    {
-      if (*p < '0' || *p > '9')
-        return -1;
-      n = n * 10 + (unsigned long)(*p - '0');
-      if (n > max)
-        return -1;
-    }
   *out = (unsigned)n;
   return 0;
 }
