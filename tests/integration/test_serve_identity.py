@@ -178,6 +178,45 @@ try:
             tap.ok(answer == NO, f"{mode}: a probe reading every file and link under /proc/self and /proc/1 finds "
                    "no host path of the rootfs, state, workspace or bundle (and does find /probe/repo)", answer)
 
+    # The range must be free: a host process already running as an id of it
+    # (here the third slot's probe id) makes serve refuse, naming it.
+    base = int(S.probe_ids())
+    holder = subprocess.Popen(["setpriv", f"--reuid={base + 5}", f"--regid={base + 5}", "--clear-groups",
+                               "sleep", "60"], stdin=subprocess.DEVNULL)
+    try:
+        S.wait_for(lambda: base + 5 in S.probe_processes(base, 34).get(holder.pid, (None,))[:1], timeout=10)
+        srv = S.Serve(work, config, state, extra=["--concurrency", "4"])
+        srv.argv[srv.argv.index("--probe-ids") + 1] = str(base)
+        started = srv.start()
+        err = srv.stderr()
+        srv.cleanup()
+        tap.ok(not started and f"host id {base + 5} is held by the running process {holder.pid}" in err
+               and "--probe-ids" in err,
+               "serve refuses a probe id range a running host process holds, naming the id and the process", err)
+    finally:
+        holder.kill()
+        holder.wait()
+
+    # ... and so does an account: a passwd entry with an id of the range.
+    base = int(S.probe_ids())
+    account = f"sp-range-{os.getpid() % 100000}"
+    if subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", "--uid", str(base + 1),
+                       account], capture_output=True).returncode != 0:
+        tap.n += 1
+        print(f"ok {tap.n} - serve refuses a probe id range an account holds # SKIP useradd could not add a "
+              "temporary account here", flush=True)
+    else:
+        try:
+            srv = S.Serve(work, config, state)
+            srv.argv[srv.argv.index("--probe-ids") + 1] = str(base)
+            started = srv.start()
+            err = srv.stderr()
+            srv.cleanup()
+            tap.ok(not started and f"host id {base + 1} is the account `{account}`" in err,
+                   "serve refuses a probe id range an account holds, naming the id and the account", err)
+        finally:
+            subprocess.run(["userdel", account], capture_output=True)
+
     # The domain name: serve started where the host's domain name is a
     # secret; its probes see the fixed one (bundle.h, SP_BUNDLE_DOMAINNAME).
     secret = "host-secret-domain"
