@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,8 +39,52 @@ write_map (pid_t pid, const char *which, uint32_t host_id, sp_error_t *err)
   return 0;
 }
 
+/* An exclusive flock on lock_dirfd/<id>, kept as long as the fd is open.
+   The holder removes the file when it lets go (lock_release), so a lock is
+   taken only when, once held, the path still names the locked file: a taker
+   that opened the file just before its holder removed it retries on the new
+   one instead of sharing the id.  */
+static int
+lock_id (int lock_dirfd, uint32_t host_id, sp_error_t *err)
+{
+  char name[16];
+
+  snprintf (name, sizeof (name), "%" PRIu32, host_id);
+  for (int attempt = 0; attempt < 8; attempt++)
+    {
+      cleanup_close int fd = openat (lock_dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+      struct stat held, named;
+
+      if (fd < 0)
+        return sp_make_error (err, errno, "lock host id %" PRIu32, host_id);
+      if (flock (fd, LOCK_EX | LOCK_NB) < 0)
+        return errno == EWOULDBLOCK ? sp_make_error (
+                   err, 0, "host id %" PRIu32 " is another proxy's (give each its own --probe-ids)", host_id)
+                                    : sp_make_error (err, errno, "lock host id %" PRIu32, host_id);
+      if (fstat (fd, &held) == 0 && fstatat (lock_dirfd, name, &named, AT_SYMLINK_NOFOLLOW) == 0
+          && held.st_dev == named.st_dev && held.st_ino == named.st_ino)
+        return get_and_reset_fd (&fd);
+    }
+  return sp_make_error (err, 0, "lock host id %" PRIu32 ": its lock file keeps changing", host_id);
+}
+
+/* Removes the lock file while still holding its lock, then lets go.  */
+static void
+lock_release (int lock_dirfd, uint32_t host_id, int *fd)
+{
+  char name[16];
+
+  if (*fd < 0)
+    return;
+  snprintf (name, sizeof (name), "%" PRIu32, host_id);
+  if (lock_dirfd >= 0)
+    unlinkat (lock_dirfd, name, 0);
+  sp_closep (fd);
+}
+
 int
-sp_probe_identity_make (uint32_t base, unsigned slot, struct sp_probe_identity *id, sp_error_t *err)
+sp_probe_identity_make (uint32_t base, unsigned slot, int lock_dirfd, struct sp_probe_identity *id,
+                        sp_error_t *err)
 {
   cleanup_close int ready_r = -1;
   cleanup_close int ready_w = -1;
@@ -49,7 +95,16 @@ sp_probe_identity_make (uint32_t base, unsigned slot, struct sp_probe_identity *
   int ret = -1;
 
   sp_bundle_slot_ids (base, slot, &id->host_root_id, &id->host_probe_id);
-  id->idmap_userns_fd = -1;
+  id->idmap_userns_fd = id->root_lock_fd = id->probe_lock_fd = -1;
+  id->lock_dirfd = fcntl (lock_dirfd, F_DUPFD_CLOEXEC, 0);
+  if (id->lock_dirfd < 0)
+    return sp_make_error (err, errno, "lock the probe ids");
+  id->root_lock_fd = lock_id (lock_dirfd, id->host_root_id, err);
+  if (id->root_lock_fd < 0)
+    return -1;
+  id->probe_lock_fd = lock_id (lock_dirfd, id->host_probe_id, err);
+  if (id->probe_lock_fd < 0)
+    return -1;
   if (pipe2 (sync, O_CLOEXEC) < 0)
     return sp_make_error (err, errno, "idmap namespace: pipe");
   ready_r = sync[0];
@@ -87,6 +142,9 @@ void
 sp_probe_identity_release (struct sp_probe_identity *id)
 {
   sp_closep (&id->idmap_userns_fd);
+  lock_release (id->lock_dirfd, id->host_root_id, &id->root_lock_fd);
+  lock_release (id->lock_dirfd, id->host_probe_id, &id->probe_lock_fd);
+  sp_closep (&id->lock_dirfd);
 }
 
 static bool
@@ -119,6 +177,10 @@ process_holds (int procfd, const char *pid, uint32_t base, uint32_t count, unsig
       next = strchr (line, '\n');
       if (next != NULL)
         *next++ = '\0';
+      /* A zombie (an orphaned sandbox's init that nobody reaped yet) runs
+         nothing and opens nothing: its ids are free.  */
+      if (strncmp (line, "State:", 6) == 0 && strpbrk (line + 6, "ZX") != NULL)
+        return false;
       if (strncmp (line, "Uid:", 4) == 0 || strncmp (line, "Gid:", 4) == 0)
         {
           char *p = line + 4;

@@ -18,14 +18,23 @@ struct sp_probe_identity
   /* A user namespace mapping SP_PROBE_UID:SP_PROBE_GID onto host_probe_id
      and nothing else, for MOUNT_ATTR_IDMAP; -1 until made.  */
   int idmap_userns_fd;
+  /* Held flock(2)s on LOCKDIR/<id> for both ids: while this proxy runs, no
+     other proxy can take them, whatever range it was given.  -1 until
+     taken.  */
+  int root_lock_fd;
+  int probe_lock_fd;
+  int lock_dirfd; /* LOCKDIR, to remove the lock files on release */
 };
 
-/* Fills id for slot of the range that starts at base (sp_bundle_slot_ids)
-   and makes its idmap namespace: a short-lived child unshares a user
-   namespace, the caller writes its maps and keeps an fd on it, and the child
-   is gone before this returns.  Needs root.  */
-int sp_probe_identity_make (uint32_t base, unsigned slot, struct sp_probe_identity *id, sp_error_t *err);
+/* Fills id for slot of the range that starts at base (sp_bundle_slot_ids):
+   takes both ids' locks in lock_dirfd (refused, naming the id, while another
+   proxy holds one), then makes its idmap namespace: a short-lived child
+   unshares a user namespace, the caller writes its maps and keeps an fd on
+   it, and the child is gone before this returns.  Needs root.  */
+int sp_probe_identity_make (uint32_t base, unsigned slot, int lock_dirfd, struct sp_probe_identity *id,
+                            sp_error_t *err);
 
+/* Closes the idmap namespace and drops the locks.  */
 void sp_probe_identity_release (struct sp_probe_identity *id);
 
 /* 0 when no host account or process holds any id of the range

@@ -146,18 +146,31 @@ static int
 make_identities (struct sp_serve *s, sp_error_t *err)
 {
   unsigned slots = s->opt->concurrency + 1;
+  cleanup_close int run_dir = -1;
+  cleanup_close int lock_dir = -1;
 
-  if (sp_probe_identity_range_free (s->opt->probe_id_base, SP_PROBE_IDS_PER_SLOT * slots, err) < 0)
-    return sp_error_wrap (err, "--probe-ids %" PRIu32 ": the probes' id range is not free",
-                          s->opt->probe_id_base);
+  /* The ids' locks, first: another proxy's probes may not be running just
+     now, but its range is its own all the same.  */
+  run_dir = open_work_dir (AT_FDCWD, SP_SERVE_RUN_ROOT, SP_SERVE_RUN_ROOT, err);
+  if (run_dir < 0)
+    return -1;
+  lock_dir = open_work_dir (run_dir, "ids", SP_SERVE_ID_LOCKS, err);
+  if (lock_dir < 0)
+    return -1;
   s->identities = calloc (slots, sizeof (*s->identities));
   if (s->identities == NULL)
     return sp_make_error (err, errno, "allocate the probe identities");
   for (unsigned i = 0; i < slots; i++)
-    s->identities[i].idmap_userns_fd = -1;
+    s->identities[i] = (struct sp_probe_identity){
+      .idmap_userns_fd = -1, .root_lock_fd = -1, .probe_lock_fd = -1, .lock_dirfd = -1
+    };
   for (unsigned i = 0; i < slots; i++)
-    if (sp_probe_identity_make (s->opt->probe_id_base, i, &s->identities[i], err) < 0)
-      return sp_error_wrap (err, "probe identity of slot %u", i);
+    if (sp_probe_identity_make (s->opt->probe_id_base, i, lock_dir, &s->identities[i], err) < 0)
+      return sp_error_wrap (err, "--probe-ids %" PRIu32 ": probe identity of slot %u", s->opt->probe_id_base,
+                            i);
+  if (sp_probe_identity_range_free (s->opt->probe_id_base, SP_PROBE_IDS_PER_SLOT * slots, err) < 0)
+    return sp_error_wrap (err, "--probe-ids %" PRIu32 ": the probes' id range is not free",
+                          s->opt->probe_id_base);
   return 0;
 }
 

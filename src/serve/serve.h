@@ -93,6 +93,8 @@ struct sp_serve
 /* Where serve's workspaces live: SP_SERVE_WORK_ROOT/KEY/RUN (preflight.c).  */
 #define SP_SERVE_RUN_ROOT  "/run/sealed-probe"
 #define SP_SERVE_WORK_ROOT SP_SERVE_RUN_ROOT "/work"
+/* One lock file per probe host id in use (probe_identity.h).  */
+#define SP_SERVE_ID_LOCKS SP_SERVE_RUN_ROOT "/ids"
 
 /* serve's preflight, in the order docs/operations.md gives: state, seeds,
    rootfs, seccomp, ledger, audit log, runtime (verify, orphans, prepare),

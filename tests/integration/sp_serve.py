@@ -212,7 +212,7 @@ class Serve:
 
     def __init__(self, work, config, state, snapshot=None, concurrency=None, queue=None, queue_wait=None,
                  scratch_size=None, runc=None, rootfs=None, socket_group=None, env=None, extra=(),
-                 socket_in_new_dir=True, socket_path=None, ready_path=None, wrap=()):
+                 socket_in_new_dir=True, socket_path=None, ready_path=None, wrap=(), probe_id_base=None):
         self.work = work
         self.config = config
         self.state = state
@@ -223,7 +223,8 @@ class Serve:
         self.ready_file = ready_path or os.path.join(self.dir, "ready")
         self.stdout_path = os.path.join(self.dir, "stdout")
         self.stderr_path = os.path.join(self.dir, "stderr")
-        self.probe_id_base = int(probe_ids())
+        # A range of its own, or one given (a restart reusing its predecessor's).
+        self.probe_id_base = probe_id_base if probe_id_base is not None else int(probe_ids())
         # wrap: a command that execs the rest (unshare, say), so the pid stays serve's.
         argv = list(wrap) + [PROXY, "serve", "--config", config, "--state", state,
                 "--rootfs", rootfs or work.rootfs, "--socket", self.socket, "--ready-file", self.ready_file,

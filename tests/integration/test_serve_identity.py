@@ -185,8 +185,7 @@ try:
                                "sleep", "60"], stdin=subprocess.DEVNULL)
     try:
         S.wait_for(lambda: base + 5 in S.probe_processes(base, 34).get(holder.pid, (None,))[:1], timeout=10)
-        srv = S.Serve(work, config, state, extra=["--concurrency", "4"])
-        srv.argv[srv.argv.index("--probe-ids") + 1] = str(base)
+        srv = S.Serve(work, config, state, concurrency=4, probe_id_base=base)
         started = srv.start()
         err = srv.stderr()
         srv.cleanup()
@@ -196,6 +195,23 @@ try:
     finally:
         holder.kill()
         holder.wait()
+
+    # Two proxies, two states: the second may not take ids the first holds,
+    # even while the first runs no probe, and even from a range that only
+    # overlaps.
+    other_state = work.staged_state(config, [("acme/app", clone)])
+    with S.serving(work, config, state) as first:
+        for shift in (0, 2):  # the first holds base .. base + 3 (one worker and the canary)
+            second = S.Serve(work, config, other_state, probe_id_base=first.probe_id_base + shift)
+            started = second.start()
+            err = second.stderr()
+            second.cleanup()
+            held = first.probe_id_base + shift
+            tap.ok(not started and f"host id {held} is another proxy's" in err,
+                   f"a second proxy whose range {'is' if shift == 0 else 'overlaps'} the first's refuses to start, "
+                   "naming the id, while the first is idle", err)
+        tap.ok(first.probe("import json\nopen('/probe/out','w').write(json.dumps({'result':'YES'}))\n",
+                           "acme/app") == YES, "the first proxy still answers")
 
     # ... and so does an account: a passwd entry with an id of the range.
     base = int(S.probe_ids())
@@ -207,8 +223,7 @@ try:
               "temporary account here", flush=True)
     else:
         try:
-            srv = S.Serve(work, config, state)
-            srv.argv[srv.argv.index("--probe-ids") + 1] = str(base)
+            srv = S.Serve(work, config, state, probe_id_base=base)
             started = srv.start()
             err = srv.stderr()
             srv.cleanup()

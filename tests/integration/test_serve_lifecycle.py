@@ -151,7 +151,8 @@ try:
                (S.runc_containers(os.path.join(state, "runc", old_run)), S.cgroup_dirs(old_run)))
     finally:
         srv.cleanup()
-    srv2 = S.Serve(work, config, state)
+    # The same id range: a proxy killed by kill -9 holds no lock on it.
+    srv2 = S.Serve(work, config, state, probe_id_base=srv.probe_id_base)
     try:
         ok = srv2.start()
         tap.ok(ok, "orphans: a new serve on the same state becomes ready", srv2.stderr())

@@ -94,12 +94,12 @@ try:
     tap.ok(os.path.exists(ready) and a.ready_content() == f"{dead}\n" and is_socket(sock),
            "kill -9: the ready file (holding the dead pid) and a stale socket are left behind",
            (a.ready_content(), inode(sock)))
-    failing = serve(state_a, ready_path=ready, runc="/nonexistent/runc")
+    failing = serve(state_a, ready_path=ready, runc="/nonexistent/runc", probe_id_base=a.probe_id_base)
     started = failing.start()
     tap.ok(not started and failing.returncode == 1 and not os.path.lexists(ready),
            "kill -9 then a restart that fails its preflight: no ready file is left",
            f"ready {started} exit {failing.returncode} ready file {failing.ready_content()!r}: {failing.stderr()!r}")
-    c = serve(state_a, ready_path=ready)
+    c = serve(state_a, ready_path=ready, probe_id_base=a.probe_id_base)
     tap.ok(c.start() and c.ready_content() == f"{c.pid}\n",
            "stale socket: a new serve replaces the killed one's socket, and its ready file holds its own pid",
            c.stderr())

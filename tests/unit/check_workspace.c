@@ -39,7 +39,8 @@
 
 /* The probe identity every snapshot here is made for: slot 0 of the
    default range.  */
-static struct sp_probe_identity probe = { .idmap_userns_fd = -1 };
+static struct sp_probe_identity probe
+    = { .idmap_userns_fd = -1, .root_lock_fd = -1, .probe_lock_fd = -1, .lock_dirfd = -1 };
 #define PROBE_ID (probe.host_probe_id)
 
 static const struct sp_workspace_limits limits = { .tmpfs_bytes = TMPFS_BYTES, .tmpfs_inodes = TMPFS_INODES };
@@ -221,8 +222,9 @@ suite_setup (void)
   digest_of (seed_fd, seed_digest);
   {
     cleanup_error sp_error_t err = NULL;
+    cleanup_close int locks = open (base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-    ck_assert_msg (sp_probe_identity_make (SP_PROBE_ID_BASE_DEFAULT, 0, &probe, &err) == 0, "%s",
+    ck_assert_msg (sp_probe_identity_make (SP_PROBE_ID_BASE_DEFAULT, 0, locks, &probe, &err) == 0, "%s",
                    sp_error_message (err));
   }
 }
