@@ -13,8 +13,9 @@ sp_runtime_open (enum sp_runtime kind, const struct sp_runtime_settings *setting
     {
     case SP_RUNTIME_RUNC:
       return sp_runc_open (settings, out, err);
-    case SP_RUNTIME_DOCKER:
     case SP_RUNTIME_GVISOR:
+      return sp_runsc_open (settings, out, err);
+    case SP_RUNTIME_DOCKER:
     case SP_RUNTIME_SBX:
       return sp_make_error (err, 0, "runtime `%s` is not available in this build yet",
                             sp_runtime_name (kind));

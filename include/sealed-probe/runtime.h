@@ -46,10 +46,50 @@ struct sp_runtime_job
 /* What every backend is given when it is opened.  */
 struct sp_runtime_settings
 {
-  const char *binary;    /* the runtime's executable; NULL: look for it in SP_RUNTIME_SEARCH_PATH */
-  const char *state_dir; /* absolute path of the proxy's protected state directory */
-  const char *run_id;    /* this proxy run's id: every container, directory and cgroup carries it */
+  const char *binary;          /* the runtime's executable; NULL: look for it in SP_RUNTIME_SEARCH_PATH */
+  const char *state_dir;       /* absolute path of the proxy's protected state directory */
+  const char *run_id;          /* this proxy run's id: every container, directory and cgroup carries it */
+  const char *gvisor_platform; /* gvisor only: runsc's --platform; NULL: SP_GVISOR_PLATFORM_DEFAULT */
 };
+
+/* The gVisor platforms an operator may pick (`serve --gvisor-platform`).
+   ptrace is the default: these machines lack VMX, so kvm cannot run, and
+   Debian 12's runsc has no systrap.  */
+#define SP_GVISOR_PLATFORM_DEFAULT "ptrace"
+bool sp_gvisor_platform_valid (const char *name);
+
+/* The kernel a backend's sandbox must show from inside: the confinement
+   canary checks for it, so that a backend swapped for another one (a runc
+   renamed runsc) is refused (docs/runtimes.md).  */
+enum sp_sandbox_kernel
+{
+  SP_SANDBOX_KERNEL_HOST,   /* the host's own Linux kernel (runc) */
+  SP_SANDBOX_KERNEL_GVISOR, /* gVisor's sentry, a kernel in user space (runsc) */
+};
+
+/* How the bundle's mounts must be made for a backend (bundle.h).  */
+struct sp_runtime_mounts
+{
+  /* The rootfs's host mount may carry nosuid and nodev.  runsc 2022's gofer
+     remounts the root read-only without repeating them, which a user
+     namespace refuses as an attempt to clear locked flags; under gVisor the
+     host never executes or opens a device from that mount (the sentry
+     does, with its own nosuid and nodev), so the runsc backend asks for a
+     rootfs mount without them.  */
+  bool rootfs_nosuid_nodev;
+  /* /tmp is a bind of a host tmpfs the proxy mounts per invocation, rather
+     than a tmpfs the runtime makes: gVisor's own tmpfs enforces size= but
+     not nr_inodes=, and a host tmpfs enforces both.  */
+  bool tmp_on_host;
+};
+
+static inline struct sp_runtime_mounts
+sp_runtime_mounts_for (enum sp_runtime kind)
+{
+  if (kind == SP_RUNTIME_GVISOR)
+    return (struct sp_runtime_mounts){ .rootfs_nosuid_nodev = false, .tmp_on_host = true };
+  return (struct sp_runtime_mounts){ .rootfs_nosuid_nodev = true, .tmp_on_host = false };
+}
 
 /* The fixed PATH a backend's binary is looked up in, and that a runtime is
    exec'd with: never the caller's environment.  */
@@ -62,7 +102,9 @@ struct sp_runtime_backend;
 
 struct sp_runtime_ops
 {
-  const char *name; /* sp_runtime_name's spelling */
+  const char *name;               /* sp_runtime_name's spelling */
+  enum sp_sandbox_kernel kernel;  /* what the canary must find inside */
+  const char *const *canary_evidence; /* what the canary checked it by, for `check`; NULL-terminated */
   /* The fail-closed preflight of the binary: it exists, is root's and not
      writable by others, and its version is one this project supports.  The
      confinement canary (serve's preflight) runs after it through `run`.  */
@@ -76,6 +118,11 @@ struct sp_runtime_ops
      filled as far as known, facts->stage saying how far it got.  */
   int (*run) (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struct sp_run_facts *facts,
               sp_error_t *err);
+  /* The exact command lines `run` would exec for job, in order, as the JSON
+     document `bundle --dry-run` writes beside config.json (docs/bundle.md).
+     Built by the same code `run` uses.  */
+  int (*describe) (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, char **json, size_t *len,
+                   sp_error_t *err);
   /* Kills a running container of this run (SIGKILL to all of it).  Safe to
      call from another thread than the one in `run`.  */
   int (*kill) (struct sp_runtime_backend *rt, const char *container_id, sp_error_t *err);
