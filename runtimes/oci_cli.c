@@ -100,11 +100,23 @@ command_line (const struct oci_cli *r, const char *root, char *const words[], ch
 }
 
 /* The words of each verb after the global flags.  */
-#define KILL_WORDS(id)   { (char *)"kill", (char *)(id), (char *)"KILL", NULL }
-#define DELETE_WORDS(id) { (char *)"delete", (char *)"--force", (char *)(id), NULL }
-#define START_WORDS(id)  { (char *)"start", (char *)(id), NULL }
+#define KILL_WORDS(id)                                                                                       \
+  {                                                                                                          \
+    (char *)"kill", (char *)(id), (char *)"KILL", NULL                                                       \
+  }
+#define DELETE_WORDS(id)                                                                                     \
+  {                                                                                                          \
+    (char *)"delete", (char *)"--force", (char *)(id), NULL                                                  \
+  }
+#define START_WORDS(id)                                                                                      \
+  {                                                                                                          \
+    (char *)"start", (char *)(id), NULL                                                                      \
+  }
 #define CREATE_WORDS(bundle, pid_file, id)                                                                   \
-  { (char *)"create", (char *)"--bundle", (char *)(bundle), (char *)"--pid-file", (char *)(pid_file), (char *)(id), NULL }
+  {                                                                                                          \
+    (char *)"create", (char *)"--bundle", (char *)(bundle), (char *)"--pid-file", (char *)(pid_file),        \
+        (char *)(id), NULL                                                                                   \
+  }
 
 /* Runs one short command to completion within COMMAND_TIMEOUT_MS; anything
    but exit 0 is an error naming what.  */
@@ -301,8 +313,8 @@ oci_cli_verify (struct sp_runtime_backend *rt, sp_error_t *err)
     return -1;
 
   char *argv[] = { real, (char *)"--version", NULL };
-  if (sp_spawn_capture (real, argv, runtime_env, VERSION_TIMEOUT_MS, out, SP_RUNTIME_VERSION_MAX_BYTES,
-                        &len, &status, err)
+  if (sp_spawn_capture (real, argv, runtime_env, VERSION_TIMEOUT_MS, out, SP_RUNTIME_VERSION_MAX_BYTES, &len,
+                        &status, err)
       < 0)
     return sp_error_wrap (err, "runtime binary `%s`: --version", real);
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
@@ -632,7 +644,8 @@ oci_cli_describe (struct sp_runtime_backend *rt, const struct sp_runtime_job *jo
   yajl_gen_config (g, yajl_gen_beautify, 1);
   bad |= yajl_gen_map_open (g) != yajl_gen_status_ok;
   bad |= yajl_gen_string (g, (const unsigned char *)"runtime", 7) != yajl_gen_status_ok;
-  bad |= yajl_gen_string (g, (const unsigned char *)rt->ops->name, strlen (rt->ops->name)) != yajl_gen_status_ok;
+  bad |= yajl_gen_string (g, (const unsigned char *)rt->ops->name, strlen (rt->ops->name))
+         != yajl_gen_status_ok;
   bad |= yajl_gen_string (g, (const unsigned char *)"commands", 8) != yajl_gen_status_ok;
   bad |= yajl_gen_array_open (g) != yajl_gen_status_ok;
   command_line (r, r->root, create, argv);
@@ -740,7 +753,8 @@ has_run_prefix (const char *name, const char *run)
    Run ids may hold `-`, so "a-b-1" fits run "a" and run "a-b": when one of
    the readings is the current run and it is spared, the cgroup is spared.  */
 static bool
-cgroup_is_orphan (const struct oci_cli *r, const struct run_list *runs, bool include_current, const char *name)
+cgroup_is_orphan (const struct oci_cli *r, const struct run_list *runs, bool include_current,
+                  const char *name)
 {
   if (!include_current && has_run_prefix (name, r->run_id))
     return false;

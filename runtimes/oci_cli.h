@@ -55,8 +55,8 @@ int oci_cli_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job
                  sp_error_t *err);
 int oci_cli_kill (struct sp_runtime_backend *rt, const char *container_id, sp_error_t *err);
 int oci_cli_cleanup_orphans (struct sp_runtime_backend *rt, bool include_current, sp_error_t *err);
-int oci_cli_describe (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, char **json, size_t *len,
-                      sp_error_t *err);
+int oci_cli_describe (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, char **json,
+                      size_t *len, sp_error_t *err);
 void oci_cli_close (struct sp_runtime_backend *rt);
 
 /* The ops every flavor shares; name, kernel and evidence are its own.  */

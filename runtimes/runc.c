@@ -21,7 +21,8 @@ runc_version_check (const char *out, char *why, size_t why_size)
   char shown[96];
   unsigned v[3];
 
-  if (strncmp (out, prefix, sizeof (prefix) - 1) != 0 || oci_cli_parse_triple (out + sizeof (prefix) - 1, v) < 0)
+  if (strncmp (out, prefix, sizeof (prefix) - 1) != 0
+      || oci_cli_parse_triple (out + sizeof (prefix) - 1, v) < 0)
     {
       oci_cli_shown_line (out, shown, sizeof (shown));
       snprintf (why, why_size, "--version printed `%s`, not `runc version X.Y.Z`", shown);

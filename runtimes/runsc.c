@@ -71,8 +71,8 @@ runsc_version_check (const char *out, char *why, size_t why_size)
 
 unparsable:
   oci_cli_shown_line (out, shown, sizeof (shown));
-  snprintf (why, why_size, "--version printed `%s`, not `runsc version 0.0~YYYYMMDD.N` or `release-YYYYMMDD.N`",
-            shown);
+  snprintf (why, why_size,
+            "--version printed `%s`, not `runsc version 0.0~YYYYMMDD.N` or `release-YYYYMMDD.N`", shown);
   return -1;
 }
 
@@ -122,13 +122,14 @@ static const char *const runsc_evidence[] = {
   NULL,
 };
 
-static const struct sp_runtime_ops runsc_ops = OCI_CLI_OPS ("gvisor", SP_SANDBOX_KERNEL_GVISOR, runsc_evidence);
+static const struct sp_runtime_ops runsc_ops
+    = OCI_CLI_OPS ("gvisor", SP_SANDBOX_KERNEL_GVISOR, runsc_evidence);
 
 int
 sp_runsc_open (const struct sp_runtime_settings *settings, struct sp_runtime_backend **out, sp_error_t *err)
 {
-  const char *platform = settings && settings->gvisor_platform ? settings->gvisor_platform
-                                                                : SP_GVISOR_PLATFORM_DEFAULT;
+  const char *platform
+      = settings && settings->gvisor_platform ? settings->gvisor_platform : SP_GVISOR_PLATFORM_DEFAULT;
   cleanup_free char *platform_flag = NULL;
 
   if (!sp_gvisor_platform_valid (platform))

@@ -102,8 +102,8 @@ struct sp_runtime_backend;
 
 struct sp_runtime_ops
 {
-  const char *name;               /* sp_runtime_name's spelling */
-  enum sp_sandbox_kernel kernel;  /* what the canary must find inside */
+  const char *name;                   /* sp_runtime_name's spelling */
+  enum sp_sandbox_kernel kernel;      /* what the canary must find inside */
   const char *const *canary_evidence; /* what the canary checked it by, for `check`; NULL-terminated */
   /* The fail-closed preflight of the binary: it exists, is root's and not
      writable by others, and its version is one this project supports.  The

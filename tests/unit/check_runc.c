@@ -170,8 +170,7 @@ START_TEST (bad_run_ids_and_relative_paths_are_refused)
       struct sp_runtime_backend *rt = NULL;
       cleanup_error sp_error_t err = NULL;
 
-      ck_assert_msg (sp_runtime_open (b->kind, &settings, &rt, &err) == -1, "accepted `%s`",
-                     bad_ids[i]);
+      ck_assert_msg (sp_runtime_open (b->kind, &settings, &rt, &err) == -1, "accepted `%s`", bad_ids[i]);
     }
   struct sp_runtime_settings rel = { .binary = "runc", .state_dir = state, .run_id = RUN_ID };
   struct sp_runtime_backend *rt = NULL;
@@ -203,8 +202,8 @@ END_TEST
 
 START_TEST (verify_refuses_a_version_it_cannot_parse_or_too_old)
 {
-  const char *const outputs[] = { b->old_version, "crun version 1.1.5", "runc version 1.1",
-                                  "runsc version 0.0~2022121.0" };
+  const char *const outputs[]
+      = { b->old_version, "crun version 1.1.5", "runc version 1.1", "runsc version 0.0~2022121.0" };
   char fake[256], script[256];
   struct stat st;
 
@@ -303,7 +302,8 @@ START_TEST (a_failed_create_is_the_runtimes_failure_not_the_probes)
   write_bundle ("exit 1", job.cgroup_path);
   /* runsc refuses a bundle whose process has no args: create fails.  */
   if (b->kind == SP_RUNTIME_GVISOR)
-    write_bundle_raw ("{\"ociVersion\":\"1.0.2-dev\",\"process\":{\"args\":[]},\"root\":{\"path\":\"rootfs\"}}");
+    write_bundle_raw (
+        "{\"ociVersion\":\"1.0.2-dev\",\"process\":{\"args\":[]},\"root\":{\"path\":\"rootfs\"}}");
   snprintf (path, sizeof (path), "%s/%s/%s/%s", state, b->binary_name, RUN_ID, job.container_id);
   if (b->kind == SP_RUNTIME_RUNC)
     ck_assert_int_eq (mkdir (path, 0700), 0);
