@@ -95,8 +95,10 @@ runsc_adopt_gofer (const struct oci_cli *c, const char *container_id, struct sp_
       path = NULL;
       return sp_make_error (err, ENOMEM, "allocate");
     }
+  /* A binary that passed as runsc but is not (a runc renamed) made no such
+     file: refused here, before the canary runs anything.  */
   if (sp_read_path_capped (path, RUNSC_STATE_MAX_BYTES, &text, &len, err) < 0)
-    return sp_error_wrap (err, "runsc's state for `%s`", container_id);
+    return sp_error_wrap (err, "runsc's state for `%s` (is `%s` really runsc?)", container_id, c->binary);
   if (sp_json_parse (text, len, RUNSC_STATE_MAX_DEPTH, &state, err) < 0)
     return sp_error_wrap (err, "runsc's state `%s`", path);
   if (sp_json_integer (sp_json_object_get (state, "goferPid"), 2, INT32_MAX, &pid) < 0)

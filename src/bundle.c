@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -287,16 +288,18 @@ gen_mounts (yajl_gen g, const struct sp_bundle_spec *spec)
   for (size_t i = 0; i < sizeof (mounts) / sizeof (mounts[0]); i++)
     {
       cleanup_free char *source = NULL;
+      struct mount_entry m = mounts[i];
 
-      if (mounts[i].source == NULL
-          && asprintf (&source, "%s/%s", spec->bundle_dir, mounts[i].bundle_file) < 0)
+      if (spec->tmp_on_host && strcmp (m.destination, "/tmp") == 0)
+        m = (struct mount_entry){ "/tmp", "bind", NULL, SP_BUNDLE_TMP, rw_bind_options };
+      if (m.source == NULL && asprintf (&source, "%s/%s", spec->bundle_dir, m.bundle_file) < 0)
         return yajl_gen_invalid_string;
       st |= yajl_gen_map_open (g);
-      st |= gen_str_member (g, "destination", mounts[i].destination);
-      st |= gen_str_member (g, "type", mounts[i].type);
-      st |= gen_str_member (g, "source", source ? source : mounts[i].source);
+      st |= gen_str_member (g, "destination", m.destination);
+      st |= gen_str_member (g, "type", m.type);
+      st |= gen_str_member (g, "source", source ? source : m.source);
       st |= gen_str (g, "options");
-      st |= gen_str_array (g, mounts[i].options);
+      st |= gen_str_array (g, m.options);
       st |= yajl_gen_map_close (g);
     }
   return st | yajl_gen_array_close (g);
@@ -523,5 +526,24 @@ sp_bundle_write (int dirfd, const struct sp_bundle_spec *spec, const void *scrip
     return -1;
   if (fsync (dirfd) < 0)
     return sp_make_error (err, errno, "bundle directory: fsync");
+  return 0;
+}
+
+int
+sp_bundle_mount_tmp (int dirfd, const char *bundle_dir, sp_error_t *err)
+{
+  cleanup_free char *target = NULL;
+
+  if (mkdirat (dirfd, SP_BUNDLE_TMP, 0755) < 0)
+    return sp_make_error (err, errno, "%s: mkdir", SP_BUNDLE_TMP);
+  if (asprintf (&target, "%s/%s", bundle_dir, SP_BUNDLE_TMP) < 0)
+    {
+      target = NULL;
+      return sp_make_error (err, ENOMEM, "allocate");
+    }
+  if (mount ("sealed-probe-tmp", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+             "mode=1777,size=" SP_SANDBOX_TMP_SIZE ",nr_inodes=" SP_SANDBOX_TMP_INODES)
+      < 0)
+    return sp_make_error (err, errno, "%s: mount its tmpfs", SP_BUNDLE_TMP);
   return 0;
 }

@@ -342,6 +342,22 @@ int
 sp_workspace_destroy (struct sp_workspace *ws, sp_error_t *err)
 {
   struct failures f = { .len = 0, .count = 0 };
+  bool tmp_mounted = false;
+
+  /* The sandbox's /tmp, when the proxy mounted it (sp_bundle_mount_tmp).  */
+  if (ws->bundle_dirfd >= 0 && is_mount_point (ws->bundle_dirfd, SP_BUNDLE_TMP, &tmp_mounted) == 0
+      && tmp_mounted)
+    {
+      cleanup_free char *tmp = NULL;
+
+      if (asprintf (&tmp, "%s/%s", ws->bundle_path, SP_BUNDLE_TMP) < 0)
+        {
+          tmp = NULL;
+          failed (&f, ENOMEM, "unmount the sandbox's /tmp");
+        }
+      else if (umount_retry (tmp) < 0)
+        failed (&f, errno, "unmount the sandbox's /tmp");
+    }
 
   if (ws->overlay_mounted)
     {
@@ -410,7 +426,8 @@ unmount_all_at (int parentfd, const char *name, sp_error_t *err)
                         STACKED_MOUNTS_MAX);
 }
 
-/* One orphaned invocation: the overlay on bundle/repo, then the tmpfs.  */
+/* One orphaned invocation: the overlay on bundle/repo and the sandbox's
+   /tmp on bundle/tmp, then the tmpfs.  */
 static int
 remove_inv (int run_fd, const char *inv, sp_error_t *err)
 {
@@ -430,7 +447,8 @@ remove_inv (int run_fd, const char *inv, sp_error_t *err)
       bundle_fd = openat (inv_fd, SP_WORKSPACE_BUNDLE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (bundle_fd >= 0)
         {
-          if (unmount_all_at (bundle_fd, SP_BUNDLE_REPO, err) < 0)
+          if (unmount_all_at (bundle_fd, SP_BUNDLE_REPO, err) < 0
+              || unmount_all_at (bundle_fd, SP_BUNDLE_TMP, err) < 0)
             return sp_error_wrap (err, "%s/%s", sp_quote_name (inv, q), SP_WORKSPACE_BUNDLE);
         }
       else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)

@@ -23,6 +23,7 @@
 #define SP_BUNDLE_SCRIPT "probe.py"
 #define SP_BUNDLE_REPO   "repo"
 #define SP_BUNDLE_OUT    "out"
+#define SP_BUNDLE_TMP    "tmp" /* only with tmp_on_host */
 
 /* The sandbox's domain name: the kernel's own default, so that no NIS domain
    name of the host's shows inside.  config.json says so, for runtimes that
@@ -53,6 +54,11 @@ struct sp_bundle_spec
      (sp_bundle_slot_ids).  */
   uint32_t host_root_id;
   uint32_t host_probe_id;
+  /* The sandbox's /tmp is a bind of bundle_dir/tmp, a tmpfs the proxy
+     mounts there (sp_bundle_mount_tmp) with /tmp's size and inode caps,
+     instead of a tmpfs the runtime makes: for a runtime whose own tmpfs
+     does not enforce them all (runtime.h, sp_runtime_mounts).  */
+  bool tmp_on_host;
 };
 
 /* The two host ids of slot K of the range that starts at base.  */
@@ -118,5 +124,12 @@ int sp_bundle_render_config (const struct sp_bundle_spec *spec, char **json, siz
    Needs root, to give repo/ and out to the probe's host id.  */
 int sp_bundle_write (int dirfd, const struct sp_bundle_spec *spec, const void *script, size_t script_len,
                      sp_error_t *err);
+
+/* For tmp_on_host: makes tmp/ (0755, root) in the bundle directory dirfd
+   (whose absolute path is bundle_dir) and mounts on it the sandbox's /tmp:
+   a tmpfs, nosuid, nodev, noexec, mode 1777, with SP_SANDBOX_TMP_SIZE and
+   SP_SANDBOX_TMP_INODES.  The caller unmounts it before the bundle's own
+   file system.  */
+int sp_bundle_mount_tmp (int dirfd, const char *bundle_dir, sp_error_t *err);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/config.h>
+#include <sealed-probe/runtime.h>
 
 #include "config.h"
 #include "options.h"
@@ -35,6 +36,8 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     { .name = "--state", .value = &opt->state },
     { .name = "--rootfs", .value = &opt->rootfs },
     { .name = "--runc", .value = &opt->runc },
+    { .name = "--runsc", .value = &opt->runsc },
+    { .name = "--gvisor-platform", .value = &opt->gvisor_platform },
     { .name = "--snapshot", .value = &snapshot },
     { .name = "--scratch-size", .value = &scratch },
     { .name = "--probe-ids", .value = &probe_ids },
@@ -45,7 +48,7 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     { .name = "--queue", .value = &queue },
     { .name = "--queue-wait", .value = &queue_wait },
   };
-  size_t n_options = with_serving ? sizeof (common) / sizeof (common[0]) : 7;
+  size_t n_options = with_serving ? sizeof (common) / sizeof (common[0]) : 9;
   int ret;
 
   *opt = (struct sp_serve_options){
@@ -67,6 +70,8 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     opt->rootfs = SP_DEFAULT_ROOTFS;
   if (opt->socket == NULL)
     opt->socket = SP_DEFAULT_SOCKET;
+  if (opt->gvisor_platform != NULL && !sp_gvisor_platform_valid (opt->gvisor_platform))
+    return sp_options_usage_error (verb, usage, "--gvisor-platform: must be `ptrace`, `systrap` or `kvm`");
   if (snapshot != NULL && sp_snapshot_mode_parse (snapshot, &opt->snapshot) < 0)
     return sp_options_usage_error (verb, usage, "--snapshot: must be `overlay` or `copy`");
   if (scratch != NULL

@@ -22,6 +22,7 @@
 #include <sealed-probe/fileio.h>
 #include <sealed-probe/rootfs.h>
 #include <sealed-probe/rootfs_copy.h>
+#include <sealed-probe/runtime.h>
 #include <sealed-probe/seccomp_profile.h>
 #include <sealed-probe/seed_store.h>
 #include <sealed-probe/sha256.h>
@@ -34,12 +35,15 @@
 
 #define USAGE                                                                                                \
   "usage: sealed-probe-proxy bundle --dry-run --config PATH|- --repo OWNER/NAME --script PATH|- --out DIR\n" \
-  "                                 [--rootfs DIR] [--state DIR] [--probe-ids BASE]"
+  "                                 [--rootfs DIR] [--state DIR] [--probe-ids BASE]\n"                       \
+  "                                 [--runc PATH | --runsc PATH [--gvisor-platform NAME]]"
 
 /* The bundle's own filesystem: room for the rootfs copy and a seed.  */
 #define BUNDLE_TMPFS_BYTES  (SP_ROOTFS_COPY_TMPFS_BYTES + SP_SEED_MAX_BYTES)
 #define BUNDLE_TMPFS_INODES (SP_ROOTFS_COPY_TMPFS_INODES + SP_SEED_MAX_ENTRIES + 16)
 #define BUNDLE_ROOTFS_DIR   "rootfs"
+/* Beside config.json: the runtime command lines serve would exec for it.  */
+#define BUNDLE_COMMANDS "runtime-commands.json"
 
 #define fail(...) (sp_verb_report ("bundle", __VA_ARGS__), SP_EXIT_FAIL)
 
@@ -53,6 +57,9 @@ struct bundle_args
   const char *rootfs;
   const char *state;
   const char *probe_ids;
+  const char *runc;
+  const char *runsc;
+  const char *gvisor_platform;
   uint32_t probe_id_base;
 };
 
@@ -61,10 +68,17 @@ static int
 parse_args (int argc, char **argv, struct bundle_args *a)
 {
   const struct sp_option options[] = {
-    { .name = "--dry-run", .flag = &a->dry_run }, { .name = "--config", .value = &a->config },
-    { .name = "--repo", .value = &a->repo },      { .name = "--script", .value = &a->script },
-    { .name = "--out", .value = &a->out },        { .name = "--rootfs", .value = &a->rootfs },
-    { .name = "--state", .value = &a->state },    { .name = "--probe-ids", .value = &a->probe_ids },
+    { .name = "--dry-run", .flag = &a->dry_run },
+    { .name = "--config", .value = &a->config },
+    { .name = "--repo", .value = &a->repo },
+    { .name = "--script", .value = &a->script },
+    { .name = "--out", .value = &a->out },
+    { .name = "--rootfs", .value = &a->rootfs },
+    { .name = "--state", .value = &a->state },
+    { .name = "--probe-ids", .value = &a->probe_ids },
+    { .name = "--runc", .value = &a->runc },
+    { .name = "--runsc", .value = &a->runsc },
+    { .name = "--gvisor-platform", .value = &a->gvisor_platform },
   };
   const struct sp_option *required[] = { &options[1], &options[2], &options[3], &options[4] };
   int ret = sp_options_parse ("bundle", USAGE, argc, argv, options, sizeof (options) / sizeof (options[0]));
@@ -83,7 +97,57 @@ parse_args (int argc, char **argv, struct bundle_args *a)
     a->rootfs = SP_DEFAULT_ROOTFS;
   if (sp_options_probe_ids ("bundle", USAGE, a->probe_ids, &a->probe_id_base) != 0)
     return SP_EXIT_USAGE;
+  if (a->gvisor_platform != NULL && !sp_gvisor_platform_valid (a->gvisor_platform))
+    return sp_options_usage_error ("bundle", USAGE,
+                                   "--gvisor-platform: must be `ptrace`, `systrap` or `kvm`");
   return 0;
+}
+
+/* The backend serve would open for this config, with the same options, so
+   that describe shows the command lines serve would exec.  Not verified:
+   a dry run runs nothing.  */
+static int
+open_backend (const struct bundle_args *a, enum sp_runtime kind, const char *run_id,
+              struct sp_runtime_backend **rt, sp_error_t *err)
+{
+  struct sp_runtime_settings settings = {
+    .binary = kind == SP_RUNTIME_GVISOR ? a->runsc : a->runc,
+    .state_dir = a->state ? a->state : SP_DEFAULT_STATE,
+    .run_id = run_id,
+    .gvisor_platform = a->gvisor_platform,
+  };
+
+  if (a->runc != NULL && kind != SP_RUNTIME_RUNC)
+    return sp_make_error (err, 0, "--runc: sealedProbes.runtime is `%s`, not `runc`", sp_runtime_name (kind));
+  if ((a->runsc != NULL || a->gvisor_platform != NULL) && kind != SP_RUNTIME_GVISOR)
+    return sp_make_error (err, 0, "--%s: sealedProbes.runtime is `%s`, not `gvisor`",
+                          a->runsc ? "runsc" : "gvisor-platform", sp_runtime_name (kind));
+  if (sp_runtime_open (kind, &settings, rt, err) < 0)
+    return sp_error_wrap (err, "sealedProbes.runtime");
+  return 0;
+}
+
+/* runtime-commands.json: what the backend would exec for this bundle.  */
+static int
+write_commands (int dirfd, struct sp_runtime_backend *rt, const struct sp_bundle_spec *spec, uint32_t timeout,
+                sp_error_t *err)
+{
+  cleanup_free char *container_id = sp_bundle_container_id (spec);
+  cleanup_free char *cgroup_path = sp_bundle_cgroup_path (spec);
+  cleanup_free char *json = NULL;
+  size_t len = 0;
+
+  if (container_id == NULL || cgroup_path == NULL)
+    return sp_make_error (err, ENOMEM, "allocate");
+  const struct sp_runtime_job job = {
+    .bundle_dir = spec->bundle_dir,
+    .container_id = container_id,
+    .cgroup_path = cgroup_path,
+    .timeout_seconds = timeout,
+  };
+  if (rt->ops->describe (rt, &job, &json, &len, err) < 0)
+    return -1;
+  return sp_write_file_atomic_at (dirfd, BUNDLE_COMMANDS, json, len, 0444, err);
 }
 
 /* Unmounts the bundle's tmpfs, which holds everything a dry run wrote, and
@@ -91,6 +155,10 @@ parse_args (int argc, char **argv, struct bundle_args *a)
 static void
 remove_bundle_dir (const char *path)
 {
+  char tmp[PATH_MAX];
+
+  snprintf (tmp, sizeof (tmp), "%s/%s", path, SP_BUNDLE_TMP);
+  umount2 (tmp, MNT_DETACH | UMOUNT_NOFOLLOW);
   umount2 (path, MNT_DETACH);
   rmdir (path);
 }
@@ -171,8 +239,8 @@ check_reachable (const char *bundle_path, uint32_t host_root_id, sp_error_t *err
    from the host's filesystems, so its mountinfo names no host path, and the
    user namespace's root can reach every mount source.  */
 static int
-make_bundle_fs (const char *path, const struct sp_rootfs_info *rootfs, struct sp_rootfs_info *copy,
-                int *dirfd, sp_error_t *err)
+make_bundle_fs (const char *path, const struct sp_runtime_mounts *mounts, const struct sp_rootfs_info *rootfs,
+                struct sp_rootfs_info *copy, int *dirfd, sp_error_t *err)
 {
   cleanup_close int rootfs_fd = -1;
   cleanup_free char *rootfs_path = NULL;
@@ -180,7 +248,10 @@ make_bundle_fs (const char *path, const struct sp_rootfs_info *rootfs, struct sp
 
   snprintf (options, sizeof (options), "mode=0711,size=%llu,nr_inodes=%llu",
             (unsigned long long)BUNDLE_TMPFS_BYTES, (unsigned long long)BUNDLE_TMPFS_INODES);
-  if (mount ("sealed-probe-bundle", path, "tmpfs", MS_NOSUID | MS_NODEV, options) < 0)
+  /* nosuid and nodev where the backend allows them (runtime.h).  */
+  if (mount ("sealed-probe-bundle", path, "tmpfs", mounts->rootfs_nosuid_nodev ? MS_NOSUID | MS_NODEV : 0,
+             options)
+      < 0)
     return sp_make_error (err, errno, "mount a tmpfs for the bundle");
   *dirfd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (*dirfd < 0)
@@ -211,6 +282,8 @@ sp_verb_bundle (int argc, char **argv)
   cleanup_free char *bundle_path = NULL;
   cleanup_close int dirfd = -1;
   cleanup_close int seed_fd = -1;
+  cleanup_runtime struct sp_runtime_backend *backend = NULL;
+  struct sp_runtime_mounts mounts;
   struct sp_rootfs_info rootfs = { 0 };
   struct sp_rootfs_info copy = { 0 };
   struct bundle_args a = { 0 };
@@ -237,11 +310,13 @@ sp_verb_bundle (int argc, char **argv)
     return fail ("--state: %s", sp_error_message (err));
   if (sp_rootfs_verify (a.rootfs, &rootfs, &err) < 0)
     return fail ("--rootfs: %s: %s", a.rootfs, sp_error_message (err));
-  if (sp_seccomp_profile_load_builtin (&seccomp, &err) < 0 || sp_bundle_id_make ("dry-", run_id, &err) < 0)
+  if (sp_seccomp_profile_load_builtin (&seccomp, &err) < 0 || sp_bundle_id_make ("dry-", run_id, &err) < 0
+      || open_backend (&a, config->runtime, run_id, &backend, &err) < 0)
     {
       sp_rootfs_info_release (&rootfs);
       return fail ("%s", sp_error_message (err));
     }
+  mounts = sp_runtime_mounts_for (config->runtime);
 
   if (mkdir (a.out, 0711) < 0)
     {
@@ -254,7 +329,7 @@ sp_verb_bundle (int argc, char **argv)
   /* A dry run is slot 0 of the range, as serve's first worker is.  */
   sp_bundle_slot_ids (a.probe_id_base, 0, &host_root_id, &host_probe_id);
   ret = bundle_path && check_reachable (bundle_path, host_root_id, &err) == 0
-            ? make_bundle_fs (bundle_path, &rootfs, &copy, &dirfd, &err)
+            ? make_bundle_fs (bundle_path, &mounts, &rootfs, &copy, &dirfd, &err)
             : -1;
   sp_rootfs_info_release (&rootfs);
   if (ret < 0)
@@ -276,8 +351,13 @@ sp_verb_bundle (int argc, char **argv)
     .seccomp = seccomp,
     .host_root_id = host_root_id,
     .host_probe_id = host_probe_id,
+    .tmp_on_host = mounts.tmp_on_host,
   };
   ret = sp_bundle_write (dirfd, &spec, script, script_len, &err);
+  if (ret == 0 && spec.tmp_on_host)
+    ret = sp_bundle_mount_tmp (dirfd, bundle_path, &err);
+  if (ret == 0)
+    ret = write_commands (dirfd, backend, &spec, config->timeout_seconds, &err);
   if (ret == 0 && seed_fd >= 0)
     ret = snapshot_seed (dirfd, seed_fd, spec.host_probe_id, &err);
   sp_rootfs_info_release (&copy);

@@ -7,6 +7,7 @@
 
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/config.h>
+#include <sealed-probe/runtime.h>
 #include <sealed-probe/secret_env.h>
 
 #include "options.h"
@@ -15,7 +16,8 @@
 #include "verbs.h"
 
 #define USAGE                                                                                                \
-  "usage: sealed-probe-proxy check --config PATH|- [--state DIR] [--rootfs DIR] [--runc PATH]\n"             \
+  "usage: sealed-probe-proxy check --config PATH|- [--state DIR] [--rootfs DIR]\n"                           \
+  "                                [--runc PATH | --runsc PATH [--gvisor-platform NAME]]\n"                  \
   "                                [--snapshot overlay|copy] [--scratch-size SIZE] [--probe-ids BASE]"
 
 #define fail(...) (sp_verb_report ("check", __VA_ARGS__), SP_EXIT_FAIL)
@@ -31,7 +33,13 @@ report (const struct sp_serve *s)
   for (size_t i = 0; i < s->config->n_private_repos; i++)
     printf ("%s{\"repo\":\"%s\",\"commit\":\"%s\",\"digest\":\"%s\"}", i ? "," : "", s->seeds[i].seed->repo,
             s->seeds[i].seed->commit, s->seeds[i].seed->digest);
-  printf ("],\"canary\":\"confined\"}\n");
+  /* The evidence strings are the backend's own constants, plain ASCII
+     without quotes or backslashes: what the canary checked, and found.  */
+  printf ("],\"canary\":\"confined\",\"kernel\":\"%s\",\"kernel_evidence\":[",
+          s->runtime->ops->kernel == SP_SANDBOX_KERNEL_GVISOR ? "gvisor" : "host");
+  for (size_t i = 0; s->runtime->ops->canary_evidence[i] != NULL; i++)
+    printf ("%s\"%s\"", i ? "," : "", s->runtime->ops->canary_evidence[i]);
+  printf ("]}\n");
 }
 
 int

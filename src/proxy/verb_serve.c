@@ -27,7 +27,8 @@
   "usage: sealed-probe-proxy serve --config PATH|- [--state DIR] [--rootfs DIR] [--socket PATH]\n"           \
   "                                [--socket-group GROUP] [--ready-file PATH] [--concurrency N]\n"           \
   "                                [--queue N] [--queue-wait SECONDS] [--snapshot overlay|copy]\n"           \
-  "                                [--scratch-size SIZE] [--runc PATH] [--probe-ids BASE]"
+  "                                [--scratch-size SIZE] [--probe-ids BASE]\n"                               \
+  "                                [--runc PATH | --runsc PATH [--gvisor-platform NAME]]"
 
 #define fail(...) (sp_verb_report ("serve", __VA_ARGS__), SP_EXIT_FAIL)
 

@@ -209,6 +209,7 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
     .memory_limit_bytes = s->config->memory_limit_bytes,
     .interpreter = s->config->interpreter,
     .seccomp = s->seccomp,
+    .tmp_on_host = sp_runtime_mounts_for (s->config->runtime).tmp_on_host,
   };
   container_id = sp_bundle_container_id (&spec);
   if (container_id == NULL)
@@ -237,6 +238,8 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
   if (cgroup_path == NULL || seed_fd < 0)
     sp_make_error (err, errno, "allocate the invocation");
   else if (sp_bundle_write (ws.bundle_dirfd, &spec, inv->script, inv->script_len, err) < 0)
+    sp_error_wrap (err, "bundle");
+  else if (spec.tmp_on_host && sp_bundle_mount_tmp (ws.bundle_dirfd, ws.bundle_path, err) < 0)
     sp_error_wrap (err, "bundle");
   else if (sp_workspace_snapshot (&ws, s->opt->snapshot, seed_fd, &copy_limits, id, err) < 0)
     sp_error_wrap (err, "snapshot");
@@ -534,23 +537,52 @@ done:
 
 /* The confinement canary: the proxy's own probe, run through the same path
    as any request, that answers CONFINED only when it sees, from inside, every
-   property docs/runtimes.md lists.  */
-static const char canary_script[]
+   property docs/runtimes.md lists, and KERNEL-MISMATCH when the kernel it
+   runs on is not the one the backend promises (runtime.h,
+   sp_sandbox_kernel): a runc renamed runsc is refused, never used.  The
+   first line, EXPECT_GVISOR, is set per backend.  */
+static const char canary_body[]
     = "import os\n"
+      "GVISOR_VERSION = 'Linux version 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016\\n'\n"
       "def status():\n"
       "    out = {}\n"
       "    for line in open('/proc/self/status'):\n"
       "        k, _, v = line.partition(':')\n"
       "        out[k] = v.strip()\n"
       "    return out\n"
+      "def root_mount():\n"
+      "    for line in open('/proc/self/mounts'):\n"
+      "        f = line.split()\n"
+      "        if f[1] == '/':\n"
+      "            return f[2], f[3].split(',')\n"
+      "    return None, []\n"
+      "def kernel_is_gvisor():\n"
+      "    return (open('/proc/version').read() == GVISOR_VERSION\n"
+      "            and os.path.exists('/proc/sentry-meminfo')\n"
+      "            and root_mount()[0] == '9p'\n"
+      "            and os.listdir('/sys/kernel') == [])\n"
+      "def kernel_is_host():\n"
+      "    return (open('/proc/version').read() != GVISOR_VERSION\n"
+      "            and not os.path.exists('/proc/sentry-meminfo'))\n"
+      "# gVisor shows no NoNewPrivs line, and the profile refuses prctl, so it\n"
+      "# cannot be read there; the bundle sets it, and the verified rootfs holds\n"
+      "# no setuid or setgid file it would guard against (docs/runtimes.md).\n"
+      "def no_new_privs(st):\n"
+      "    if EXPECT_GVISOR and 'NoNewPrivs' not in st:\n"
+      "        return True\n"
+      "    return st.get('NoNewPrivs') == '1'\n"
       "def confined():\n"
       "    st = status()\n"
       "    if os.getuid() != 65534 or os.getgid() != 65534 or os.geteuid() != 65534:\n"
       "        return False\n"
-      "    for cap in ('CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb'):\n"
+      "    for cap in ('CapInh', 'CapPrm', 'CapEff', 'CapBnd'):\n"
       "        if int(st.get(cap, 'f'), 16) != 0:\n"
       "            return False\n"
-      "    if st.get('NoNewPrivs') != '1' or st.get('Seccomp') != '2':\n"
+      "    # gVisor shows no CapAmb line: ambient is a subset of permitted and\n"
+      "    # inheritable, both empty above.\n"
+      "    if int(st.get('CapAmb', '0' if EXPECT_GVISOR else 'f'), 16) != 0:\n"
+      "        return False\n"
+      "    if not no_new_privs(st) or st.get('Seccomp') != '2':\n"
       "        return False\n"
       "    if os.getpid() != 1:\n"
       "        return False\n"
@@ -559,7 +591,11 @@ static const char canary_script[]
       "        return False\n"
       "    if len(open('/proc/net/route').read().splitlines()) > 1:\n"
       "        return False\n"
-      "    if not os.statvfs('/').f_flag & os.ST_RDONLY:\n"
+      "    # gVisor's statvfs does not report ST_RDONLY; its mount table does.\n"
+      "    if EXPECT_GVISOR:\n"
+      "        if 'ro' not in root_mount()[1]:\n"
+      "            return False\n"
+      "    elif not os.statvfs('/').f_flag & os.ST_RDONLY:\n"
       "        return False\n"
       "    if os.access('/probe/probe.py', os.W_OK):\n"
       "        return False\n"
@@ -568,7 +604,11 @@ static const char canary_script[]
       "        f.write('x')\n"
       "    os.unlink(probe)\n"
       "    return True\n"
-      "open('/probe/out', 'w').write('{\"result\":\"%s\"}' % ('CONFINED' if confined() else 'UNCONFINED'))\n";
+      "if not (kernel_is_gvisor() if EXPECT_GVISOR else kernel_is_host()):\n"
+      "    answer = 'KERNEL-MISMATCH'\n"
+      "else:\n"
+      "    answer = 'CONFINED' if confined() else 'UNCONFINED'\n"
+      "open('/probe/out', 'w').write('{\"result\":\"%s\"}' % answer)\n";
 
 int
 sp_serve_canary (struct sp_serve *s, sp_error_t *err)
@@ -576,20 +616,38 @@ sp_serve_canary (struct sp_serve *s, sp_error_t *err)
   static const struct sp_bytes outcomes[SP_OUTCOME_COUNT] = {
     { (const uint8_t *)"CONFINED", 8 },
     { (const uint8_t *)"UNCONFINED", 10 },
-    { (const uint8_t *)"UNKNOWN", 7 },
+    { (const uint8_t *)"KERNEL-MISMATCH", 15 },
   };
+  bool gvisor = s->runtime->ops->kernel == SP_SANDBOX_KERNEL_GVISOR;
+  cleanup_free char *script = NULL;
   struct invocation inv;
   uint8_t index;
+  int len;
 
   if (s->config->n_private_repos == 0)
     return sp_make_error (err, 0, "canary: no repository to snapshot");
+  len = asprintf (&script, "EXPECT_GVISOR = %s\n%s", gvisor ? "True" : "False", canary_body);
+  if (len < 0)
+    {
+      script = NULL;
+      return sp_make_error (err, ENOMEM, "canary: allocate");
+    }
   invocation_init (&inv, s);
   inv.seed = &s->seeds[0];
   inv.outcomes = outcomes;
-  inv.script = canary_script;
-  inv.script_len = sizeof (canary_script) - 1;
+  inv.script = script;
+  inv.script_len = (size_t)len;
   if (run_probe (&inv, &index, err) < 0)
     return sp_error_wrap (err, "canary");
+  /* Answers are numbered from 1 (protocol.h); 0 is ERROR.  */
+  if (index == 3)
+    return sp_make_error (err, 0,
+                          gvisor
+                              ? "canary: runtime `%s` ran the sandbox, but not on gVisor: its kernel showed "
+                                "none of gVisor's evidence (docs/runtimes.md)"
+                              : "canary: runtime `%s` ran the sandbox, but not on the host's kernel "
+                                "(docs/runtimes.md)",
+                          s->runtime->ops->name);
   if (index != 1)
     return sp_make_error (err, 0, "canary: the sandbox is not confined as required (it answered %s)",
                           index == 2 ? "UNCONFINED" : "something else");

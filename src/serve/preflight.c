@@ -174,10 +174,42 @@ make_identities (struct sp_serve *s, sp_error_t *err)
   return 0;
 }
 
+/* The runtime's own options: its binary option must be the one for the
+   config's runtime, never another's (a --runc with runtime gvisor would
+   otherwise be silently unused).  */
+static int
+runtime_options (enum sp_runtime kind, const struct sp_serve_options *opt,
+                 struct sp_runtime_settings *settings, const char **binary_option, sp_error_t *err)
+{
+  *settings = (struct sp_runtime_settings){ 0 };
+  *binary_option = NULL;
+  if (opt->runc != NULL && kind != SP_RUNTIME_RUNC)
+    return sp_make_error (err, 0, "--runc: sealedProbes.runtime is `%s`, not `runc`", sp_runtime_name (kind));
+  if (opt->runsc != NULL && kind != SP_RUNTIME_GVISOR)
+    return sp_make_error (err, 0, "--runsc: sealedProbes.runtime is `%s`, not `gvisor`",
+                          sp_runtime_name (kind));
+  if (opt->gvisor_platform != NULL && kind != SP_RUNTIME_GVISOR)
+    return sp_make_error (err, 0, "--gvisor-platform: sealedProbes.runtime is `%s`, not `gvisor`",
+                          sp_runtime_name (kind));
+  if (kind == SP_RUNTIME_RUNC)
+    {
+      settings->binary = opt->runc;
+      *binary_option = "--runc";
+    }
+  else if (kind == SP_RUNTIME_GVISOR)
+    {
+      settings->binary = opt->runsc;
+      settings->gvisor_platform = opt->gvisor_platform;
+      *binary_option = "--runsc";
+    }
+  return 0;
+}
+
 int
 sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_error_t *err)
 {
   struct sp_runtime_settings settings;
+  const char *binary_option;
 
   s->opt = opt;
   s->state_fd = s->work_fd = s->work_run_fd = -1;
@@ -207,12 +239,18 @@ sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_e
   if (sp_bundle_id_make (NULL, s->run_id, err) < 0)
     return -1;
 
-  settings
-      = (struct sp_runtime_settings){ .binary = opt->runc, .state_dir = s->state_path, .run_id = s->run_id };
+  if (runtime_options (s->config->runtime, opt, &settings, &binary_option, err) < 0)
+    return -1;
+  settings.state_dir = s->state_path;
+  settings.run_id = s->run_id;
   if (sp_runtime_open (s->config->runtime, &settings, &s->runtime, err) < 0)
     return sp_error_wrap (err, "sealedProbes.runtime");
   if (s->runtime->ops->verify (s->runtime, err) < 0)
-    return sp_error_wrap (err, "%s", opt->runc ? "--runc" : "runtime `runc`");
+    {
+      if (settings.binary != NULL)
+        return sp_error_wrap (err, "%s", binary_option);
+      return sp_error_wrap (err, "runtime `%s`", sp_runtime_name (s->config->runtime));
+    }
   if (s->runtime->ops->cleanup_orphans (s->runtime, false, err) < 0)
     return sp_error_wrap (err, "remove the containers of earlier runs");
   /* After the orphans: a sandbox of an earlier run no longer holds an id.  */

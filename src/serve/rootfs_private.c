@@ -41,8 +41,12 @@ sp_serve_rootfs_private (struct sp_serve *s, sp_error_t *err)
   snprintf (options, sizeof (options), "mode=0711,size=%lld,nr_inodes=%lld",
             (long long)SP_ROOTFS_COPY_TMPFS_BYTES, (long long)SP_ROOTFS_COPY_TMPFS_INODES);
   /* Mounted in serve's private mount namespace (sp_serve_detach): the host
-     never sees it.  */
-  if (mount ("sealed-probe-rootfs", s->rootfs_mount, "tmpfs", MS_NOSUID | MS_NODEV, options) < 0)
+     never sees it.  nosuid and nodev where the backend allows them
+     (sp_runtime_mounts: runsc's gofer cannot remount a root that has them).  */
+  unsigned long flags
+      = sp_runtime_mounts_for (s->config->runtime).rootfs_nosuid_nodev ? MS_NOSUID | MS_NODEV : 0;
+
+  if (mount ("sealed-probe-rootfs", s->rootfs_mount, "tmpfs", flags, options) < 0)
     {
       free (s->rootfs_mount);
       s->rootfs_mount = NULL;
@@ -53,7 +57,7 @@ sp_serve_rootfs_private (struct sp_serve *s, sp_error_t *err)
     return sp_make_error (err, errno, "open the private rootfs");
   if (sp_rootfs_copy (&s->rootfs, private_fd, err) < 0)
     return -1;
-  if (mount (NULL, s->rootfs_mount, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+  if (mount (NULL, s->rootfs_mount, NULL, MS_REMOUNT | MS_RDONLY | flags, NULL) < 0)
     return sp_make_error (err, errno, "make the private rootfs read-only");
   /* The whole verify again, on the copy, through the read-only mount: what
      every probe will see is exactly what was verified.  */

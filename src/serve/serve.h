@@ -33,7 +33,9 @@ struct sp_serve_options
   const char *socket;
   const char *socket_group;
   const char *ready_file;
-  const char *runc;
+  const char *runc;            /* --runc: runtime runc's binary */
+  const char *runsc;           /* --runsc: runtime gvisor's binary */
+  const char *gvisor_platform; /* --gvisor-platform; NULL: SP_GVISOR_PLATFORM_DEFAULT */
   unsigned concurrency;
   unsigned queue;
   unsigned queue_wait_seconds;
@@ -65,7 +67,6 @@ struct sp_serve
   struct sp_ledger *ledger;
   struct sp_audit *audit;
   struct sp_runtime_backend *runtime;
-  char runc_version[64];
   int work_fd;     /* SP_SERVE_WORK_ROOT/KEY: this state directory's workspaces */
   int work_run_fd; /* SP_SERVE_WORK_ROOT/KEY/RUN */
   char *work_path;
