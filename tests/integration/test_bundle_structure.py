@@ -167,8 +167,18 @@ tap.ok(all(m["source"].startswith(bundle + "/") for m in binds),
        "every bind source is inside this bundle (no host path, socket or other seed)", binds)
 
 names = sorted(os.listdir(base_dir))
-tap.ok(names == ["config.json", "out", "probe.py", "repo", "rootfs"],
-       "the bundle holds config.json out probe.py repo rootfs", names)
+tap.ok(names == ["config.json", "out", "probe.py", "repo", "rootfs", "runtime-commands.json"],
+       "the bundle holds config.json out probe.py repo rootfs runtime-commands.json", names)
+with open(os.path.join(base_dir, "runtime-commands.json")) as f:
+    commands = json.load(f)
+steps = [c["step"] for c in commands["commands"]]
+tap.ok(commands["runtime"] == "runc" and steps == ["create", "start", "kill (on timeout or stop)", "delete"]
+       and all(c["argv"][1] == "--root" and os.path.basename(c["argv"][0]) == "runc" for c in commands["commands"]),
+       "runtime-commands.json names runc's create, start, kill and delete, each with its --root", commands)
+tap.ok(commands["commands"][0]["argv"][-5:-1] == ["--bundle", base_dir, "--pid-file",
+                                                  commands["commands"][0]["argv"][-2]]
+       and commands["commands"][0]["argv"][-1].startswith("sp-dry-"),
+       "the create line names this bundle and a dry-run container id", commands["commands"][0]["argv"])
 
 
 def owner_mode(path):
