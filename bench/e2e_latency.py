@@ -326,21 +326,14 @@ def main():
             f.write(PROBE)
 
         # One state directory per serve (one proxy per state); each
-        # runtime's baseline bundles read the seeds of its first.  Staged
-        # with the runc config: `stage` refuses any other runtime ("not
-        # supported by this build yet"), and seeds do not depend on it.
+        # runtime's baseline bundles read the seeds of its first.
         state_of = {}
-        stage_config = configs.get("runc") or os.path.join(work, "config-runc.json")
-        if not os.path.exists(stage_config):
-            with open(stage_config, "w") as f:
-                json.dump({"sealedProbes": {"enabled": True, "privateRepos": [repos[n] for n in sizes],
-                                            "runtime": "runc", "maxInvocations": 100000}}, f)
         for rt in runtimes:
             for mode in modes or ["baseline"]:
                 st = os.path.join(work, f"state-{rt}-{mode}")
                 states.append(st)
                 log(f"stage ({rt}, {mode})")
-                result["stage_s"][f"{rt}/{mode}"] = stage(proxy, stage_config, st, clones)
+                result["stage_s"][f"{rt}/{mode}"] = stage(proxy, configs[rt], st, clones)
                 state_of[(rt, mode)] = st
 
         for rt in runtimes:
