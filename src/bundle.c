@@ -267,9 +267,13 @@ gen_process (yajl_gen g, const struct sp_bundle_spec *spec)
   for (size_t i = 0; i < sizeof (rlimits) / sizeof (rlimits[0]); i++)
     {
       st |= yajl_gen_map_open (g);
+      unsigned long long value = rlimits[i].value;
+
+      if (spec->tasks_counted_by_kernel && strcmp (rlimits[i].type, "RLIMIT_NPROC") == 0)
+        value = SP_SANDBOX_PIDS_MAX;
       st |= gen_str_member (g, "type", rlimits[i].type);
-      st |= gen_int_member (g, "hard", (long long)rlimits[i].value);
-      st |= gen_int_member (g, "soft", (long long)rlimits[i].value);
+      st |= gen_int_member (g, "hard", (long long)value);
+      st |= gen_int_member (g, "soft", (long long)value);
       st |= yajl_gen_map_close (g);
     }
   st |= yajl_gen_array_close (g);
@@ -333,7 +337,8 @@ gen_resources (yajl_gen g, const struct sp_bundle_spec *spec)
   st |= yajl_gen_map_close (g);
   st |= gen_str (g, "pids");
   st |= yajl_gen_map_open (g);
-  st |= gen_int_member (g, "limit", SP_SANDBOX_PIDS_MAX);
+  st |= gen_int_member (g, "limit",
+                        spec->tasks_counted_by_kernel ? SP_GVISOR_HOST_TASKS_MAX : SP_SANDBOX_PIDS_MAX);
   st |= yajl_gen_map_close (g);
   return st | yajl_gen_map_close (g);
 }

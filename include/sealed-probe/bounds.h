@@ -50,6 +50,14 @@
 #define SP_SANDBOX_FSIZE_BYTES   (64ULL << 20)
 #define SP_SANDBOX_NOFILE        256
 #define SP_SANDBOX_NPROC         1024
+/* Under gVisor the probe's tasks live in the sentry, which enforces
+   RLIMIT_NPROC itself over the sandbox's own tasks: it carries the bundle's
+   SP_SANDBOX_PIDS_MAX there, with EAGAIN as runc's pids cgroup gives.  The
+   host pids cgroup then holds the whole sandbox, the sentry's own threads
+   (about 43) and about 8 host tasks per probe process on the ptrace
+   platform (64 processes: about 555), as an outer bound
+   (docs/runtimes.md).  */
+#define SP_GVISOR_HOST_TASKS_MAX 1024
 #define SP_SANDBOX_TMP_SIZE      "16m"
 #define SP_SANDBOX_TMP_INODES    "4096"
 #define SP_SANDBOX_DEV_SIZE      "64k"

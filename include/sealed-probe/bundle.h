@@ -62,6 +62,11 @@ struct sp_bundle_spec
   /* linux.seccomp is written by sp_seccomp_profile_gen_enosys_by_kernel:
      for a runtime that ignores errnoRet (runtime.h).  */
   bool seccomp_enosys_by_kernel;
+  /* RLIMIT_NPROC is SP_SANDBOX_PIDS_MAX and the pids cgroup
+     SP_GVISOR_HOST_TASKS_MAX, for a kernel that counts the probe's tasks
+     itself (runtime.h); otherwise the pids cgroup is SP_SANDBOX_PIDS_MAX and
+     RLIMIT_NPROC the coarse SP_SANDBOX_NPROC.  */
+  bool tasks_counted_by_kernel;
 };
 
 /* The two host ids of slot K of the range that starts at base.  */

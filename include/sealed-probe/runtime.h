@@ -88,6 +88,11 @@ struct sp_runtime_bundle_rules
      which then falls back to clone (sp_seccomp_profile_gen_enosys_by_kernel;
      the canary checks the ENOSYS).  */
   bool seccomp_enosys_by_kernel;
+  /* The sentry counts the probe's tasks itself: the bundle's task limit
+     goes into RLIMIT_NPROC, and the host pids cgroup, which also counts
+     the sentry's own threads and ptrace stubs, gets the outer bound
+     SP_GVISOR_HOST_TASKS_MAX (bounds.h).  */
+  bool tasks_counted_by_kernel;
 };
 
 static inline struct sp_runtime_bundle_rules
@@ -96,10 +101,12 @@ sp_runtime_bundle_rules_for (enum sp_runtime kind)
   if (kind == SP_RUNTIME_GVISOR)
     return (struct sp_runtime_bundle_rules){ .rootfs_nosuid_nodev = false,
                                              .tmp_on_host = true,
-                                             .seccomp_enosys_by_kernel = true };
+                                             .seccomp_enosys_by_kernel = true,
+                                             .tasks_counted_by_kernel = true };
   return (struct sp_runtime_bundle_rules){ .rootfs_nosuid_nodev = true,
                                            .tmp_on_host = false,
-                                           .seccomp_enosys_by_kernel = false };
+                                           .seccomp_enosys_by_kernel = false,
+                                           .tasks_counted_by_kernel = false };
 }
 
 /* The fixed PATH a backend's binary is looked up in, and that a runtime is

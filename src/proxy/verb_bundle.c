@@ -353,6 +353,7 @@ sp_verb_bundle (int argc, char **argv)
     .host_probe_id = host_probe_id,
     .tmp_on_host = rules.tmp_on_host,
     .seccomp_enosys_by_kernel = rules.seccomp_enosys_by_kernel,
+    .tasks_counted_by_kernel = rules.tasks_counted_by_kernel,
   };
   ret = sp_bundle_write (dirfd, &spec, script, script_len, &err);
   if (ret == 0 && spec.tmp_on_host)

@@ -211,6 +211,7 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
     .seccomp = s->seccomp,
     .tmp_on_host = sp_runtime_bundle_rules_for (s->config->runtime).tmp_on_host,
     .seccomp_enosys_by_kernel = sp_runtime_bundle_rules_for (s->config->runtime).seccomp_enosys_by_kernel,
+    .tasks_counted_by_kernel = sp_runtime_bundle_rules_for (s->config->runtime).tasks_counted_by_kernel,
   };
   container_id = sp_bundle_container_id (&spec);
   if (container_id == NULL)
