@@ -11,9 +11,10 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, cached_rootfs, env_path, require_root_and, unmount_under  # noqa: E402
+from sp_harness import Tap, backend, cached_rootfs, env_path, require_root_and, unmount_under  # noqa: E402
 
 PROXY = env_path("SP_PROXY")
+B = backend()
 require_root_and("unshare")
 ROOTFS = cached_rootfs()
 with open(os.path.join(ROOTFS, "digest")) as f:
