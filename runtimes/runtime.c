@@ -4,6 +4,22 @@
 
 #include "backends.h"
 
+const char *
+sp_runtime_binary_name (enum sp_runtime kind)
+{
+  switch (kind)
+    {
+    case SP_RUNTIME_RUNC:
+      return "runc";
+    case SP_RUNTIME_GVISOR:
+      return "runsc";
+    case SP_RUNTIME_DOCKER:
+    case SP_RUNTIME_SBX:
+    default:
+      return NULL;
+    }
+}
+
 int
 sp_runtime_open (enum sp_runtime kind, const struct sp_runtime_settings *settings,
                  struct sp_runtime_backend **out, sp_error_t *err)

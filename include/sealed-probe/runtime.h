@@ -138,6 +138,10 @@ struct sp_runtime_backend
   const struct sp_runtime_ops *ops;
 };
 
+/* The executable a backend of this build drives ("runc", "runsc"), or NULL
+   for a runtime this build does not have.  */
+const char *sp_runtime_binary_name (enum sp_runtime kind);
+
 /* Opens the backend the config names.  A backend this build does not have is
    an error naming it; nothing falls back.  */
 int sp_runtime_open (enum sp_runtime kind, const struct sp_runtime_settings *settings,

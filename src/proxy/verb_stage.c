@@ -19,6 +19,7 @@
 #include <sealed-probe/bundle.h>
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/config.h>
+#include <sealed-probe/runtime.h>
 #include <sealed-probe/git_seed.h>
 #include <sealed-probe/git_stage.h>
 #include <sealed-probe/github_fetch.h>
@@ -112,13 +113,16 @@ static int
 preflight (const struct sp_config *config, const struct sp_catalog *catalog, const char *token,
            sp_error_t *err)
 {
-  if (config->runtime != SP_RUNTIME_RUNC)
+  const char *binary = sp_runtime_binary_name (config->runtime);
+
+  if (binary == NULL)
     return sp_make_error (err, 0,
-                          "sealedProbes.runtime: `%s` is not supported by this build yet (supported: runc); "
-                          "the proxy never falls back to another runtime",
+                          "sealedProbes.runtime: `%s` is not supported by this build yet (supported: runc, "
+                          "gvisor); the proxy never falls back to another runtime",
                           sp_runtime_name (config->runtime));
-  if (!on_path ("runc"))
-    return sp_make_error (err, 0, "sealedProbes.runtime: `runc` is not installed (no runc on PATH)");
+  if (!on_path (binary))
+    return sp_make_error (err, 0, "sealedProbes.runtime: `%s` is not installed (no %s on PATH)",
+                          sp_runtime_name (config->runtime), binary);
   for (size_t i = 0; i < config->n_private_repos; i++)
     if (sp_catalog_lookup (catalog, config->private_repos[i]) == NULL && token == NULL)
       return sp_make_error (

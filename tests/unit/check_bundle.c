@@ -109,6 +109,33 @@ START_TEST (test_render_is_deterministic)
 }
 END_TEST
 
+/* tmp_on_host (gvisor): /tmp becomes a noexec rw bind of the bundle's tmp/,
+   and nothing else changes; without it, /tmp is runc's capped tmpfs.  */
+START_TEST (test_render_tmp_on_host_binds_the_bundles_tmp)
+{
+  cleanup_error sp_error_t err = NULL;
+  struct sp_bundle_spec spec = good_spec ();
+  cleanup_free char *plain = NULL;
+  cleanup_free char *bound = NULL;
+  size_t plain_len, bound_len;
+  static const char tmpfs_entry[]
+      = "\"destination\": \"/tmp\",\n      \"type\": \"tmpfs\",\n      \"source\": \"tmpfs\"";
+  static const char bind_entry[]
+      = "\"destination\": \"/tmp\",\n      \"type\": \"bind\",\n      \"source\": "
+        "\"/run/sealed-probe/inv/abc/tmp\",\n      \"options\": [\n        \"bind\",\n        \"rw\",\n"
+        "        \"nosuid\",\n        \"nodev\",\n        \"noexec\"\n      ]";
+
+  ck_assert_int_eq (sp_bundle_render_config (&spec, &plain, &plain_len, &err), 0);
+  ck_assert_msg (strstr (plain, tmpfs_entry) != NULL, "%s", plain);
+  ck_assert_ptr_null (strstr (plain, "inv/abc/tmp"));
+  spec.tmp_on_host = true;
+  ck_assert_int_eq (sp_bundle_render_config (&spec, &bound, &bound_len, &err), 0);
+  ck_assert_msg (strstr (bound, bind_entry) != NULL, "%s", bound);
+  ck_assert_ptr_null (strstr (bound, tmpfs_entry));
+  ck_assert_ptr_null (strstr (bound, "nr_inodes"));
+}
+END_TEST
+
 /* The sandbox's user namespace maps exactly its root and the probe, each
    onto the host id the spec names, uid and gid alike.  */
 START_TEST (test_render_maps_root_and_probe_onto_their_host_ids)
@@ -264,6 +291,7 @@ make_suite (void)
   tcase_add_test (tc, test_slot_ids_are_pairs_of_the_range);
   tcase_add_test (tc, test_id_range_check);
   tcase_add_test (tc, test_render_is_deterministic);
+  tcase_add_test (tc, test_render_tmp_on_host_binds_the_bundles_tmp);
   tcase_add_test (tc, test_render_refuses_bad_specs);
   tcase_add_test (tc, test_write_creates_the_four_entries);
   suite_add_tcase (s, tc);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <sealed-probe/bounds.h>
+#include <sealed-probe/bundle.h>
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/probe_identity.h>
 #include <sealed-probe/tree_digest.h>
@@ -604,6 +605,25 @@ START_TEST (destroy_leaves_no_mount_and_no_directory_and_may_repeat)
 }
 END_TEST
 
+/* Under gvisor the sandbox's /tmp is a tmpfs the proxy mounts on bundle/tmp
+   (sp_bundle_mount_tmp): destroy unmounts it before the workspace.  */
+START_TEST (destroy_unmounts_the_sandboxs_tmp_too)
+{
+  struct sp_workspace ws;
+  char tmp[PATH_MAX];
+  struct stat st;
+
+  ready_ws (&ws, "inv-1", _i);
+  ck_assert_int_eq (mkdirat (ws.bundle_dirfd, SP_BUNDLE_TMP, 0755), 0);
+  snprintf (tmp, sizeof (tmp), "%s/%s", ws.bundle_path, SP_BUNDLE_TMP);
+  ck_assert_int_eq (mount ("sealed-probe-tmp", tmp, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1m"), 0);
+  ck_assert_uint_ge (mounts_under (run_path, NULL, 0), 2);
+  destroy_ws (&ws);
+  ck_assert_uint_eq (mounts_under (run_path, NULL, 0), 0);
+  ck_assert_int_eq (fstatat (run_fd, "inv-1", &st, AT_SYMLINK_NOFOLLOW), -1);
+}
+END_TEST
+
 START_TEST (destroy_reports_a_busy_mount_and_can_finish_later)
 {
   cleanup_error sp_error_t err = NULL;
@@ -883,6 +903,7 @@ make_suite (void)
   tcase_add_loop_test (tc, creating_beyond_the_inode_limit_gives_enospc, 0, 2);
   tcase_add_test (tc, overlay_mount_options_name_no_host_path);
   tcase_add_loop_test (tc, destroy_leaves_no_mount_and_no_directory_and_may_repeat, 0, 2);
+  tcase_add_loop_test (tc, destroy_unmounts_the_sandboxs_tmp_too, 0, 2);
   tcase_add_loop_test (tc, destroy_reports_a_busy_mount_and_can_finish_later, 0, 2);
   tcase_add_test (tc, failed_create_leaves_nothing_and_destroys_cleanly);
   tcase_add_loop_test (tc, copy_mode_refuses_special_entries_and_stays_destroyable, 0, BAD_KINDS);
