@@ -1,30 +1,48 @@
 #!/usr/bin/python3
 """End-to-end probe latency through `sealed-probe-proxy serve`, against the
-plain `runc run` floor.  A benchmark, never a test: it prints numbers and
-judges nothing by exit status.  docs/performance.md records what it measured.
+plain run of the same bundle by the runtime itself.  A benchmark, never a
+test: it prints numbers and judges nothing by exit status.
+docs/performance.md records what it measured.
 
-For each fixture repository size (small files in a git repository, generated
-deterministically), it stages the repository, then times a trivial probe
-(writes {"result":"YES"}, never reads the repository):
+For each runtime (--runtimes: runc, gvisor) and each fixture repository size
+(small files in a git repository, generated deterministically), it stages the
+repository, then times a trivial probe (writes {"result":"YES"}, never reads
+the repository):
 
-  baseline  `runc run` of a `bundle --dry-run --state` bundle: the seed is
-            copied into repo/ once, beforehand, so each run pays only the
-            sandbox (namespaces, cgroup, mounts, seccomp, CPython).
-  overlay   the client `sealed-probe` against `serve --snapshot overlay`.
+  baseline  `RUNTIME GLOBAL-FLAGS run --bundle B ID` of a `bundle --dry-run
+            --state` bundle made with the same config: the seed is copied into
+            repo/ once, beforehand, so each run pays only the sandbox.  The
+            binary and its global flags are the dry run's
+            runtime-commands.json (the argv before the `create` verb), with
+            a --root of the baseline's own: the baseline runs what serve runs
+            (runc: namespaces, cgroup, mounts, seccomp, CPython; gvisor: the
+            same under runsc --network=none --oci-seccomp --platform=P, with
+            its sentry and gofer).
+  overlay   the client `sealed-probe` against `serve --snapshot overlay`,
+            its config's "runtime" the runtime's.
   copy      the client against `serve --snapshot copy`.
 
-Rounds are interleaved (one run of each variant and size per round, in a
-shuffled order, seeded), so slow drift of a shared machine hits every pair
-alike and no pair always runs right after the same other.  Each serve
-gets its own state directory (one proxy per state directory).  From each
-serve's audit log it also reads the proxy-side time (finished - received) and
-the runtime's own `wall_ms` (launch of `runc run` to its exit), to split the
-client-observed latency into: sandbox, the proxy's own work around it
-(workspace, bundle, snapshot, `runc delete`, cleanup), and client + socket.
+Rounds are interleaved (one run of each runtime, variant and size per round,
+in a shuffled order, seeded), so slow drift of a shared machine hits every
+pair alike and no pair always runs right after the same other.  Each serve
+gets its own state directory (one proxy per state directory) and its own
+probe id range (--probe-ids BASE, then BASE + 1000, ...; each dry-run bundle
+too), so that it runs beside other proxies and tests.  From each serve's
+audit log it also reads the proxy-side time (finished - received) and the
+runtime's own `wall_ms` (from `start` to the sandbox's exit), to split the
+client-observed latency into: the sandbox after `start`, the proxy's work
+around it (workspace, bundle, snapshot, `create`, `delete`, cleanup), and
+client + socket.
+
+--runtimes defaults to runc alone: gvisor needs runsc installed and takes
+several times longer per run.  The target printed is the serve issue's:
+overlay at most 1.3x its own runtime's baseline (medians).
 
 usage (as root, after scripts/quickstart or with --rootfs):
   bench/e2e_latency.py [--runs 30] [--warmup 3] [--sizes 100,10000]
-                       [--modes overlay,copy] [--build build] [--seed 1]
+                       [--modes overlay,copy] [--runtimes runc[,gvisor]]
+                       [--runsc PATH] [--gvisor-platform ptrace]
+                       [--probe-ids 2102000000] [--build build] [--seed 1]
                        [--rootfs /var/lib/sealed-probe/rootfs] [--json FILE]
 """
 
@@ -50,6 +68,7 @@ FILES_PER_DIR = 100
 GIT_ENV_EXTRA = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
                  "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
                  "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
+TARGET_RATIO = 1.3  # the serve issue: overlay at most 1.3x its runtime's baseline
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -114,20 +133,17 @@ def stage(proxy, config, state, clones):
 # ---- serve -------------------------------------------------------------------
 
 class Serve:
-    started = []
-
-    def __init__(self, proxy, config, state, rootfs, mode, work):
+    def __init__(self, proxy, config, state, rootfs, runtime, mode, probe_ids, runtime_args, work):
         self.dir = tempfile.mkdtemp(prefix="sp-e2e-", dir="/tmp")  # short: sun_path
         os.chmod(self.dir, 0o755)
         self.socket = os.path.join(self.dir, "probe.sock")
         self.ready = os.path.join(self.dir, "ready")
-        self.stderr_path = os.path.join(work, f"serve-{mode}.stderr")
-        # Each proxy its own probe id range (docs/runtimes.md): they run side by side.
-        probe_ids = str(2_050_000_000 + 64 * len(Serve.started))
-        Serve.started.append(mode)
+        self.stderr_path = os.path.join(work, f"serve-{runtime}-{mode}.stderr")
+        # Each proxy its own probe id range (docs/runtimes.md): they run side
+        # by side, and beside other engineers' proxies and tests.
         self.argv = [proxy, "serve", "--config", config, "--state", state, "--rootfs", rootfs,
                      "--socket", self.socket, "--ready-file", self.ready, "--snapshot", mode,
-                     "--probe-ids", probe_ids]
+                     "--probe-ids", str(probe_ids)] + runtime_args
         self.proc = None
         self.ready_s = None
 
@@ -173,15 +189,39 @@ def ask(client, socket_path, repo):
     return dt, r.stdout.decode(errors="replace").strip()
 
 
-def run_baseline(runc_root, bundle, cid):
+def runtime_prefix(bundle, root):
+    """The binary and global flags serve would exec for this dry-run bundle
+    (runtime-commands.json: the argv of `create` before its verb), with
+    --root replaced by the baseline's own."""
+    with open(os.path.join(bundle, "runtime-commands.json")) as f:
+        desc = json.load(f)
+    create = next(c["argv"] for c in desc["commands"] if c["step"] == "create")
+    prefix, i = [create[0]], 1
+    while i < len(create) and create[i].startswith("-"):
+        if create[i] == "--root":
+            prefix += ["--root", root]
+            i += 2
+            continue
+        prefix.append(create[i])
+        i += 1
+    if i >= len(create) or create[i] != "create" or "--root" not in prefix:
+        raise RuntimeError(f"{bundle}/runtime-commands.json: no `BINARY --root R FLAGS... create` in {create}")
+    return desc["runtime"], prefix
+
+
+def run_baseline(prefix, bundle, cid):
+    out = os.path.join(bundle, "out")
+    with open(out, "r+") as f:  # emptied, its owner kept: only this run's answer counts
+        f.truncate()
     t0 = time.perf_counter()
-    r = subprocess.run(["runc", "--root", runc_root, "run", "--bundle", bundle, cid],
-                       stdin=subprocess.DEVNULL, capture_output=True)
+    r = subprocess.run(prefix + ["run", "--bundle", bundle, cid], stdin=subprocess.DEVNULL, capture_output=True,
+                       env={"PATH": PATH})
     dt = time.perf_counter() - t0
     if r.returncode != 0:
-        subprocess.run(["runc", "--root", runc_root, "delete", "--force", cid], capture_output=True)
-        raise RuntimeError(f"runc run failed ({r.returncode}): {r.stderr.decode(errors='replace').strip()}")
-    with open(os.path.join(bundle, "out")) as f:
+        subprocess.run(prefix + ["delete", "--force", cid], capture_output=True, env={"PATH": PATH})
+        raise RuntimeError(f"{' '.join(prefix)} run failed ({r.returncode}): "
+                           f"{r.stderr.decode(errors='replace').strip()[-2000:]}")
+    with open(out) as f:
         if json.load(f) != {"result": "YES"}:
             raise RuntimeError("the baseline probe did not answer YES")
     return dt
@@ -201,12 +241,31 @@ def audit_records(state):
 
 # ---- main --------------------------------------------------------------------
 
+RUNTIMES = ("runc", "gvisor")
+PROBE_ID_STRIDE = 1000  # between the ranges of two serves (or dry-run bundles); a range is 34 ids
+
+
+def version_line(argv):
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, env={"PATH": PATH})
+        return r.stdout.splitlines()[0] if r.stdout else None
+    except OSError:
+        return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=30, help="timed runs per variant and size (default 30)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed runs per variant and size first (default 3)")
     ap.add_argument("--sizes", default="100,10000", help="fixture sizes in files, comma-separated")
     ap.add_argument("--modes", default="overlay,copy", help="serve snapshot modes to time, comma-separated")
+    ap.add_argument("--runtimes", default="runc",
+                    help="runtimes to time, comma-separated: runc, gvisor (default runc alone)")
+    ap.add_argument("--runsc", metavar="PATH", help="runsc binary for gvisor (default: serve's own search)")
+    ap.add_argument("--gvisor-platform", default="ptrace", help="gVisor platform (default ptrace)")
+    ap.add_argument("--probe-ids", type=int, default=2_102_000_000,
+                    help=f"first probe id range; each serve and dry-run bundle gets the next, "
+                         f"{PROBE_ID_STRIDE} apart (default 2102000000)")
     ap.add_argument("--build", default="build", help="the meson build directory")
     ap.add_argument("--rootfs", default="/var/lib/sealed-probe/rootfs")
     ap.add_argument("--seed", type=int, default=1, help="seed of the per-round shuffle (default 1)")
@@ -215,163 +274,210 @@ def main():
     args = ap.parse_args()
 
     if os.geteuid() != 0:
-        sys.exit("e2e_latency: needs root (runc, mounts, staging)")
+        sys.exit("e2e_latency: needs root (runtimes, mounts, staging)")
     sizes = [int(x) for x in args.sizes.split(",") if x]
     modes = [m for m in args.modes.split(",") if m]
+    runtimes = [r for r in args.runtimes.split(",") if r]
+    for rt in runtimes:
+        if rt not in RUNTIMES:
+            sys.exit(f"e2e_latency: --runtimes: `{rt}` is not one of {', '.join(RUNTIMES)}")
     proxy = os.path.abspath(os.path.join(args.build, "src", "sealed-probe-proxy"))
     client = os.path.abspath(os.path.join(args.build, "src", "sealed-probe"))
     rootfs = os.path.abspath(args.rootfs)
     for p in (proxy, client):
         if not os.access(p, os.X_OK):
             sys.exit(f"e2e_latency: {p} is missing: build first")
+    # The options serve and bundle --dry-run take for each runtime.
+    runtime_args = {"runc": [], "gvisor": ["--gvisor-platform", args.gvisor_platform]}
+    if args.runsc:
+        runtime_args["gvisor"] += ["--runsc", os.path.abspath(args.runsc)]
+    next_ids = [args.probe_ids]
+
+    def probe_ids():
+        base = next_ids[0]
+        next_ids[0] += PROBE_ID_STRIDE
+        return base
 
     work = tempfile.mkdtemp(prefix="sp-e2e-work-")
     os.chmod(work, 0o711)
     git_env = {"PATH": PATH, "HOME": work, **GIT_ENV_EXTRA}
-    states, serves = [], {}
-    runc_root = os.path.join(work, "runc")
-    result = {"machine": {"kernel": platform.release(), "cpus": os.cpu_count(),
-                          "runc": subprocess.run(["runc", "--version"], capture_output=True,
-                                                 text=True).stdout.splitlines()[0]},
-              "runs": args.runs, "warmup": args.warmup, "sizes": sizes, "modes": modes,
-              "samples_ms": {}, "summary": {}, "audit": {}, "unavailable": {}, "stage_s": {}}
+    states, serves, bundles, prefixes = [], {}, {}, {}
+    machine = {"kernel": platform.release(), "cpus": os.cpu_count(), "runc": version_line(["runc", "--version"])}
+    if "gvisor" in runtimes:
+        machine["runsc"] = version_line([args.runsc or "runsc", "--version"])
+        machine["gvisor_platform"] = args.gvisor_platform
+    result = {"machine": machine, "runs": args.runs, "warmup": args.warmup, "sizes": sizes, "modes": modes,
+              "runtimes": runtimes, "samples_ms": {}, "summary": {}, "audit": {}, "unavailable": {},
+              "stage_s": {}, "probe_ids": {}}
     try:
         repos = {n: f"bench/r{n}" for n in sizes}
         clones = []
         for n in sizes:
             log(f"fixture: {n} files")
             clones.append((repos[n], make_clone(work, f"r{n}", n, git_env)))
-        config = os.path.join(work, "config.json")
-        with open(config, "w") as f:
-            json.dump({"sealedProbes": {"enabled": True, "privateRepos": [repos[n] for n in sizes],
-                                        "runtime": "runc", "maxInvocations": 100000}}, f)
+        configs = {}
+        for rt in runtimes:
+            configs[rt] = os.path.join(work, f"config-{rt}.json")
+            with open(configs[rt], "w") as f:
+                json.dump({"sealedProbes": {"enabled": True, "privateRepos": [repos[n] for n in sizes],
+                                            "runtime": rt, "maxInvocations": 100000}}, f)
         script = os.path.join(work, "probe.py")
         with open(script, "w") as f:
             f.write(PROBE)
 
-        # One state directory per serve (one proxy per state); the baseline's
-        # bundles read the seeds of the first.
-        mode_state = {}
-        for mode in modes:
-            st = os.path.join(work, f"state-{mode}")
-            states.append(st)
-            log(f"stage ({mode})")
-            result["stage_s"][mode] = stage(proxy, config, st, clones)
-            mode_state[mode] = st
-        if not modes:
-            st = os.path.join(work, "state-baseline")
-            states.append(st)
-            stage(proxy, config, st, clones)
-            mode_state["baseline"] = st
-        base_state = next(iter(mode_state.values()))
+        # One state directory per serve (one proxy per state); each
+        # runtime's baseline bundles read the seeds of its first.
+        state_of = {}
+        for rt in runtimes:
+            for mode in modes or ["baseline"]:
+                st = os.path.join(work, f"state-{rt}-{mode}")
+                states.append(st)
+                log(f"stage ({rt}, {mode})")
+                result["stage_s"][f"{rt}/{mode}"] = stage(proxy, configs[rt], st, clones)
+                state_of[(rt, mode)] = st
 
-        bundles = {}
-        for n in sizes:
-            b = os.path.join(work, f"bundle-{n}")
-            r = subprocess.run([proxy, "bundle", "--dry-run", "--config", config, "--repo", repos[n],
-                                "--script", script, "--out", b, "--rootfs", rootfs, "--state", base_state],
-                               capture_output=True, text=True, stdin=subprocess.DEVNULL, env={"PATH": PATH})
-            if r.returncode != 0:
-                raise RuntimeError(f"bundle --dry-run failed: {r.stderr.strip()}")
-            bundles[n] = b
+        for rt in runtimes:
+            base_state = state_of[(rt, (modes or ["baseline"])[0])]
+            root = os.path.join(work, f"root-{rt}")
+            for n in sizes:
+                b = os.path.join(work, f"bundle-{rt}-{n}")
+                ids = probe_ids()
+                result["probe_ids"][f"{rt}/baseline/{n}"] = ids
+                r = subprocess.run([proxy, "bundle", "--dry-run", "--config", configs[rt], "--repo", repos[n],
+                                    "--script", script, "--out", b, "--rootfs", rootfs, "--state", base_state,
+                                    "--probe-ids", str(ids)] + runtime_args[rt],
+                                   capture_output=True, text=True, stdin=subprocess.DEVNULL, env={"PATH": PATH})
+                if r.returncode != 0:
+                    raise RuntimeError(f"bundle --dry-run ({rt}) failed: {r.stderr.strip()}")
+                bundles[(rt, n)] = b
+                described, prefixes[(rt, n)] = runtime_prefix(b, root)
+                if described != rt:
+                    raise RuntimeError(f"{b}/runtime-commands.json: runtime `{described}`, not `{rt}`")
+            log(f"baseline ({rt}): {' '.join(prefixes[(rt, sizes[0])])} run --bundle B ID")
 
-        for mode in modes:
-            s = Serve(proxy, config, mode_state[mode], rootfs, mode, work)
-            log(f"serve --snapshot {mode}")
-            if not s.start():
-                result["unavailable"][mode] = f"serve did not become ready: {s.stderr()[-500:]}"
-                log(f"  {mode}: {result['unavailable'][mode]}")
-                s.stop()
-                continue
-            log(f"  ready in {s.ready_s:.2f} s (pid {s.proc.pid})")
-            serves[mode] = s
-            _, out = ask(client, s.socket, repos[sizes[0]])
-            if out != ANSWER:
-                reasons = [r.get("reason") for r in audit_records(mode_state[mode])]
-                result["unavailable"][mode] = f"answered {out}; audit reason: {reasons[-1] if reasons else None}"
-                log(f"  {mode}: {result['unavailable'][mode]}")
-                s.stop()
-                del serves[mode]
+        for rt in runtimes:
+            for mode in modes:
+                ids = probe_ids()
+                result["probe_ids"][f"{rt}/{mode}"] = ids
+                s = Serve(proxy, configs[rt], state_of[(rt, mode)], rootfs, rt, mode, ids, runtime_args[rt], work)
+                key = f"{rt}/{mode}"
+                log(f"serve ({rt}) --snapshot {mode} --probe-ids {ids}")
+                if not s.start():
+                    result["unavailable"][key] = f"serve did not become ready: {s.stderr()[-500:]}"
+                    log(f"  {key}: {result['unavailable'][key]}")
+                    s.stop()
+                    continue
+                log(f"  ready in {s.ready_s:.2f} s (pid {s.proc.pid})")
+                serves[(rt, mode)] = s
+                _, out = ask(client, s.socket, repos[sizes[0]])
+                if out != ANSWER:
+                    reasons = [r.get("reason") for r in audit_records(state_of[(rt, mode)])]
+                    result["unavailable"][key] = f"answered {out}; audit reason: {reasons[-1] if reasons else None}"
+                    log(f"  {key}: {result['unavailable'][key]}")
+                    s.stop()
+                    del serves[(rt, mode)]
 
-        variants = ["baseline"] + [m for m in modes if m in serves]
-        samples = {(v, n): [] for v in variants for n in sizes}
+        variants = [(rt, v) for rt in runtimes for v in ["baseline"] + [m for m in modes if (rt, m) in serves]]
+        samples = {(rt, v, n): [] for rt, v in variants for n in sizes}
         counter = [0]
 
-        def once(v, n):
+        def once(rt, v, n):
             if v == "baseline":
                 counter[0] += 1
-                return run_baseline(runc_root, bundles[n], f"e2e-{os.getpid()}-{counter[0]}")
-            dt, out = ask(client, serves[v].socket, repos[n])
+                return run_baseline(prefixes[(rt, n)], bundles[(rt, n)], f"e2e-{os.getpid()}-{counter[0]}")
+            dt, out = ask(client, serves[(rt, v)].socket, repos[n])
             if out != ANSWER:
-                reasons = [r.get("reason") for r in audit_records(mode_state[v])]
-                raise RuntimeError(f"{v}: answered {out}; audit reason: {reasons[-1] if reasons else None}")
+                reasons = [r.get("reason") for r in audit_records(state_of[(rt, v)])]
+                raise RuntimeError(f"{rt}/{v}: answered {out}; audit reason: {reasons[-1] if reasons else None}")
             return dt
 
-        # Every (variant, size) pair runs once per round, in a fresh shuffled
-        # order each round: drift of a shared machine hits every pair alike,
-        # and no pair always follows the same other (a copy of 10,000 files
-        # leaves the kernel work to do after its answer: freeing the tmpfs).
-        pairs = [(v, n) for n in sizes for v in variants]
+        # Every (runtime, variant, size) triple runs once per round, in a
+        # fresh shuffled order each round: drift of a shared machine hits
+        # every one alike, and none always follows the same other (a copy of
+        # 10,000 files leaves the kernel work to do after its answer: freeing
+        # the tmpfs).
+        triples = [(rt, v, n) for n in sizes for rt, v in variants]
         rng = random.Random(args.seed)
-        log(f"{args.warmup} warmup + {args.runs} timed rounds of {len(pairs)} runs "
-            f"({', '.join(variants)} x {', '.join(map(str, sizes))} files)")
+        log(f"{args.warmup} warmup + {args.runs} timed rounds of {len(triples)} runs "
+            f"({', '.join(f'{rt}/{v}' for rt, v in variants)} x {', '.join(map(str, sizes))} files)")
         for _ in range(args.warmup):
-            for v, n in pairs:
-                once(v, n)
-        for _ in range(args.runs):
-            order = pairs[:]
+            for t in triples:
+                once(*t)
+        for k in range(args.runs):
+            order = triples[:]
             rng.shuffle(order)
-            for v, n in order:
-                samples[(v, n)].append(once(v, n) * 1000)
+            for t in order:
+                samples[t].append(once(*t) * 1000)
+            log(f"  round {k + 1}/{args.runs} done")
 
         # The audit log: the last `runs` answered records per repo are the timed ones.
-        for v in variants:
+        for rt, v in variants:
             if v == "baseline":
                 continue
-            recs = audit_records(mode_state[v])
+            recs = audit_records(state_of[(rt, v)])
             for n in sizes:
                 mine = [r for r in recs if r["repo"] == repos[n] and r["status"] == "answered"][-args.runs:]
                 wall = [r["wall_ms"] for r in mine]
                 proxy_ms = [(parse_ts(r["finished"]) - parse_ts(r["received"])) * 1000 for r in mine]
                 queue_ms = [(parse_ts(r["started"]) - parse_ts(r["received"])) * 1000 for r in mine]
-                result["audit"][f"{v}/{n}"] = {"wall_ms": summary(wall), "proxy_ms": summary(proxy_ms),
-                                               "queue_ms": summary(queue_ms),
-                                               "snapshot": sorted({r["snapshot"] for r in mine})}
+                around = [p - w for p, w in zip(proxy_ms, wall)]
+                result["audit"][f"{rt}/{v}/{n}"] = {"wall_ms": summary(wall), "proxy_ms": summary(proxy_ms),
+                                                    "around_ms": summary(around), "queue_ms": summary(queue_ms),
+                                                    "snapshot": sorted({r["snapshot"] for r in mine})}
 
-        for (v, n), ms in samples.items():
-            result["samples_ms"][f"{v}/{n}"] = ms
-            result["summary"][f"{v}/{n}"] = summary(ms)
+        for (rt, v, n), ms in samples.items():
+            result["samples_ms"][f"{rt}/{v}/{n}"] = ms
+            result["summary"][f"{rt}/{v}/{n}"] = summary(ms)
 
         # ---- the table ----
+        versions = ", ".join(x for x in (machine.get("runc"), machine.get("runsc")) if x)
+        if "gvisor" in runtimes:
+            versions += f" (--platform={args.gvisor_platform})"
         print(f"\nend-to-end latency of a trivial probe, {args.runs} runs after {args.warmup} warmups, "
-              f"{os.cpu_count()} cpus, {result['machine']['runc']}, kernel {platform.release()}")
-        print(f"{'files':>6}  {'variant':<9} {'median':>8} {'p90':>8} {'min':>8}  {'ratio':>6}  "
-              f"{'proxy':>7} {'runc run':>8} {'around':>7} {'client':>7}")
+              f"{os.cpu_count()} cpus, {versions}, kernel {platform.release()}")
+        print(f"{'runtime':<7} {'files':>6}  {'variant':<9} {'median':>8} {'p90':>8} {'min':>8}  {'ratio':>6}  "
+              f"{'proxy':>7} {'wall':>7} {'around':>7} {'client':>7}")
         ratios = {}
-        for n in sizes:
-            base = result["summary"][f"baseline/{n}"]["median"]
-            for v in variants:
-                s = result["summary"][f"{v}/{n}"]
-                ratio = s["median"] / base
-                if v != "baseline":
-                    ratios[f"{v}/{n}"] = ratio
-                extra = ""
-                a = result["audit"].get(f"{v}/{n}")
-                if a and a["wall_ms"]:
-                    pm, wm = a["proxy_ms"]["median"], a["wall_ms"]["median"]
-                    extra = f"{pm:6.1f}  {wm:7.1f}  {pm - wm:6.1f}  {s['median'] - pm:6.1f}"
-                print(f"{n:>6}  {v:<9} {s['median']:8.1f} {s['p90']:8.1f} {s['min']:8.1f}  {ratio:5.2f}x  {extra}")
+        for rt in runtimes:
+            for n in sizes:
+                base = result["summary"][f"{rt}/baseline/{n}"]["median"]
+                for r2, v in variants:
+                    if r2 != rt:
+                        continue
+                    s = result["summary"][f"{rt}/{v}/{n}"]
+                    ratio = s["median"] / base
+                    if v != "baseline":
+                        ratios[f"{rt}/{v}/{n}"] = ratio
+                    extra = ""
+                    a = result["audit"].get(f"{rt}/{v}/{n}")
+                    if a and a["wall_ms"]:
+                        pm, wm = a["proxy_ms"]["median"], a["wall_ms"]["median"]
+                        extra = f"{pm:6.1f}  {wm:6.1f}  {pm - wm:6.1f}  {s['median'] - pm:6.1f}"
+                    print(f"{rt:<7} {n:>6}  {v:<9} {s['median']:8.1f} {s['p90']:8.1f} {s['min']:8.1f}  "
+                          f"{ratio:5.2f}x  {extra}")
         result["ratios"] = ratios
-        print("(ms; ratio = median / baseline median of the same size; from the audit log, medians: proxy = "
-              "finished - received,\n runc run = wall_ms, around = proxy - runc run, client = end-to-end - proxy)")
+        print("(ms; ratio = median / the same runtime's baseline median of the same size; from the audit log,\n"
+              " medians: proxy = finished - received, wall = wall_ms (`start` to the sandbox's exit),\n"
+              " around = proxy - wall (workspace, bundle, snapshot, `create`, `delete`, cleanup),\n"
+              " client = end-to-end - proxy)")
         if len(sizes) >= 2:
             lo, hi = sizes[0], sizes[-1]
-            for v in variants:
-                g = result["summary"][f"{v}/{hi}"]["median"] / result["summary"][f"{v}/{lo}"]["median"]
-                result.setdefault("growth", {})[v] = g
-                print(f"{v:<9} median at {hi} files / at {lo} files: {g:.2f}x")
-        for mode, why in result["unavailable"].items():
-            print(f"{mode}: not measured: {why}")
+            for rt, v in variants:
+                g = result["summary"][f"{rt}/{v}/{hi}"]["median"] / result["summary"][f"{rt}/{v}/{lo}"]["median"]
+                result.setdefault("growth", {})[f"{rt}/{v}"] = g
+                print(f"{rt + '/' + v:<16} median at {hi} files / at {lo} files: {g:.2f}x")
+        result["target"] = {}
+        for rt in runtimes:
+            if (rt, "overlay") not in serves:
+                continue
+            for n in sizes:
+                ratio = ratios[f"{rt}/overlay/{n}"]
+                met = ratio <= TARGET_RATIO
+                result["target"][f"{rt}/overlay/{n}"] = met
+                print(f"target: {rt} overlay at {n} files is {ratio:.2f}x its baseline: "
+                      f"{'meets' if met else 'MISSES'} the {TARGET_RATIO}x target")
+        for key, why in result["unavailable"].items():
+            print(f"{key}: not measured: {why}")
     finally:
         for s in serves.values():
             s.stop()
@@ -381,15 +487,21 @@ def main():
                                    stdin=subprocess.DEVNULL, env={"PATH": PATH})
                 if r.returncode != 0:
                     log(f"unstage {st}: {r.stderr.strip()}")
-        if os.path.isdir(runc_root):
-            for cid in os.listdir(runc_root):
-                subprocess.run(["runc", "--root", runc_root, "delete", "--force", cid], capture_output=True)
+        for (rt, n), prefix in prefixes.items():
+            root = prefix[prefix.index("--root") + 1]
+            if os.path.isdir(root):
+                # runc: a directory per container; runsc: ID_sandbox:ID.state and .lock.
+                left = {name.split("_sandbox:")[0].split(".")[0] for name in os.listdir(root)}
+                for cid in left:
+                    subprocess.run(prefix + ["delete", "--force", cid], capture_output=True, env={"PATH": PATH})
         if args.keep_work:
             log(f"work directory kept: {work}")
         else:
-            # The dry-run bundles are tmpfs mounts of their own.
-            for n in sizes:
-                subprocess.run(["umount", os.path.join(work, f"bundle-{n}")], capture_output=True)
+            # The dry-run bundles are tmpfs mounts of their own (gvisor's with
+            # its /tmp tmpfs below).
+            for b in bundles.values():
+                subprocess.run(["umount", os.path.join(b, "tmp")], capture_output=True)
+                subprocess.run(["umount", b], capture_output=True)
             subprocess.run(["rm", "-rf", "--one-file-system", work])
     if args.json:
         with open(args.json, "w") as f:
