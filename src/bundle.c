@@ -394,7 +394,9 @@ gen_linux (yajl_gen g, const struct sp_bundle_spec *spec)
   /* Mounts made inside never propagate back to the host.  */
   st |= gen_str_member (g, "rootfsPropagation", "private");
   st |= gen_str (g, "seccomp");
-  if (sp_seccomp_profile_gen (spec->seccomp, g) < 0)
+  if ((spec->seccomp_enosys_by_kernel ? sp_seccomp_profile_gen_enosys_by_kernel (spec->seccomp, g)
+                                      : sp_seccomp_profile_gen (spec->seccomp, g))
+      < 0)
     return yajl_gen_invalid_string;
   return st | yajl_gen_map_close (g);
 }

@@ -57,8 +57,11 @@ struct sp_bundle_spec
   /* The sandbox's /tmp is a bind of bundle_dir/tmp, a tmpfs the proxy
      mounts there (sp_bundle_mount_tmp) with /tmp's size and inode caps,
      instead of a tmpfs the runtime makes: for a runtime whose own tmpfs
-     does not enforce them all (runtime.h, sp_runtime_mounts).  */
+     does not enforce them all (runtime.h, sp_runtime_bundle_rules).  */
   bool tmp_on_host;
+  /* linux.seccomp is written by sp_seccomp_profile_gen_enosys_by_kernel:
+     for a runtime that ignores errnoRet (runtime.h).  */
+  bool seccomp_enosys_by_kernel;
 };
 
 /* The two host ids of slot K of the range that starts at base.  */

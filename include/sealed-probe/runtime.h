@@ -67,8 +67,9 @@ enum sp_sandbox_kernel
   SP_SANDBOX_KERNEL_GVISOR, /* gVisor's sentry, a kernel in user space (runsc) */
 };
 
-/* How the bundle's mounts must be made for a backend (bundle.h).  */
-struct sp_runtime_mounts
+/* What a backend needs of the bundle and its mounts (bundle.h), beyond the
+   one policy every backend runs.  */
+struct sp_runtime_bundle_rules
 {
   /* The rootfs's host mount may carry nosuid and nodev.  runsc 2022's gofer
      remounts the root read-only without repeating them, which a user
@@ -81,14 +82,24 @@ struct sp_runtime_mounts
      than a tmpfs the runtime makes: gVisor's own tmpfs enforces size= but
      not nr_inodes=, and a host tmpfs enforces both.  */
   bool tmp_on_host;
+  /* runsc 2022 ignores a seccomp rule's `errnoRet` (every errno becomes
+     EPERM), and its sentry has no clone3: the profile's ENOSYS rule is
+     written as an allow, so that the sentry's own ENOSYS reaches glibc,
+     which then falls back to clone (sp_seccomp_profile_gen_enosys_by_kernel;
+     the canary checks the ENOSYS).  */
+  bool seccomp_enosys_by_kernel;
 };
 
-static inline struct sp_runtime_mounts
-sp_runtime_mounts_for (enum sp_runtime kind)
+static inline struct sp_runtime_bundle_rules
+sp_runtime_bundle_rules_for (enum sp_runtime kind)
 {
   if (kind == SP_RUNTIME_GVISOR)
-    return (struct sp_runtime_mounts){ .rootfs_nosuid_nodev = false, .tmp_on_host = true };
-  return (struct sp_runtime_mounts){ .rootfs_nosuid_nodev = true, .tmp_on_host = false };
+    return (struct sp_runtime_bundle_rules){ .rootfs_nosuid_nodev = false,
+                                             .tmp_on_host = true,
+                                             .seccomp_enosys_by_kernel = true };
+  return (struct sp_runtime_bundle_rules){ .rootfs_nosuid_nodev = true,
+                                           .tmp_on_host = false,
+                                           .seccomp_enosys_by_kernel = false };
 }
 
 /* The fixed PATH a backend's binary is looked up in, and that a runtime is

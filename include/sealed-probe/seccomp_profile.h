@@ -25,6 +25,15 @@ int sp_seccomp_profile_load_builtin (struct sp_seccomp_profile **out, sp_error_t
    positioned where a value is expected.  Returns 0, or -1 on a yajl error.  */
 int sp_seccomp_profile_gen (const struct sp_seccomp_profile *profile, yajl_gen g);
 
+/* As sp_seccomp_profile_gen, for a runtime that ignores `errnoRet` and
+   whose kernel does not implement the calls the profile answers ENOSYS
+   (runsc 2022: the sentry has no clone3).  Such a rule is written as
+   SCMP_ACT_ALLOW, so that the kernel's own ENOSYS reaches the probe and
+   glibc falls back to clone, which the profile filters; written as
+   SCMP_ACT_ERRNO it would become EPERM, and no thread could start.  The
+   canary proves the ENOSYS at every start (docs/runtimes.md).  */
+int sp_seccomp_profile_gen_enosys_by_kernel (const struct sp_seccomp_profile *profile, yajl_gen g);
+
 void sp_seccomp_profile_free (struct sp_seccomp_profile *profile);
 
 static inline void

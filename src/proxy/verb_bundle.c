@@ -239,8 +239,8 @@ check_reachable (const char *bundle_path, uint32_t host_root_id, sp_error_t *err
    from the host's filesystems, so its mountinfo names no host path, and the
    user namespace's root can reach every mount source.  */
 static int
-make_bundle_fs (const char *path, const struct sp_runtime_mounts *mounts, const struct sp_rootfs_info *rootfs,
-                struct sp_rootfs_info *copy, int *dirfd, sp_error_t *err)
+make_bundle_fs (const char *path, const struct sp_runtime_bundle_rules *rules,
+                const struct sp_rootfs_info *rootfs, struct sp_rootfs_info *copy, int *dirfd, sp_error_t *err)
 {
   cleanup_close int rootfs_fd = -1;
   cleanup_free char *rootfs_path = NULL;
@@ -249,7 +249,7 @@ make_bundle_fs (const char *path, const struct sp_runtime_mounts *mounts, const 
   snprintf (options, sizeof (options), "mode=0711,size=%llu,nr_inodes=%llu",
             (unsigned long long)BUNDLE_TMPFS_BYTES, (unsigned long long)BUNDLE_TMPFS_INODES);
   /* nosuid and nodev where the backend allows them (runtime.h).  */
-  if (mount ("sealed-probe-bundle", path, "tmpfs", mounts->rootfs_nosuid_nodev ? MS_NOSUID | MS_NODEV : 0,
+  if (mount ("sealed-probe-bundle", path, "tmpfs", rules->rootfs_nosuid_nodev ? MS_NOSUID | MS_NODEV : 0,
              options)
       < 0)
     return sp_make_error (err, errno, "mount a tmpfs for the bundle");
@@ -283,7 +283,7 @@ sp_verb_bundle (int argc, char **argv)
   cleanup_close int dirfd = -1;
   cleanup_close int seed_fd = -1;
   cleanup_runtime struct sp_runtime_backend *backend = NULL;
-  struct sp_runtime_mounts mounts;
+  struct sp_runtime_bundle_rules rules;
   struct sp_rootfs_info rootfs = { 0 };
   struct sp_rootfs_info copy = { 0 };
   struct bundle_args a = { 0 };
@@ -316,7 +316,7 @@ sp_verb_bundle (int argc, char **argv)
       sp_rootfs_info_release (&rootfs);
       return fail ("%s", sp_error_message (err));
     }
-  mounts = sp_runtime_mounts_for (config->runtime);
+  rules = sp_runtime_bundle_rules_for (config->runtime);
 
   if (mkdir (a.out, 0711) < 0)
     {
@@ -329,7 +329,7 @@ sp_verb_bundle (int argc, char **argv)
   /* A dry run is slot 0 of the range, as serve's first worker is.  */
   sp_bundle_slot_ids (a.probe_id_base, 0, &host_root_id, &host_probe_id);
   ret = bundle_path && check_reachable (bundle_path, host_root_id, &err) == 0
-            ? make_bundle_fs (bundle_path, &mounts, &rootfs, &copy, &dirfd, &err)
+            ? make_bundle_fs (bundle_path, &rules, &rootfs, &copy, &dirfd, &err)
             : -1;
   sp_rootfs_info_release (&rootfs);
   if (ret < 0)
@@ -351,7 +351,8 @@ sp_verb_bundle (int argc, char **argv)
     .seccomp = seccomp,
     .host_root_id = host_root_id,
     .host_probe_id = host_probe_id,
-    .tmp_on_host = mounts.tmp_on_host,
+    .tmp_on_host = rules.tmp_on_host,
+    .seccomp_enosys_by_kernel = rules.seccomp_enosys_by_kernel,
   };
   ret = sp_bundle_write (dirfd, &spec, script, script_len, &err);
   if (ret == 0 && spec.tmp_on_host)

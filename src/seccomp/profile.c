@@ -740,8 +740,12 @@ gen_u64 (yajl_gen g, uint64_t v)
 }
 
 static int
-gen_rule (const struct sp_seccomp_rule *r, yajl_gen g)
+gen_rule (const struct sp_seccomp_rule *r, bool enosys_by_kernel, yajl_gen g)
 {
+  enum sp_seccomp_action action = r->action;
+
+  if (enosys_by_kernel && action == SP_SECCOMP_ACT_ERRNO && r->errno_ret == ENOSYS)
+    action = SP_SECCOMP_ACT_ALLOW;
   if (yajl_gen_map_open (g) != yajl_gen_status_ok || gen_string (g, "names") < 0
       || yajl_gen_array_open (g) != yajl_gen_status_ok)
     return -1;
@@ -749,10 +753,10 @@ gen_rule (const struct sp_seccomp_rule *r, yajl_gen g)
     if (gen_string (g, r->names[j]) < 0)
       return -1;
   if (yajl_gen_array_close (g) != yajl_gen_status_ok || gen_string (g, "action") < 0
-      || gen_string (g, action_name (r->action)) < 0)
+      || gen_string (g, action_name (action)) < 0)
     return -1;
   /* Always written for SCMP_ACT_ERRNO, so no runtime's default matters.  */
-  if (r->action == SP_SECCOMP_ACT_ERRNO && (gen_string (g, "errnoRet") < 0 || gen_u64 (g, r->errno_ret) < 0))
+  if (action == SP_SECCOMP_ACT_ERRNO && (gen_string (g, "errnoRet") < 0 || gen_u64 (g, r->errno_ret) < 0))
     return -1;
   if (r->n_args > 0)
     {
@@ -778,8 +782,8 @@ gen_rule (const struct sp_seccomp_rule *r, yajl_gen g)
   return yajl_gen_map_close (g) == yajl_gen_status_ok ? 0 : -1;
 }
 
-int
-sp_seccomp_profile_gen (const struct sp_seccomp_profile *profile, yajl_gen g)
+static int
+profile_gen (const struct sp_seccomp_profile *profile, bool enosys_by_kernel, yajl_gen g)
 {
   if (yajl_gen_map_open (g) != yajl_gen_status_ok || gen_string (g, "defaultAction") < 0
       || gen_string (g, action_name (profile->default_action)) < 0 || gen_string (g, "architectures") < 0
@@ -795,9 +799,21 @@ sp_seccomp_profile_gen (const struct sp_seccomp_profile *profile, yajl_gen g)
       || yajl_gen_array_open (g) != yajl_gen_status_ok)
     return -1;
   for (size_t i = 0; i < profile->n_rules; i++)
-    if (gen_rule (&profile->rules[i], g) < 0)
+    if (gen_rule (&profile->rules[i], enosys_by_kernel, g) < 0)
       return -1;
   if (yajl_gen_array_close (g) != yajl_gen_status_ok)
     return -1;
   return yajl_gen_map_close (g) == yajl_gen_status_ok ? 0 : -1;
+}
+
+int
+sp_seccomp_profile_gen (const struct sp_seccomp_profile *profile, yajl_gen g)
+{
+  return profile_gen (profile, false, g);
+}
+
+int
+sp_seccomp_profile_gen_enosys_by_kernel (const struct sp_seccomp_profile *profile, yajl_gen g)
+{
+  return profile_gen (profile, true, g);
 }

@@ -209,7 +209,8 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
     .memory_limit_bytes = s->config->memory_limit_bytes,
     .interpreter = s->config->interpreter,
     .seccomp = s->seccomp,
-    .tmp_on_host = sp_runtime_mounts_for (s->config->runtime).tmp_on_host,
+    .tmp_on_host = sp_runtime_bundle_rules_for (s->config->runtime).tmp_on_host,
+    .seccomp_enosys_by_kernel = sp_runtime_bundle_rules_for (s->config->runtime).seccomp_enosys_by_kernel,
   };
   container_id = sp_bundle_container_id (&spec);
   if (container_id == NULL)
@@ -571,6 +572,12 @@ static const char canary_body[]
       "    if EXPECT_GVISOR and 'NoNewPrivs' not in st:\n"
       "        return True\n"
       "    return st.get('NoNewPrivs') == '1'\n"
+      "# clone3 must answer ENOSYS, whoever answers it: the profile under runc, the\n"
+      "# sentry under gVisor, where the profile lets it through (docs/seccomp.md).\n"
+      "def clone3_enosys():\n"
+      "    import ctypes\n"
+      "    libc = ctypes.CDLL(None, use_errno=True)\n"
+      "    return libc.syscall(435, 0, 0) == -1 and ctypes.get_errno() == 38\n"
       "def confined():\n"
       "    st = status()\n"
       "    if os.getuid() != 65534 or os.getgid() != 65534 or os.geteuid() != 65534:\n"
@@ -584,7 +591,7 @@ static const char canary_body[]
       "        return False\n"
       "    if not no_new_privs(st) or st.get('Seccomp') != '2':\n"
       "        return False\n"
-      "    if os.getpid() != 1:\n"
+      "    if os.getpid() != 1 or not clone3_enosys():\n"
       "        return False\n"
       "    ifaces = [l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:]]\n"
       "    if ifaces != ['lo']:\n"

@@ -136,6 +136,31 @@ START_TEST (test_render_tmp_on_host_binds_the_bundles_tmp)
 }
 END_TEST
 
+/* seccomp_enosys_by_kernel (gvisor): the one ENOSYS rule, clone3's, becomes
+   an allow, and nothing else in the document changes.  */
+START_TEST (test_render_enosys_by_kernel_allows_only_clone3)
+{
+  cleanup_error sp_error_t err = NULL;
+  struct sp_bundle_spec spec = good_spec ();
+  cleanup_free char *plain = NULL;
+  cleanup_free char *gvisor = NULL;
+  size_t plain_len, gvisor_len;
+  static const char errno_rule[] = "\"clone3\"\n          ],\n          \"action\": \"SCMP_ACT_ERRNO\",\n"
+                                   "          \"errnoRet\": 38\n";
+  static const char allow_rule[] = "\"clone3\"\n          ],\n          \"action\": \"SCMP_ACT_ALLOW\"\n";
+
+  ck_assert_int_eq (sp_bundle_render_config (&spec, &plain, &plain_len, &err), 0);
+  ck_assert_msg (strstr (plain, errno_rule) != NULL, "%s", plain);
+  spec.seccomp_enosys_by_kernel = true;
+  ck_assert_int_eq (sp_bundle_render_config (&spec, &gvisor, &gvisor_len, &err), 0);
+  ck_assert_msg (strstr (gvisor, allow_rule) != NULL, "%s", gvisor);
+  ck_assert_ptr_null (strstr (gvisor, "\"errnoRet\": 38"));
+  /* The rest is byte for byte the same: only the action line and the
+     errnoRet line differ.  */
+  ck_assert_uint_eq (plain_len - gvisor_len, strlen (errno_rule) - strlen (allow_rule));
+}
+END_TEST
+
 /* The sandbox's user namespace maps exactly its root and the probe, each
    onto the host id the spec names, uid and gid alike.  */
 START_TEST (test_render_maps_root_and_probe_onto_their_host_ids)
@@ -292,6 +317,7 @@ make_suite (void)
   tcase_add_test (tc, test_id_range_check);
   tcase_add_test (tc, test_render_is_deterministic);
   tcase_add_test (tc, test_render_tmp_on_host_binds_the_bundles_tmp);
+  tcase_add_test (tc, test_render_enosys_by_kernel_allows_only_clone3);
   tcase_add_test (tc, test_render_refuses_bad_specs);
   tcase_add_test (tc, test_write_creates_the_four_entries);
   suite_add_tcase (s, tc);
