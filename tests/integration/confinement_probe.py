@@ -1,7 +1,16 @@
 # The confinement self-check, run as a probe inside the sandbox.  It checks
 # its own confinement from inside and writes one JSON object to /probe/out:
 # {"check name": {"ok": bool, "detail": str}, ...}.  The runner prepends the
-# two HOST_* port lines and asserts every check.  Standard library only.
+# two HOST_* port lines, BACKEND (the backend it runs on: "runc", "gvisor")
+# and HOST_FACTS (the host's own values of a few facts), and asserts every
+# check.  Standard library only.
+#
+# Every check holds on every backend.  Where gVisor shows a property
+# differently (its /proc has fewer lines and files, its 9p mounts report no
+# ST_RDONLY to statvfs), the check looks at it the gVisor way, never more
+# leniently on runc.  A check that cannot be made from inside on a backend
+# reports {"ok": false, "not_applicable": REASON}; the runner accepts that
+# only for the checks it lists for that backend.
 import ctypes
 import errno
 import importlib.util
@@ -15,17 +24,37 @@ import socket
 import stat
 
 results = {}
+GVISOR = BACKEND == "gvisor"  # noqa: F821 (prepended by the runner)
+
+
+class NotApplicable(Exception):
+    """This check cannot be made from inside on this backend; the reason."""
 
 
 def check(name):
     def wrap(fn):
         try:
             ok, detail = fn()
+        except NotApplicable as e:
+            results[name] = {"ok": False, "detail": "", "not_applicable": str(e)[:300]}
+            return fn
         except Exception as e:  # a crash is a failed check, with the reason
             ok, detail = False, f"{type(e).__name__}: {e}"
         results[name] = {"ok": bool(ok), "detail": str(detail)[:300]}
         return fn
     return wrap
+
+
+def mount_options(point):
+    """The options of the mount at point in /proc/self/mounts (the last one
+    there), or None."""
+    found = None
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 4 and fields[1] == point:
+                found = fields[3].split(",")
+    return found
 
 
 def status():
@@ -46,13 +75,32 @@ def _():
 for capset in ("CapEff", "CapPrm", "CapBnd", "CapInh", "CapAmb"):
     @check(f"{capset}_zero")
     def _(capset=capset):
-        value = status()[capset]
+        fields = status()
+        if GVISOR and capset == "CapAmb" and capset not in fields:
+            # gVisor's status has no CapAmb line.  The ambient set can never
+            # hold a capability that is not both permitted and inheritable
+            # (capabilities(7)), and both of those are empty.
+            prm, inh = int(fields["CapPrm"], 16), int(fields["CapInh"], 16)
+            return prm == 0 and inh == 0, f"no CapAmb line; CapPrm {fields['CapPrm']} CapInh {fields['CapInh']}"
+        value = fields[capset]
         return int(value, 16) == 0, value
 
 
 @check("no_new_privs")
 def _():
-    return status()["NoNewPrivs"] == "1", status()["NoNewPrivs"]
+    fields = status()
+    if GVISOR and "NoNewPrivs" not in fields:
+        # gVisor's status has no NoNewPrivs line; prctl(PR_GET_NO_NEW_PRIVS)
+        # would say, where the profile allows prctl.
+        libc = ctypes.CDLL(None, use_errno=True)
+        ctypes.set_errno(0)
+        got = libc.prctl(39, 0, 0, 0, 0)  # PR_GET_NO_NEW_PRIVS
+        if got == -1 and ctypes.get_errno() == errno.EPERM:
+            raise NotApplicable("gVisor's /proc/self/status has no NoNewPrivs line, and the seccomp profile denies "
+                                "prctl (EPERM, as under runc), so the flag cannot be read from inside; the bundle "
+                                "sets process.noNewPrivileges (test_bundle_structure)")
+        return got == 1, f"no NoNewPrivs line; prctl(PR_GET_NO_NEW_PRIVS) {got}, errno {ctypes.get_errno()}"
+    return fields["NoNewPrivs"] == "1", fields["NoNewPrivs"]
 
 
 @check("seccomp_filter_mode")
@@ -67,6 +115,18 @@ def _():
         open("/sp-write-test", "w").close()
         return False, "created /sp-write-test"
     except OSError as e:
+        if GVISOR:
+            # gVisor's statvfs reports no ST_RDONLY for its 9p root, and it
+            # checks permission (EACCES) before the mount when a file is
+            # created; the mount's options say ro, and mkdir, which the
+            # process may not do for a different reason first, says EROFS.
+            options = mount_options("/")
+            try:
+                os.mkdir("/sp-write-test")
+                return False, "made the directory /sp-write-test"
+            except OSError as m:
+                return (options is not None and "ro" in options and e.errno in (errno.EROFS, errno.EACCES)
+                        and m.errno == errno.EROFS), f"mounts: / {options}; create: {e}; mkdir: {m}"
         return bool(flags & os.ST_RDONLY) and e.errno == errno.EROFS, f"statvfs flags {flags:#x}, {e}"
 
 
@@ -148,6 +208,17 @@ def _():
         open("/probe/probe.py", "r+b").close()
         return False, "opened for writing"
     except OSError as e:
+        if GVISOR:
+            # No ST_RDONLY from gVisor's statvfs: the mount's options say ro,
+            # and a chmod, which the file's owner may make, is refused EROFS.
+            options = mount_options("/probe/probe.py")
+            try:
+                os.chmod("/probe/probe.py", 0o644)
+                return False, "chmod succeeded"
+            except OSError as c:
+                read_only_mount = options is not None and "ro" in options and c.errno == errno.EROFS
+                return (read_only_mount and not os.access("/probe/probe.py", os.W_OK),
+                        f"mounts: {options}; chmod: {c}; open: {e}")
         read_only_mount = bool(os.statvfs("/probe/probe.py").f_flag & os.ST_RDONLY)
         return read_only_mount and not os.access("/probe/probe.py", os.W_OK), f"ro mount {read_only_mount}: {e}"
 
@@ -224,6 +295,14 @@ def _():
             if os.listdir(path):
                 return False, f"{path} lists {os.listdir(path)[:5]}"
             seen.append(path)
+    if GVISOR:
+        # The sentry's own /proc and /sys have none of these (nothing to
+        # mask): what exists reads empty, and the control is that this is
+        # gVisor's procfs, not a /proc that failed to mount.
+        with open("/proc/version") as f:
+            version = f.read()
+        return "15:06:54 PST 2016" in version and os.path.exists("/proc/self/status"), \
+            f"empty: {seen}; the rest absent from gVisor's procfs ({version.strip()})"
     return len(seen) >= 3, f"empty: {seen}"
 
 
@@ -236,23 +315,58 @@ HOST_FACTS_SOMETIMES = ["/proc/buddyinfo", "/proc/config.gz", "/proc/kallsyms", 
 HOST_FACT_DIRS = ["/proc/pressure", "/sys/devices/virtual/dmi"]
 
 
+def sentry_fact_not_the_hosts(path, text):
+    """Under gVisor, a host-fact file that reads non-empty is the sentry's
+    own: None when its content provably is not the host's (HOST_FACTS, the
+    host's values, prepended by the runner), else why not."""
+    host = HOST_FACTS  # noqa: F821 (prepended by the runner)
+    if path == "/proc/cmdline":
+        return None if text.strip() != host["cmdline"] else "it is the host's command line"
+    if path == "/proc/sys/kernel/random/boot_id":
+        return None if text.strip() != host["boot_id"] else "it is the host's boot id"
+    if path == "/proc/uptime":
+        # Read before the sandbox started, the host's uptime was already larger.
+        up = float(text.split()[0])
+        return None if up < host["uptime"] - 1 else f"uptime {up} is not below the host's {host['uptime']}"
+    if path == "/proc/meminfo":
+        total = next((ln.split()[1] for ln in text.splitlines() if ln.startswith("MemTotal:")), None)
+        return None if total != host["mem_total_kb"] else f"MemTotal {total} kB is the host's"
+    if path == "/proc/stat":
+        btime = next((ln.split()[1] for ln in text.splitlines() if ln.startswith("btime ")), None)
+        return None if btime is None or abs(int(btime) - host["btime"]) > 1 else f"btime {btime} is the host's"
+    if path == "/proc/loadavg":
+        # The sentry's is fixed: no load, and no host task counts (0/0).
+        return None if text.split()[:4] == ["0.00", "0.00", "0.00", "0/0"] else "not the sentry's fixed zeros"
+    return "gVisor shows it, and this check does not know its content"
+
+
 @check("host_facts_masked")
 def _():
+    sentry_own = []
     for path in HOST_FACTS_ALWAYS + HOST_FACTS_SOMETIMES:
         if not os.path.exists(path):
-            if path in HOST_FACTS_ALWAYS:
+            if path in HOST_FACTS_ALWAYS and not GVISOR:
                 return False, f"{path} is missing, so the check proves nothing"
             continue
         try:
             with open(path, "rb") as f:
-                data = f.read(64)
+                data = f.read(64 if not GVISOR else 1 << 16)
         except OSError:
             continue  # refused is as good as empty
-        if data:
+        if data and GVISOR:
+            why = sentry_fact_not_the_hosts(path, data.decode("utf-8", "replace"))
+            if why:
+                return False, f"{path}: {why}: {data[:24]!r}"
+            sentry_own.append(path)
+        elif data:
             return False, f"{path} reads {data[:24]!r}"
     for path in HOST_FACT_DIRS:
         if os.path.isdir(path) and os.listdir(path):
             return False, f"{path} lists {os.listdir(path)[:5]}"
+    if GVISOR:
+        # The control: the host's values were there to compare with.
+        return all(HOST_FACTS.get(k) for k in ("cmdline", "uptime", "mem_total_kb", "btime")), \
+            f"absent or empty, or the sentry's own: {sentry_own}"  # noqa: F821
     return True, "all empty"
 
 
@@ -275,6 +389,8 @@ def raw_syscall(nr):
 
 # runc answers ENOSYS above the highest number the profile names; the profile
 # names 442 (mount_setattr) to 450 (set_mempolicy_home_node) with EPERM.
+# gVisor's sentry applies the profile itself (--oci-seccomp), without runc's
+# ENOSYS rule: above it, its default action answers (EPERM).
 @check("syscalls_442_to_450_eperm")
 def _():
     got = {nr: raw_syscall(nr) for nr in range(442, 451)}
@@ -284,6 +400,8 @@ def _():
 @check("syscalls_451_to_453_enosys_from_runc")
 def _():
     got = {nr: raw_syscall(nr) for nr in range(451, 454)}
+    if GVISOR:
+        return all(r in ((-1, errno.EPERM), (-1, errno.ENOSYS)) for r in got.values()), f"refused: {got}"
     return all(r == (-1, errno.ENOSYS) for r in got.values()), got
 
 
@@ -298,7 +416,8 @@ def _():
     for name, flags in (("plain", 0), ("noreplace", NOREPLACE)):
         ctypes.set_errno(0)
         results[name] = (libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, flags), ctypes.get_errno())
-        os.rename(b, a)
+        if results[name][0] == 0:
+            os.rename(b, a)
     open(b, "w").close()
     ctypes.set_errno(0)
     results["exchange"] = (libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, EXCHANGE), ctypes.get_errno())
@@ -308,7 +427,11 @@ def _():
     mode = os.lstat(a).st_mode if os.path.lexists(a) else 0
     left = "a regular file" if stat.S_ISREG(mode) else "a device" if stat.S_ISCHR(mode) else oct(mode)
     shutil.rmtree(d)
-    ok = (results["plain"] == results["noreplace"] == results["exchange"] == (0, 0)
+    # gVisor's gofer-backed files (/tmp, /probe/repo) implement no renameat2
+    # flag (EINVAL, where the profile's refusal of WHITEOUT is EPERM): the
+    # plain control still shows that renameat2 itself works.
+    flag_ok = ((0, 0), (-1, errno.EINVAL)) if GVISOR else ((0, 0),)
+    ok = (results["plain"] == (0, 0) and results["noreplace"] in flag_ok and results["exchange"] in flag_ok
           and results["whiteout"] == (-1, errno.EPERM) and left == "a regular file")
     return ok, f"{results}, left at the source: {left}"
 
@@ -349,11 +472,22 @@ def _():
             except OSError as e:
                 results[d] = e.errno
         os.unlink(path)
-    try:
-        ctypes.CFUNCTYPE(ctypes.c_int)(lambda: 0)
-        results["ctypes callback"] = "made"
-    except MemoryError:
-        results["ctypes callback"] = "MemoryError"
+    # In a child, so that a crash (a signal) is this check's result, not the
+    # end of every other check.
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ctypes.CFUNCTYPE(ctypes.c_int)(lambda: 0)
+            os._exit(0)
+        except MemoryError:
+            os._exit(1)
+        except BaseException:
+            os._exit(2)
+    _, st = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(st):
+        results["ctypes callback"] = f"killed by signal {os.WTERMSIG(st)}"
+    else:
+        results["ctypes callback"] = {0: "made", 1: "MemoryError"}.get(os.WEXITSTATUS(st), "another exception")
     ok = results == {"/tmp": errno.EPERM, "/probe/repo": errno.EPERM, "ctypes callback": "MemoryError"}
     return ok, results
 
@@ -386,6 +520,9 @@ def _():
 # writes nothing into the host's audit trail.
 @check("loginuid_not_settable")
 def _():
+    if GVISOR and not os.path.exists("/proc/self/loginuid"):
+        # The sentry has no audit subsystem and no loginuid to set.
+        return True, "gVisor has no /proc/self/loginuid"
     results = {}
     for uid in ("0", "1000"):
         try:

@@ -1,9 +1,10 @@
-"""The sandbox backend a test file runs on, read from SP_BACKEND (`runc`, the
-default, or `gvisor`; tests/meson.build registers such a file once per
-backend): its config value, its binary option and binary, where its state
-lives (STATE/runc or STATE/runsc, docs/runtimes.md), and fake runtime
-binaries in root-only directories that verify accepts (every directory up to
-/ root's and not writable by others, which /tmp is not)."""
+"""The backend helpers of the per-backend serve tests (test_runtime_commands,
+test_limits, test_gvisor_verify): the backend is sp_harness.backend()'s (the
+one table, BACKENDS, and the SP_BACKENDS / CI=true rules; docs/testing.md),
+named here as those tests name it, with where its state lives (STATE/runc or
+STATE/runsc, docs/runtimes.md), and fake runtime binaries in root-only
+directories that verify accepts (every directory up to / root's and not
+writable by others, which /tmp is not)."""
 
 import contextlib
 import glob
@@ -13,18 +14,16 @@ import shutil
 import subprocess
 import uuid
 
-from sp_harness import skip_all
+from sp_harness import BACKENDS, RUNTIME_SEARCH_PATH, backend
 
-BACKEND = os.environ.get("SP_BACKEND", "runc")
-if BACKEND not in ("runc", "gvisor"):
-    print(f"Bail out! SP_BACKEND=`{BACKEND}` is neither runc nor gvisor", flush=True)
-    raise SystemExit(1)
-
-# runtime name in the config -> (binary option, binary name, STATE/<dir>)
-_TABLE = {"runc": ("--runc", "runc", "runc"), "gvisor": ("--runsc", "runsc", "runsc")}
-RUNTIME = BACKEND
-BINARY_OPTION, BINARY_NAME, STATE_DIR_NAME = _TABLE[BACKEND]
-SEARCH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+_B = backend()  # SP_BACKEND, set by tests/meson.build; skips or bails as sp_harness says
+BACKEND = _B.name
+RUNTIME = _B.runtime
+BINARY_OPTION, BINARY_NAME, STATE_DIR_NAME = _B.option, _B.binary_name, _B.state_subdir
+SEARCH = tuple(RUNTIME_SEARCH_PATH.split(":"))
+# Every backend's (state subdirectory, binary), for the leak checks and
+# force-deletes that look at any backend's leftovers.
+_ALL = tuple((spec["state"], spec["binary"]) for spec in BACKENDS.values())
 
 
 def real_binary(name=None):
@@ -38,9 +37,8 @@ def real_binary(name=None):
 
 
 def require_backend():
-    """Skips the whole file when this backend's binary is not installed."""
-    if real_binary() is None:
-        skip_all(f"`{BINARY_NAME}` is not installed (backend {BACKEND})")
+    """This backend's installed binary (sp_harness.backend() has already
+    skipped the file, or failed it under CI=true, when it is missing)."""
     return real_binary()
 
 
@@ -66,7 +64,7 @@ def containers_in(root):
 def leftover_containers(state):
     """[root: ids] of every runtime root of state, either backend, that holds a container."""
     out = []
-    for name in ("runc", "runsc"):
+    for name, _ in _ALL:
         for root in runtime_roots(state, name):
             ids = containers_in(root)
             if ids:
@@ -76,8 +74,8 @@ def leftover_containers(state):
 
 def force_delete(state):
     """Best-effort removal of any container a failed test left in state."""
-    for name in ("runc", "runsc"):
-        binary = real_binary(name)
+    for name, binary_name in _ALL:
+        binary = real_binary(binary_name)
         if binary is None:
             continue
         for root in runtime_roots(state, name):

@@ -2,7 +2,8 @@
 (test_serve_*.py): fixture clones, configs, staging into fresh state
 directories, a serve process that is always stopped, the real client, a raw
 v1 frame sender (docs/protocol.md, written here independently of
-protocol.c), audit-log readers and leak checks.  Standard library only."""
+protocol.c), audit-log readers and leak checks, all on the backend the test
+runs on (sp_harness.backend()).  Standard library only."""
 
 import contextlib
 import ctypes
@@ -19,11 +20,11 @@ import subprocess
 import tempfile
 import time
 
-from sp_harness import cached_rootfs, env_path, remove_bundle, unmount_under
+from sp_harness import backend, cached_rootfs, env_path, remove_bundle, unmount_under
 
 PROXY = env_path("SP_PROXY")
 CLIENT = os.environ.get("SP_CLIENT") or os.path.join(os.path.dirname(PROXY), "sealed-probe")
-RUNC = shutil.which("runc") or "runc"
+B = backend()
 
 ERROR_LINE = '{"result":"ERROR"}\n'
 ERROR_FRAME = b"SPRB\x01\x02\x00\x00\x00\x01\x00"
@@ -96,7 +97,7 @@ class Work:
 
     def write_config(self, repos, **extra):
         path = self.path("config") + ".json"
-        block = {"enabled": True, "privateRepos": list(repos), "runtime": "runc"}
+        block = {"enabled": True, "privateRepos": list(repos), "runtime": B.runtime}
         block.update(extra)
         with open(path, "w") as f:
             json.dump({"sealedProbes": block}, f)
@@ -141,8 +142,8 @@ class Work:
         for s in self.states:
             if os.path.isdir(s):
                 subprocess.run([PROXY, "unstage", "--state", s], capture_output=True, stdin=subprocess.DEVNULL)
-                for root in glob.glob(os.path.join(s, "runc", "*")):
-                    force_delete_containers(root)
+                for root in glob.glob(os.path.join(s, B.state_subdir, "*")):
+                    B.force_delete_all(root)
         for s in self.states:
             for line in mounts_under(s, "/proc/self/mountinfo")[::-1]:
                 subprocess.run(["umount", "-l", line], capture_output=True)
@@ -211,7 +212,7 @@ class Serve:
     serve's stdout and stderr after it ended."""
 
     def __init__(self, work, config, state, snapshot=None, concurrency=None, queue=None, queue_wait=None,
-                 scratch_size=None, runc=None, rootfs=None, socket_group=None, env=None, extra=(),
+                 scratch_size=None, binary=None, rootfs=None, socket_group=None, env=None, extra=(),
                  socket_in_new_dir=True, socket_path=None, ready_path=None, wrap=(), probe_id_base=None):
         self.work = work
         self.config = config
@@ -226,11 +227,12 @@ class Serve:
         # A range of its own, or one given (a restart reusing its predecessor's).
         self.probe_id_base = probe_id_base if probe_id_base is not None else int(probe_ids())
         # wrap: a command that execs the rest (unshare, say), so the pid stays serve's.
+        # binary: the runtime binary, given with the backend's option (--runc, --runsc).
         argv = list(wrap) + [PROXY, "serve", "--config", config, "--state", state,
                 "--rootfs", rootfs or work.rootfs, "--socket", self.socket, "--ready-file", self.ready_file,
                 "--probe-ids", str(self.probe_id_base)]
         for flag, value in (("--snapshot", snapshot), ("--concurrency", concurrency), ("--queue", queue),
-                            ("--queue-wait", queue_wait), ("--scratch-size", scratch_size), ("--runc", runc),
+                            ("--queue-wait", queue_wait), ("--scratch-size", scratch_size), (B.option, binary),
                             ("--socket-group", socket_group)):
             if value is not None:
                 argv += [flag, str(value)]
@@ -242,8 +244,8 @@ class Serve:
         self.ready_seconds = None
 
     def start(self, ready_timeout=60):
-        runc_before = set(os.listdir(os.path.join(self.state, "runc"))) \
-            if os.path.isdir(os.path.join(self.state, "runc")) else set()
+        roots = os.path.join(self.state, B.state_subdir)
+        runs_before = set(os.listdir(roots)) if os.path.isdir(roots) else set()
         self._out = open(self.stdout_path, "wb")
         self._err = open(self.stderr_path, "wb")
         t0 = time.monotonic()
@@ -262,8 +264,7 @@ class Serve:
             time.sleep(0.05)
         else:
             return False
-        roots = os.path.join(self.state, "runc")
-        new = set(os.listdir(roots)) - runc_before if os.path.isdir(roots) else set()
+        new = set(os.listdir(roots)) - runs_before if os.path.isdir(roots) else set()
         if len(new) == 1:
             self.run = new.pop()
         return True
@@ -498,22 +499,9 @@ def mounts_under(prefix, mountinfo="/proc/self/mountinfo"):
     return out
 
 
-def runc_containers(root):
-    """Container ids in one runc --root: from `runc list` and from the
-    directory (a half-created container may not list)."""
-    ids = set()
-    if not os.path.isdir(root):
-        return ids
-    r = subprocess.run([RUNC, "--root", root, "list", "-q"], capture_output=True, text=True)
-    ids |= {x for x in r.stdout.split() if x}
-    ids |= {n for n in os.listdir(root) if os.path.isdir(os.path.join(root, n))}
-    return ids
-
-
-def force_delete_containers(root):
-    for cid in runc_containers(root):
-        subprocess.run([RUNC, "--root", root, "kill", cid, "KILL"], capture_output=True)
-        subprocess.run([RUNC, "--root", root, "delete", "--force", cid], capture_output=True)
+def containers(root):
+    """Container ids in one --root of the backend (B.containers)."""
+    return B.containers(root)
 
 
 def cgroup_dirs(run):
@@ -541,8 +529,9 @@ def processes_in_run_cgroups(run, zombies=False):
     return pids
 
 
-def runc_processes(state):
-    """Processes whose argv names runc and this state directory."""
+def runtime_processes(state):
+    """The backend's host processes (runc: runc, runc:[2:INIT]; runsc: runsc,
+    runsc-gofer, runsc-sandbox) whose argv names this state directory."""
     out = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -552,7 +541,7 @@ def runc_processes(state):
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if argv and os.path.basename(argv[0]) in (b"runc", b"runc:[2:INIT]") and state.encode() in b" ".join(argv):
+        if B.is_process(argv) and state.encode() in b" ".join(argv):
             out.append((int(pid), b" ".join(argv)[:200]))
     return out
 
@@ -593,14 +582,44 @@ def probe_processes(base, count):
     return found
 
 
+def process_ids(pid):
+    """{"Uid": [real, effective, saved, fs], "Gid": [...]} of a host process."""
+    with open(f"/proc/{pid}/status") as f:
+        return {ln.split(":")[0]: [int(x) for x in ln.split()[1:]] for ln in f if ln.startswith(("Uid:", "Gid:"))}
+
+
+def gvisor_sandboxes(state):
+    """Under gVisor, each running sandbox of this state directory as two host
+    processes (docs/runtimes.md): {bundle: {"sandbox": pid, "gofer": pid}},
+    paired by the bundle directory both name in their argv."""
+    found = {}
+    for pid, _ in runtime_processes(state):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().rstrip(b"\0").split(b"\0")
+        except OSError:
+            continue
+        kind = {b"runsc-sandbox": "sandbox", b"runsc-gofer": "gofer"}.get(os.path.basename(argv[0]))
+        bundle = None
+        for i, a in enumerate(argv):
+            if a == b"--bundle" and i + 1 < len(argv):
+                bundle = argv[i + 1]
+            elif a.startswith(b"--bundle="):
+                bundle = a[len(b"--bundle="):]
+        if kind and bundle:
+            found.setdefault(bundle.decode("utf-8", "replace"), {})[kind] = pid
+    return found
+
+
 def leaks(state, run, serve_pid=None, after_exit=False, srv=None):
     """Everything of run that is left; [] when nothing is.  While serve runs
     (serve_pid), its own mount namespace is checked for mounts below its
-    work directory (work_dir) as well.  after_exit: also STATE/runc/<run>, the socket
-    and the ready file must be gone."""
+    work directory (work_dir) as well.  after_exit: also the backend's
+    STATE/runc/<run> (STATE/runsc/<run>), the socket and the ready file must
+    be gone."""
     found = []
-    for root in glob.glob(os.path.join(state, "runc", "*")):
-        ids = runc_containers(root)
+    for root in glob.glob(os.path.join(state, B.state_subdir, "*")):
+        ids = containers(root)
         if ids:
             found.append(f"containers in {root}: {sorted(ids)}")
     found += [f"cgroup {d}" for d in cgroup_dirs(run)] if run else []
@@ -612,7 +631,7 @@ def leaks(state, run, serve_pid=None, after_exit=False, srv=None):
     # WORK/RUN/rootfs (docs/rootfs.md); after exit nothing may stay.
     private_rootfs = os.path.join(work_run, "rootfs") if work_run and not after_exit else None
     for mi in ["/proc/self/mountinfo"] + ([f"/proc/{serve_pid}/mountinfo"] if serve_pid else []):
-        for base in (work_dir(state), os.path.join(state, "runc")):
+        for base in (work_dir(state), os.path.join(state, B.state_subdir)):
             m = [p for p in mounts_under(base, mi) if p != private_rootfs]
             if m:
                 found.append(f"mounts in {mi}: {m}")
@@ -620,16 +639,16 @@ def leaks(state, run, serve_pid=None, after_exit=False, srv=None):
         entries = [e for e in os.listdir(work_run) if os.path.join(work_run, e) != private_rootfs]
         if entries or after_exit:
             found.append(f"{work_run} holds {entries}" if entries else f"{work_run} is left")
-    if after_exit and run and os.path.exists(os.path.join(state, "runc", run)):
-        found.append(f"{os.path.join(state, 'runc', run)} is left")
+    if after_exit and run and os.path.exists(B.run_root(state, run)):
+        found.append(f"{B.run_root(state, run)} is left")
     if after_exit and srv is not None:
         for p in (srv.socket, srv.ready_file):
             if os.path.lexists(p):
                 found.append(f"{p} is left")
     if after_exit:
-        procs = runc_processes(state)
+        procs = runtime_processes(state)
         if procs:
-            found.append(f"runc processes: {procs}")
+            found.append(f"{B.binary_name} processes: {procs}")
     return found
 
 
@@ -644,11 +663,12 @@ def wait_for(pred, timeout=30, interval=0.05):
 
 
 def wait_container(state, run, timeout=30):
-    """Waits until a container of run exists in STATE/runc/<run>; its id."""
-    root = os.path.join(state, "runc", run or "")
+    """Waits until a container of run exists in the run's --root
+    (STATE/runc/<run>, STATE/runsc/<run>); its id."""
+    root = B.run_root(state, run)
 
     def one():
-        ids = runc_containers(root) if run else set()
+        ids = containers(root) if run else set()
         return sorted(ids)[0] if ids else None
     return wait_for(one, timeout)
 

@@ -1,13 +1,16 @@
 """Shared plumbing for the staging tests: throwaway clones made with real git,
-configs, state directories, `stage` runs, and probes run under real runc in
-bundles made from the staged seeds (`bundle --dry-run --state`)."""
+configs, state directories, `stage` runs, and probes run by hand under the
+test's backend (sp_harness.backend(): runc, runsc) in bundles made from the
+staged seeds (`bundle --dry-run --state`)."""
 
 import json
 import os
 import subprocess
 import tempfile
 
-from sp_harness import remove_bundle, unmount_under
+from sp_harness import backend, remove_bundle, unmount_under
+
+B = backend()
 
 YES, NO = '{"result": "YES"}', '{"result": "NO"}'
 
@@ -51,7 +54,7 @@ class StageWork:
 
     def write_config(self, repos, **extra):
         path = os.path.join(self.work, f"config-{self.next()}.json")
-        block = {"enabled": True, "privateRepos": repos, "runtime": "runc"}
+        block = {"enabled": True, "privateRepos": repos, "runtime": B.runtime}
         block.update(extra)
         with open(path, "w") as f:
             json.dump({"sealedProbes": block}, f)
@@ -95,18 +98,18 @@ class StageWork:
                            capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if r.returncode != 0:
             return f"bundle failed: {r.stderr.strip()}"
-        runc_root = os.path.join(self.work, "runc")
+        root = os.path.join(self.work, B.state_subdir)
         cid = f"sp-stage-test-{os.getpid()}-{n}"
         try:
-            run = subprocess.run(["runc", "--root", runc_root, "run", "--bundle", bundle, cid],
-                                 capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+            run = subprocess.run(B.run_argv(root, bundle, cid), capture_output=True, text=True,
+                                 stdin=subprocess.DEVNULL, timeout=120)
         finally:
-            subprocess.run(["runc", "--root", runc_root, "delete", "--force", cid], capture_output=True)
+            subprocess.run(B.delete_argv(root, cid, bundle), capture_output=True)
         with open(os.path.join(bundle, "out")) as f:
             out = f.read()
         remove_bundle(bundle)
         subprocess.run(["rm", "-rf", script_path])
-        return out if run.returncode == 0 else f"runc failed: {run.stderr.strip()} {out}"
+        return out if run.returncode == 0 else f"{B.binary_name} failed: {run.stderr.strip()} {out}"
 
     def close(self):
         for s in self.states:

@@ -1,6 +1,9 @@
 """Structural tests of `sealed-probe-proxy bundle --dry-run`: every hardening
-field of config.json by name, the files it references, and proof that nothing
-from a request reaches any field (docs/bundle.md)."""
+field of config.json by name, the files it references, the runtime command
+lines beside it, and proof that nothing from a request reaches any field
+(docs/bundle.md).  It runs no sandbox, but each backend gets a bundle of its
+own (under gVisor /tmp is a bind of a host tmpfs in the bundle, and the
+command lines are runsc's), so it runs on every backend."""
 
 import json
 import os
@@ -11,9 +14,10 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, cached_rootfs, env_path, require_root_and, unmount_under  # noqa: E402
+from sp_harness import BACKENDS, Tap, backend, cached_rootfs, env_path, require_root_and, unmount_under  # noqa: E402
 
 PROXY = env_path("SP_PROXY")
+B = backend()
 require_root_and("unshare")
 ROOTFS = cached_rootfs()
 with open(os.path.join(ROOTFS, "digest")) as f:
@@ -33,7 +37,7 @@ def write_config(name, block):
     return path
 
 
-CONFIG = write_config("config.json", {"enabled": True, "privateRepos": REPOS, "runtime": "runc",
+CONFIG = write_config("config.json", {"enabled": True, "privateRepos": REPOS, "runtime": B.runtime,
                                       "memoryLimit": "256m"})
 
 
@@ -136,6 +140,27 @@ tap.ok(sc["defaultAction"] == "SCMP_ACT_ERRNO", "seccomp default action denies",
 tap.ok("SCMP_ARCH_X86_64" in sc["architectures"], "seccomp covers x86_64")
 allowed = {n for rule in sc["syscalls"] if rule["action"] == "SCMP_ACT_ALLOW" for n in rule["names"]}
 for name in ("ptrace", "mount", "unshare", "setns", "bpf", "io_uring_setup", "keyctl", "clone3", "userfaultfd"):
+    if name == "clone3" and B.gvisor:
+        # runsc ignores errnoRet (every ERRNO rule answers EPERM), so the
+        # ENOSYS rule for clone3 would break pthread_create; the gvisor
+        # bundle lets clone3 reach the sentry, which answers ENOSYS itself
+        # (docs/seccomp.md, "Under gVisor"), and serve's canary checks that.
+        B.not_applicable(tap, f"seccomp does not allow {name}",
+                         "runsc ignores errnoRet, so the bundle allows clone3 and the sentry answers ENOSYS itself "
+                         "(docs/seccomp.md); checked next")
+        runc_form = os.path.join(work, "runc-form")
+        rr = dry_run(runc_form, config=write_config("runc-form.json", {"enabled": True, "privateRepos": REPOS,
+                                                                        "runtime": "runc", "memoryLimit": "256m"}))
+        theirs = load(runc_form)["linux"]["seccomp"] if rr.returncode == 0 else {}
+        differ = [(a, b) for a, b in zip(sc["syscalls"], theirs.get("syscalls", [])) if a != b]
+        tap.ok(rr.returncode == 0 and len(sc["syscalls"]) == len(theirs["syscalls"])
+               and {k: v for k, v in sc.items() if k != "syscalls"} == {k: v for k, v in theirs.items()
+                                                                        if k != "syscalls"}
+               and differ == [({"names": ["clone3"], "action": "SCMP_ACT_ALLOW"},
+                               {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38})],
+               "gvisor: the seccomp profile is runc's rule for rule, but for clone3: allowed instead of ENOSYS",
+               differ or rr.stderr.decode(errors="replace"))
+        continue
     tap.ok(name not in allowed, f"seccomp does not allow {name}")
 socket_rules = [r for r in sc["syscalls"] if "socket" in r["names"]]
 tap.ok(len(socket_rules) == 1 and socket_rules[0].get("args") == [{"index": 0, "value": 1, "op": "SCMP_CMP_EQ"}],
@@ -154,8 +179,23 @@ tap.ok(mounts["/proc"]["type"] == "proc", "/proc is a fresh proc")
 tap.ok(mounts["/dev"]["type"] == "tmpfs" and "nosuid" in mounts["/dev"]["options"], "/dev is a minimal tmpfs")
 tap.ok(mounts["/sys"]["type"] == "sysfs" and "ro" in mounts["/sys"]["options"], "/sys is read-only")
 tmp = mounts["/tmp"]
-tap.ok(tmp["type"] == "tmpfs" and {"noexec", "nosuid", "nodev", "size=16m"} <= set(tmp["options"]),
-       "/tmp is a small noexec nosuid nodev tmpfs", tmp)
+if B.gvisor:
+    # gVisor's own tmpfs ignores nr_inodes: /tmp is a bind of a host tmpfs
+    # the proxy mounts in the bundle (docs/runtimes.md, "Mounts").
+    tap.ok(tmp["type"] == "bind" and tmp["source"] == os.path.join(bundle, "tmp")
+           and {"bind", "rw", "noexec", "nosuid", "nodev"} <= set(tmp["options"]),
+           "gvisor: /tmp is a noexec nosuid nodev bind of the bundle's tmp", tmp)
+    with open("/proc/self/mountinfo") as f:
+        tmp_fs = [ln.split() for ln in f if ln.split()[4] == os.path.join(bundle, "tmp")]
+    tmp_opts = set(tmp_fs[0][5].split(",")) | set(tmp_fs[0][-1].split(",")) if len(tmp_fs) == 1 else set()
+    tmp_mode = stat.S_IMODE(os.stat(os.path.join(bundle, "tmp")).st_mode)
+    tap.ok(len(tmp_fs) == 1 and "tmpfs" in tmp_fs[0] and {"nosuid", "nodev", "noexec", "size=16384k",
+                                                           "nr_inodes=4096"} <= tmp_opts and tmp_mode == 0o1777,
+           "gvisor: the bundle's tmp is a host tmpfs of its own: noexec nosuid nodev, 16m, 4096 inodes, mode 1777",
+           (tmp_fs, oct(tmp_mode)))
+else:
+    tap.ok(tmp["type"] == "tmpfs" and {"noexec", "nosuid", "nodev", "size=16m"} <= set(tmp["options"]),
+           "/tmp is a small noexec nosuid nodev tmpfs", tmp)
 for dest, src, mode in (("/probe/repo", "repo", "rw"), ("/probe/probe.py", "probe.py", "ro"),
                         ("/probe/out", "out", "rw")):
     m = mounts[dest]
@@ -167,14 +207,25 @@ tap.ok(all(m["source"].startswith(bundle + "/") for m in binds),
        "every bind source is inside this bundle (no host path, socket or other seed)", binds)
 
 names = sorted(os.listdir(base_dir))
-tap.ok(names == ["config.json", "out", "probe.py", "repo", "rootfs", "runtime-commands.json"],
-       "the bundle holds config.json out probe.py repo rootfs runtime-commands.json", names)
+expected_names = ["config.json", "out", "probe.py", "repo", "rootfs", "runtime-commands.json"]
+expected_names += ["tmp"] if B.gvisor else []
+tap.ok(names == expected_names, f"the bundle holds {' '.join(expected_names)}", names)
 with open(os.path.join(base_dir, "runtime-commands.json")) as f:
     commands = json.load(f)
 steps = [c["step"] for c in commands["commands"]]
-tap.ok(commands["runtime"] == "runc" and steps == ["create", "start", "kill (on timeout or stop)", "delete"]
-       and all(c["argv"][1] == "--root" and os.path.basename(c["argv"][0]) == "runc" for c in commands["commands"]),
-       "runtime-commands.json names runc's create, start, kill and delete, each with its --root", commands)
+tap.ok(commands["runtime"] == B.runtime and steps == ["create", "start", "kill (on timeout or stop)", "delete"]
+       and all(c["argv"][1] == "--root" and os.path.basename(c["argv"][0]) == B.binary_name
+               for c in commands["commands"]),
+       f"runtime-commands.json names {B.binary_name}'s create, start, kill and delete, each with its --root",
+       commands)
+verbs = {"create": "create", "start": "start", "kill (on timeout or stop)": "kill", "delete": "delete"}
+tap.ok(all(c["argv"][3:3 + len(B.flags)] == list(B.flags) and c["argv"][3 + len(B.flags)] == verbs.get(c["step"])
+           for c in commands["commands"]),
+       f"every line carries exactly {B.binary_name}'s global flags ({' '.join(B.flags) or 'none'}) between --root "
+       "and the verb", commands)
+forbidden = ("--allow-flag-override", "--debug", "--debug-log", "--strace", "--profile")
+tap.ok(not [a for c in commands["commands"] for a in c["argv"] if a.split("=", 1)[0] in forbidden],
+       "no line carries a flag-override, debug, strace or profile flag", commands)
 tap.ok(commands["commands"][0]["argv"][-5:-1] == ["--bundle", base_dir, "--pid-file",
                                                   commands["commands"][0]["argv"][-2]]
        and commands["commands"][0]["argv"][-1].startswith("sp-dry-"),
@@ -262,6 +313,11 @@ cases = [
     ("probe_ids_past_the_ceiling", dict(extra=["--probe-ids", "2147483647"]), 2, b"--probe-ids"),
     ("probe_ids_not_a_number", dict(extra=["--probe-ids", "0x10000"]), 2, b"--probe-ids"),
 ]
+# Another backend's binary option with this backend's config: refused, naming it.
+for other in sorted(n for n in BACKENDS if n != B.name):
+    option = BACKENDS[other]["option"]
+    cases.append((f"{option.lstrip('-')}_option_of_backend_{other}",
+                  dict(extra=[option, f"/usr/bin/{BACKENDS[other]['binary']}"]), 1, option.encode()))
 for name, kwargs, status, field in cases:
     out = os.path.join(work, "bad-" + name)
     r = dry_run(out, **kwargs)

@@ -9,9 +9,10 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, require_root_and  # noqa: E402
+from sp_harness import Tap, backend, require_root_and  # noqa: E402
 
-require_root_and("runc", "git")
+B = backend()
+require_root_and("git")
 import sp_serve as S  # noqa: E402
 
 tap = Tap()
@@ -40,21 +41,26 @@ try:
         tap.ok(r.returncode == 0 and r.stderr == "" and report is not None,
                f"check passes the whole preflight and prints one JSON line ({mode})", r.stderr + r.stdout)
         report = report or {}
-        tap.ok(report.get("runtime") == "runc" and report.get("snapshot") == mode
+        tap.ok(report.get("runtime") == B.runtime and report.get("snapshot") == mode
                and report.get("canary") == "confined" and report.get("budget_remaining") == 7,
                f"check reports the runtime, the snapshot mode, the canary and the budget ({mode})", r.stdout)
+        evidence = report.get("kernel_evidence")
+        tap.ok(report.get("kernel") == B.kernel and isinstance(evidence, list) and evidence
+               and all(isinstance(e, str) and e for e in evidence),
+               f"check reports whose kernel the canary found ({B.kernel}) and its evidence ({mode})", r.stdout)
         tap.ok(report.get("seeds") == [{"repo": "acme/one", "commit": seed["commit"], "digest": seed["digest"]}],
                f"check reports each seed's repository, commit and digest as staged ({mode})", r.stdout)
         tap.ok(report.get("rootfs", "").startswith("sha256:")
                and open(os.path.join(work.rootfs, "digest")).read().strip() == report.get("rootfs"),
                f"check reports the verified rootfs digest ({mode})", r.stdout)
-        left = [p for p in (S.work_dir(state), os.path.join(state, "runc")) if os.path.isdir(p) and os.listdir(p)]
+        left = [p for p in (S.work_dir(state), os.path.join(state, B.state_subdir))
+                if os.path.isdir(p) and os.listdir(p)]
         tap.ok(left == [] and S.mounts_under(S.work_dir(state)) == [],
-               f"check leaves no workspace, runc state or mount behind ({mode})", left)
+               f"check leaves no workspace, {B.binary_name} state or mount behind ({mode})", left)
 
-    r = check(config, state, "--runc", "/bin/true")
-    tap.ok(r.returncode == 1 and r.stdout == "" and "--runc" in r.stderr,
-           "check refuses a runc that is not runc, naming --runc", r.stderr)
+    r = check(config, state, B.option, "/bin/true")
+    tap.ok(r.returncode == 1 and r.stdout == "" and B.option in r.stderr,
+           f"check refuses a {B.binary_name} that is not {B.binary_name}, naming {B.option}", r.stderr)
 
     other = work.write_config(["acme/one", "acme/two"], maxInvocations=7)
     r = check(other, state)

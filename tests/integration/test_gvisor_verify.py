@@ -16,7 +16,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sp_harness import Tap, require_root_and  # noqa: E402
 
-require_root_and("runc", "runsc", "git")
+require_root_and("runc", "git")  # runsc: sp_backend (sp_harness.backend())
 import sp_backend as B  # noqa: E402
 import sp_serve as S  # noqa: E402
 

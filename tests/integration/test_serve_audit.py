@@ -13,9 +13,10 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, require_root_and  # noqa: E402
+from sp_harness import Tap, backend, require_root_and  # noqa: E402
 
-require_root_and("runc", "git", "chattr")
+B = backend()
+require_root_and("git", "chattr")
 import sp_serve as S  # noqa: E402
 
 tap = Tap()
@@ -51,7 +52,9 @@ def parse_whole(raw):
 
 
 def created_containers(ino, run):
-    return {name for d, name, mask in ino.events() if mask & IN_CREATE and name.startswith(f"sp-{run}-")}
+    """Container ids whose state the runtime created in the run's --root."""
+    ids = {B.container_of(name) for d, name, mask in ino.events() if mask & IN_CREATE}
+    return {cid for cid in ids if cid and cid.startswith(f"sp-{run}-")}
 
 
 def launched_unaudited(container_ids, recs, run):
@@ -76,7 +79,7 @@ try:
     with S.serving(work, config, state, concurrency=2, queue=32) as srv:
         run = srv.run
         ino = S.Inotify()
-        ino.watch(os.path.join(state, "runc", run))
+        ino.watch(B.run_root(state, run))
         results, stop_flag, filled = [], threading.Event(), threading.Event()
 
         def stream():
@@ -139,7 +142,7 @@ try:
             tap.ok(srv.probe(QUICK, "acme/alpha") == YES, "unwritable: control: a probe answers first")
             subprocess.run(["chattr", "+i", log], check=True)
             ino = S.Inotify()
-            ino.watch(os.path.join(state, "runc", run))
+            ino.watch(B.run_root(state, run))
             ino.watch(os.path.join(S.work_dir(state), run))
             size = os.path.getsize(log)
             first = srv.client(QUICK, "acme/alpha", timeout=60)

@@ -14,9 +14,10 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, require_root_and  # noqa: E402
+from sp_harness import BACKENDS, Tap, backend, require_root_and  # noqa: E402
 
-require_root_and("runc", "git")
+B = backend()
+require_root_and("git")
 import sp_serve as S  # noqa: E402
 
 tap = Tap()
@@ -126,7 +127,7 @@ try:
             tap.ok(dst.st_mode & 0o777 == 0o755 and dst.st_uid == 0,
                    f"{mode}: the socket's missing directory is created 0755", oct(dst.st_mode))
             tap.ok(srv.run is not None and S.RUN_ID.match(srv.run),
-                   f"{mode}: the run id (STATE/runc/<run>) is 12 lowercase hex", srv.run)
+                   f"{mode}: the run id (STATE/{B.state_subdir}/<run>) is 12 lowercase hex", srv.run)
             audit_before = len(S.audit_lines(state, srv.run))
 
             r1 = srv.client(MUTATE + f"# {SCRIPT_CANARY}\n", "acme/alpha")
@@ -254,23 +255,32 @@ try:
             rc = srv.stop(timeout=60)
             tap.ok(rc == 0, f"{mode}: SIGTERM: serve exits 0", f"exit {rc}: {srv.stderr()[-500:]}")
             left = S.leaks(state, run, after_exit=True, srv=srv)
-            tap.ok(not left, f"{mode}: after SIGTERM nothing is left (containers, cgroups, mounts, work, runc root, "
-                             "socket, ready file)", left)
+            tap.ok(not left, f"{mode}: after SIGTERM nothing is left (containers, cgroups, mounts, work, "
+                             f"{B.binary_name} root, socket, ready file)", left)
         finally:
             srv.cleanup()
             notify.close()
 
     # ---- preflight refusals ------------------------------------------------
-    preflight_refusal("runtime not runc", "sealedProbes.runtime",
+    preflight_refusal(f"runtime not {B.runtime}", "sealedProbes.runtime",
                       work.write_config(["acme/alpha", "acme/beta"], runtime="docker", timeout=5, maxInvocations=1000), state)
     preflight_refusal("sealedProbes disabled", "sealedProbes.enabled",
                       work.write_config(["acme/alpha", "acme/beta"], enabled=False, timeout=5, maxInvocations=1000), state)
-    fake_runc = os.path.join(work.dir, "fake-runc")
-    with open(fake_runc, "w") as f:
-        f.write("#!/bin/sh\necho 'runc version 1.0.0'\necho 'commit: fake'\necho 'spec: 1.0.2-dev'\nexit 0\n")
-    os.chmod(fake_runc, 0o755)
-    preflight_refusal("--runc printing version 1.0.0", "--runc", config, state, runc=fake_runc)
-    preflight_refusal("--runc naming no file", "--runc", config, state, runc=os.path.join(work.dir, "no-runc"))
+    # A runtime binary that is too old (B.old_version: what its --version prints).
+    fake = os.path.join(work.dir, f"fake-{B.binary_name}")
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\ncat <<'EOF'\n" + B.old_version + "EOF\nexit 0\n")
+    os.chmod(fake, 0o755)
+    preflight_refusal(f"{B.option} printing version {B.old_version.split()[2]}", B.option, config, state,
+                      binary=fake)
+    preflight_refusal(f"{B.option} naming no file", B.option, config, state,
+                      binary=os.path.join(work.dir, f"no-{B.binary_name}"))
+    # Another backend's binary option, with this backend's config: refused,
+    # never silently unused (docs/operations.md).
+    for other in sorted(n for n in BACKENDS if n != B.name):
+        option = BACKENDS[other]["option"]
+        preflight_refusal(f"{option} (backend {other}) with runtime {B.runtime}", option, config, state,
+                          extra=(option, f"/usr/bin/{BACKENDS[other]['binary']}"))
     tampered = os.path.join(work.dir, "rootfs-tampered")
     subprocess.run(["cp", "-a", work.rootfs, tampered], check=True)
     with open(os.path.join(tampered, "root", "etc", "sp-tampered"), "w") as f:

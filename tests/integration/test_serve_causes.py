@@ -1,9 +1,9 @@
 """`serve` tells the causes of a failure apart in the audit log
 (docs/audit.md, "status"; docs/runtimes.md, "One run"), while the agent gets
-the same ERROR bytes for each: runc failing to create the sandbox is
-`runtime`, a runtime binary made unusable under a running serve is
-`environment`, and the probe's own exit 1 (the status runc itself exits
-with when it fails) is `probe`."""
+the same ERROR bytes for each: the runtime (runc, runsc) failing to create
+the sandbox is `runtime`, a runtime binary made unusable under a running
+serve is `environment`, and the probe's own exit 1 (the status runc itself
+exits with when it fails) is `probe`."""
 
 import os
 import shutil
@@ -12,9 +12,10 @@ import sys
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, require_root_and  # noqa: E402
+from sp_harness import Tap, backend, require_root_and  # noqa: E402
 
-require_root_and("runc", "git")
+B = backend()
+require_root_and("git")
 import sp_serve as S  # noqa: E402
 
 tap = Tap()
@@ -22,7 +23,7 @@ work = S.Work("sp-serve-causes-")
 YES = S.answer("YES")
 QUICK = S.answer_script("YES")
 EXIT1 = "import sys\nsys.exit(1)\n"
-# The runc binary's copy lives where verify accepts it: every directory up
+# The runtime binary's copy lives where verify accepts it: every directory up
 # to / root's and not writable by others (/tmp is not).
 bindir = f"/run/sp-causes-{uuid.uuid4().hex[:12]}"
 
@@ -46,11 +47,12 @@ try:
     config = work.write_config(["acme/alpha"], timeout=10, maxInvocations=1000)
     state = work.staged_state(config, [("acme/alpha", alpha)])
     os.makedirs(os.path.join(bindir, "bin"), mode=0o755)
-    runc = os.path.join(bindir, "bin", "runc")
-    shutil.copy2(shutil.which("runc"), runc)
-    os.chmod(runc, 0o755)
+    runtime = os.path.join(bindir, "bin", B.binary_name)
+    shutil.copy2(B.binary, runtime)
+    os.chmod(runtime, 0o755)
+    name = B.binary_name
     errors = set()
-    with S.serving(work, config, state, runc=runc) as srv:
+    with S.serving(work, config, state, binary=runtime) as srv:
         tap.ok(srv.probe(QUICK, "acme/alpha") == YES, "control: a probe answers")
 
         # The probe's own failure: exit 1.
@@ -61,35 +63,36 @@ try:
         tap.ok(rec and rec["status"] == "probe" and rec["exit"] == 1 and rec["launched"],
                "probe exits 1: audited status probe, exit 1", rec)
 
-        # runc fails to create the sandbox: the container id it is given is
-        # taken (a state directory already holds it).  Two requests: the
-        # client's and the raw frame's, in that order.
+        # The runtime fails to create the sandbox: the container id it is
+        # given is taken (its --root already holds state for it).  Two
+        # requests: the client's and the raw frame's, in that order.
         last = S.audit_id_inv(S.audit_lines(srv.state, srv.run)[-1])
-        taken = [os.path.join(state, "runc", srv.run, f"sp-{srv.run}-{last + k}") for k in (1, 2)]
-        for t in taken:
-            os.mkdir(t, 0o700)
+        taken = [B.occupy(B.run_root(state, srv.run), f"sp-{srv.run}-{last + k}") for k in (1, 2)]
         line, raw, rec = ask(srv, EXIT1)
         errors |= {line, raw}
         for t in taken:
             if os.path.isdir(t):
                 os.rmdir(t)
-        tap.ok(line == S.ERROR_LINE.encode() and raw == S.ERROR_FRAME, "runc create fails: the agent gets ERROR",
+            elif os.path.lexists(t):
+                os.unlink(t)
+        tap.ok(line == S.ERROR_LINE.encode() and raw == S.ERROR_FRAME, f"{name} create fails: the agent gets ERROR",
                (line, raw))
-        tap.ok(rec and rec["status"] == "runtime" and "runc create" in (rec["reason"] or "")
+        tap.ok(rec and rec["status"] == "runtime" and f"{name} create" in (rec["reason"] or "")
                and rec["exit"] is None,
-               "runc create fails: audited status runtime, naming runc create, with no exit status of a probe", rec)
-        tap.ok(srv.probe(QUICK, "acme/alpha") == YES, "runc create fails: the next probe answers")
+               f"{name} create fails: audited status runtime, naming {name} create, with no exit status of a probe",
+               rec)
+        tap.ok(srv.probe(QUICK, "acme/alpha") == YES, f"{name} create fails: the next probe answers")
 
         # The runtime binary is made unusable under the running serve.
-        os.chmod(runc, 0o644)
+        os.chmod(runtime, 0o644)
         try:
             line, raw, rec = ask(srv, EXIT1)
         finally:
-            os.chmod(runc, 0o755)
+            os.chmod(runtime, 0o755)
         errors |= {line, raw}
         tap.ok(line == S.ERROR_LINE.encode() and raw == S.ERROR_FRAME,
                "runtime binary unusable: the agent gets ERROR", (line, raw))
-        tap.ok(rec and rec["status"] == "environment" and runc in (rec["reason"] or "") and not rec["launched"],
+        tap.ok(rec and rec["status"] == "environment" and runtime in (rec["reason"] or "") and not rec["launched"],
                "runtime binary unusable: audited status environment, naming the binary, nothing launched", rec)
         tap.ok(srv.probe(QUICK, "acme/alpha") == YES, "runtime binary usable again: the next probe answers")
         tap.ok(errors == {S.ERROR_LINE.encode(), S.ERROR_FRAME},

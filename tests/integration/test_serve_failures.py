@@ -11,9 +11,10 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, require_root_and  # noqa: E402
+from sp_harness import Tap, backend, require_root_and  # noqa: E402
 
-require_root_and("runc", "git")
+B = backend()
+require_root_and("git")
 import sp_serve as S  # noqa: E402
 
 tap = Tap()
@@ -183,7 +184,7 @@ with open("/probe/out", "w") as f:
     bstate = work.staged_state(bconfig, [("acme/alpha", alpha)])
     for attempt in ("first run", "after a restart"):
         with S.serving(work, bconfig, bstate) as srv:
-            run_root = os.path.join(bstate, "runc", srv.run)
+            run_root = B.run_root(bstate, srv.run)
             work_root = os.path.join(S.work_dir(bstate), srv.run)
 
             def watch_all(ino):
@@ -199,7 +200,8 @@ with open("/probe/out", "w") as f:
                 ino.close()
                 tap.ok(answers == [YES, YES], "budget 2: the first two probes answer", answers)
                 tap.ok(any(e[0] == run_root for e in created),
-                       "control: the inotify watch sees a container created under STATE/runc/<run>", created)
+                       f"control: the inotify watch sees a container created under STATE/{B.state_subdir}/<run>",
+                       created)
             ino = S.Inotify()
             watch_all(ino)
             before = len(S.audit_lines(bstate))
@@ -209,7 +211,7 @@ with open("/probe/out", "w") as f:
             ino.close()
             lines = S.audit_lines(bstate)[before:]
             tap.ok(r == S.ERROR_LINE, f"budget exhausted ({attempt}): the request is ERROR", r)
-            tap.ok(not created and not S.runc_containers(run_root),
+            tap.ok(not created and not S.containers(run_root),
                    f"budget exhausted ({attempt}): no container and no workspace was created", created)
             tap.ok(len(lines) == 1 and lines[0]["launched"] is False and lines[0]["status"] == "refused"
                    and lines[0]["debited"] is False and lines[0]["budget_remaining"] == 0,

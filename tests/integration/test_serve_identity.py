@@ -9,7 +9,14 @@ nothing else may hold, cannot reach the repository.  Two
 concurrent probes run as two different host ids.  A probe that reads every
 file under /proc/self and /proc/1 finds no host path, under serve in both
 snapshot modes and in a dry-run bundle run by hand.  The host's domain name
-does not show inside either."""
+does not show inside either.
+
+Under gVisor the probe's host process is the sandbox (runsc-sandbox, the
+sentry), which runsc runs as host 65534 whatever the bundle says, and the
+repository is the gofer's (runsc-gofer, the slot's root id): the host-id
+checks that cannot apply are SKIP lines naming that reason, and what does
+hold is checked instead (docs/runtimes.md, "The probe's identity under
+gVisor")."""
 
 import json
 import os
@@ -19,9 +26,10 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, remove_bundle, require_root_and  # noqa: E402
+from sp_harness import Tap, backend, remove_bundle, require_root_and  # noqa: E402
 
-require_root_and("runc", "git", "setpriv")
+B = backend()
+require_root_and("git", "setpriv")
 import sp_serve as S  # noqa: E402
 
 tap = Tap()
@@ -73,6 +81,84 @@ print(json.dumps(done))
 def probe_pids(base, count):
     """{pid: uid} of host processes whose uid is in [base, base + count)."""
     return {pid: uid for pid, (uid, _) in S.probe_processes(base, count).items()}
+
+
+GVISOR_IDENTITY = ("runsc runs every sandbox (the sentry) as host uid and gid 65534 in a user namespace of its own, "
+                   "whatever the bundle says; the slot's ids are the gofer's and the files' (docs/runtimes.md, "
+                   "\"The probe's identity under gVisor\")")
+# The doors that reach a probe's repository (the others show a process's
+# own bookkeeping: its fd numbers, environment, maps).
+REPO_DOORS = {"read root", "list root", "write root", "read cwd", "read mem", "list snapshot via serve",
+              "read snapshot on the host"}
+
+
+def gvisor_held(state):
+    """Under gVisor, the running sandboxes of state whose gofer serves a
+    repository holding held.txt: [(sandbox pid, gofer pid)]."""
+    out = []
+    for pair in S.gvisor_sandboxes(state).values():
+        if "sandbox" in pair and "gofer" in pair and \
+                os.path.exists(f"/proc/{pair['gofer']}/root/probe/repo/held.txt"):
+            out.append((pair["sandbox"], pair["gofer"]))
+    return out
+
+
+def snapshot_dir(state, run):
+    """The probe's repository as serve mounted it: WORK/RUN/INV/bundle/repo."""
+    run_dir = os.path.join(S.work_dir(state), run)
+    invs = [d for d in os.listdir(run_dir) if d != "rootfs"]
+    return os.path.join(run_dir, invs[0], "bundle", "repo") if invs else run_dir
+
+
+def identity_gvisor(mode, srv, state, base):
+    """The identity checks under gVisor, while two HOLD probes run: what holds
+    instead of what runc gives (GVISOR_IDENTITY)."""
+    held = S.wait_for(lambda: (lambda h: h if len(h) == 2 else None)(gvisor_held(state)), timeout=30) or []
+    ids = {}
+    for sandbox, gofer in held:
+        ids[sandbox], ids[gofer] = S.process_ids(sandbox), S.process_ids(gofer)
+    B.not_applicable(tap, f"{mode}: two concurrent probes run as two different host ids of serve's range, each its "
+                     "slot's probe id", GVISOR_IDENTITY)
+    gofer_uids = sorted({ids[g]["Uid"][0] for _, g in held})
+    tap.ok(len(held) == 2 and len(gofer_uids) == 2
+           and all(ids[g]["Uid"] == [ids[g]["Uid"][0]] * 4 and ids[g]["Gid"] == [ids[g]["Uid"][0]] * 4
+                   and base <= ids[g]["Uid"][0] < base + 34 and (ids[g]["Uid"][0] - base) % 2 == 0 for _, g in held)
+           and all(ids[sb]["Uid"] == [65534] * 4 and ids[sb]["Gid"] == [65534] * 4 for sb, _ in held),
+           f"{mode}: gvisor: two concurrent probes have two gofers, each running as its own slot's root id "
+           "(real, effective, saved and filesystem), and two sandboxes running as 65534: none runs as root",
+           {"held": held, "ids": ids})
+    if not held:
+        return held
+    sandbox, gofer = held[0]
+    uid = ids[gofer]["Uid"][0]
+    snap = snapshot_dir(state, srv.run)
+    control = doors_as(0, gofer, srv.pid, snap)
+    control_sandbox = doors_as(0, sandbox, srv.pid, snap)
+    tap.ok("read root" in control and "list snapshot via serve" in control and "read maps" in control_sandbox,
+           f"{mode}: control: root on the host reads the repository through the gofer's /proc/PID/root, lists the "
+           "snapshot through serve's root and reads the sandbox's maps (the doors are real)",
+           (control, control_sandbox))
+    B.not_applicable(tap, f"{mode}: a host process as the old design's uid 65534 (65534) gets through no door into a "
+                     "running probe (root, cwd, fds, environ, maps, mem, its snapshot directory)",
+                     "65534 is the sandbox's own host id under gVisor, so it may list the sandbox's fd numbers like "
+                     "any process of its uid; " + GVISOR_IDENTITY)
+    into_sandbox, into_gofer = doors_as(65534, sandbox, srv.pid, snap), doors_as(65534, gofer, srv.pid, snap)
+    tap.ok(set(into_sandbox) <= {"list fds"} and into_gofer == [],
+           f"{mode}: gvisor: a host process as 65534, the sandbox's own host id, reaches nothing of the repository: "
+           "at most the sandbox's fd numbers, and no door into the gofer", (into_sandbox, into_gofer))
+    for who, other in (("the neighbouring id below the gofer's", uid - 1),
+                       ("the neighbouring id above the gofer's (the slot's probe id, the files' owner)", uid + 1)):
+        got = doors_as(other, gofer, srv.pid, snap) + doors_as(other, sandbox, srv.pid, snap)
+        tap.ok(got == [], f"{mode}: gvisor: a host process as {who} ({other}) gets through no door into a running "
+               "probe's gofer or sandbox (root, cwd, fds, environ, maps, mem, its snapshot directory)", got)
+    got = doors_as(uid, gofer, srv.pid, snap)
+    tap.ok(not REPO_DOORS & set(got),
+           f"{mode}: gvisor: even as the gofer's own host id, which nothing else may hold, the repository cannot be "
+           "reached (the gofer's user namespace is root's)", got)
+    B.not_applicable(tap, f"{mode}: the probe's real, effective, saved and filesystem uid and gid are its host id",
+                     "the probe has no host process of its own; the sandbox's and the gofer's ids are checked above; "
+                     + GVISOR_IDENTITY)
+    return held
 
 
 def doors_as(uid, pid, serve_pid, snapshot):
@@ -129,13 +215,23 @@ try:
                        for i in range(2)]
             for t in threads:
                 t.start()
-            held = S.wait_for(lambda: (lambda p: p if len(p) == 2 and all(
-                os.path.exists(f"/proc/{pid}/root/probe/repo/held.txt") for pid in p) else None)(
-                    probe_pids(base, 6)), timeout=30) or {}
-            uids = sorted(set(held.values()))
-            tap.ok(len(held) == 2 and len(uids) == 2 and all(u % 2 == 1 for u in uids),
-                   f"{mode}: two concurrent probes run as two different host ids of serve's range, each its "
-                   f"slot's probe id", held)
+            if B.gvisor:
+                held = identity_gvisor(mode, srv, state, base)
+                snap = os.path.join(S.work_dir(state), srv.run)
+                host_view = [os.path.join(d, n) for d, ds, fs in os.walk(snap) for n in ds + fs]
+                tap.ok(held and not any("held.txt" in p for p in host_view),
+                       f"{mode}: in the host's mount namespace the snapshot directories are empty", host_view[:10])
+                for _, gofer in held:
+                    release(srv, gofer)
+                held = {}
+            else:
+                held = S.wait_for(lambda: (lambda p: p if len(p) == 2 and all(
+                    os.path.exists(f"/proc/{pid}/root/probe/repo/held.txt") for pid in p) else None)(
+                        probe_pids(base, 6)), timeout=30) or {}
+                uids = sorted(set(held.values()))
+                tap.ok(len(held) == 2 and len(uids) == 2 and all(u % 2 == 1 for u in uids),
+                       f"{mode}: two concurrent probes run as two different host ids of serve's range, each its "
+                       f"slot's probe id", held)
             if held:
                 pid, uid = next(iter(held.items()))
                 # The probe's repository as serve mounted it: WORK/RUN/INV/bundle/repo.
@@ -234,8 +330,20 @@ try:
 
     # The domain name: serve started where the host's domain name is a
     # secret; its probes see the fixed one (bundle.h, SP_BUNDLE_DOMAINNAME).
+    # gVisor has no /proc/sys/kernel/domainname: its probe asks uname (via
+    # getdomainname), and runsc 20221219 answers with the bundle's hostname,
+    # `probe`, ignoring config.json's domainname: a fixed value too.
     secret = "host-secret-domain"
-    domain_probe = """import json
+    if B.gvisor:
+        fixed = ("(none)", "probe")
+        domain_probe = """import ctypes, json
+buf = ctypes.create_string_buffer(256)
+value = buf.value.decode() if ctypes.CDLL(None).getdomainname(buf, 256) == 0 else None
+with open("/probe/out", "w") as f:
+    json.dump({"result": "YES" if value in %r else ("NO" if value == %r else "UNKNOWN")}, f)
+""" % (fixed, secret)
+    else:
+        domain_probe = """import json
 with open("/proc/sys/kernel/domainname") as f:
     value = f.read().strip()
 with open("/probe/out", "w") as f:
@@ -246,7 +354,9 @@ with open("/probe/out", "w") as f:
         with open(f"/proc/{srv.pid}/cmdline", "rb") as f:
             is_serve = b"serve" in f.read()
         tap.ok(is_serve and srv.probe(domain_probe, "acme/app") == YES,
-               "serve started where the host's domain name is a secret: its probe sees the fixed `(none)`")
+               "serve started where the host's domain name is a secret: its probe sees the fixed `(none)`"
+               + (" (gvisor: or the fixed hostname `probe`, which runsc also makes the domain name)"
+                  if B.gvisor else ""))
     script = work.path("domain") + ".py"
     with open(script, "w") as f:
         f.write(domain_probe)
@@ -256,20 +366,28 @@ with open("/probe/out", "w") as f:
                        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
     if r.returncode == 0:
         cid = f"sp-domain-{os.getpid()}"
-        runc_root = work.path("runc")
-        subprocess.run(wrap + ["runc", "--root", runc_root, "run", "--bundle", bundle, cid], capture_output=True,
-                       stdin=subprocess.DEVNULL, timeout=120)
-        subprocess.run(["runc", "--root", runc_root, "delete", "--force", cid], capture_output=True)
+        root = work.path(B.state_subdir)
+        subprocess.run(wrap + B.run_argv(root, bundle, cid), capture_output=True, stdin=subprocess.DEVNULL,
+                       timeout=120)
+        subprocess.run(B.delete_argv(root, cid, bundle), capture_output=True)
         with open(os.path.join(bundle, "out")) as f:
             seen = f.read()
         remove_bundle(bundle)
     else:
         seen = r.stderr
-    tap.ok(seen.startswith("{") and json.loads(seen).get("result") == "NO", "control: the same bundle run by hand in that namespace sees the secret (runc 1.1 ignores "
-           "config.json's domainname, which is why serve pins it in its own UTS namespace)", seen)
+    control_name = ("control: the same bundle run by hand in that namespace sees the secret (runc 1.1 ignores "
+                    "config.json's domainname, which is why serve pins it in its own UTS namespace)")
+    if B.gvisor:
+        B.not_applicable(tap, control_name, "the sentry's UTS namespace is its own, so no bundle run by hand sees the "
+                         "host's domain name; checked next")
+        tap.ok(seen.startswith("{") and json.loads(seen).get("result") == "YES",
+               "gvisor: the same bundle run by hand in that namespace sees a fixed domain name, not the secret", seen)
+    else:
+        tap.ok(seen.startswith("{") and json.loads(seen).get("result") == "NO", control_name, seen)
 
     # The loginuid: serve pins its own before runc starts, so its probes
-    # cannot write one into the host's audit trail.
+    # cannot write one into the host's audit trail.  (gVisor has no
+    # /proc/self/loginuid: nothing to set.)
     loginuid_probe = """import json, os
 results = []
 for uid in ("0", "1000", "65534"):
@@ -300,14 +418,14 @@ with open("/probe/out", "w") as f:
                        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
     if tap.ok(r.returncode == 0, "a dry-run bundle is written", r.stderr):
         cid = f"sp-identity-{os.getpid()}"
-        runc_root = work.path("runc")
-        run = subprocess.run(["runc", "--root", runc_root, "run", "--bundle", bundle, cid],
-                             capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
-        subprocess.run(["runc", "--root", runc_root, "delete", "--force", cid], capture_output=True)
+        root = work.path(B.state_subdir)
+        run = subprocess.run(B.run_argv(root, bundle, cid), capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL, timeout=120)
+        subprocess.run(B.delete_argv(root, cid, bundle), capture_output=True)
         with open(os.path.join(bundle, "out")) as f:
             out = f.read()
         tap.ok(run.returncode == 0 and json.loads(out or "{}").get("result") == "NO",
-               "the same probe in a dry-run bundle run by hand with runc finds no host path either",
+               f"the same probe in a dry-run bundle run by hand with {B.binary_name} finds no host path either",
                run.stderr + out)
         remove_bundle(bundle)
 finally:

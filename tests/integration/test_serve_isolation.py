@@ -15,9 +15,10 @@ import threading
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, require_root_and  # noqa: E402
+from sp_harness import Tap, backend, require_root_and  # noqa: E402
 
-require_root_and("runc", "git")
+B = backend()
+require_root_and("git")
 import sp_serve as S  # noqa: E402
 
 tap = Tap()
@@ -48,8 +49,8 @@ def parallel(*calls):
 
 
 def both_running(srv):
-    root = os.path.join(srv.state, "runc", srv.run or "")
-    return S.wait_for(lambda: len(S.runc_containers(root)) >= 2, timeout=20)
+    root = B.run_root(srv.state, srv.run)
+    return S.wait_for(lambda: len(S.containers(root)) >= 2, timeout=20)
 
 
 try:
@@ -135,7 +136,7 @@ with open("/probe/out", "w") as f:
             res = {}
             t = threading.Thread(target=lambda: res.setdefault("w", srv.probe(conc_writer, "acme/alpha")))
             t.start()
-            S.wait_for(lambda: S.runc_containers(os.path.join(state, "runc", run)), timeout=20)
+            S.wait_for(lambda: S.containers(B.run_root(state, run)), timeout=20)
             res["s"] = srv.probe(conc_search, "acme/alpha", FO)
             t.join(timeout=60)
             lines = [rec for rec in S.audit_lines(state, run)][-2:]

@@ -2,8 +2,9 @@
 SIGTERM in the middle (exit 0, every client a well-formed answer, nothing
 left); kill -9 during a probe, then a restart on the same state removes the
 old run's orphans; and a credential canary in serve's launch environment
-reaches nothing: not serve's environ, not the runc processes it starts, not
-the sandbox, not the audit log, not any output."""
+reaches nothing: not serve's environ, not the runtime processes it starts
+(runc's; runsc's, its gofer and sandbox), not the sandbox, not the audit log,
+not any output."""
 
 import json
 import os
@@ -14,9 +15,10 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, require_root_and  # noqa: E402
+from sp_harness import Tap, backend, require_root_and  # noqa: E402
 
-require_root_and("runc", "git")
+B = backend()
+require_root_and("git")
 import sp_serve as S  # noqa: E402
 
 tap = Tap()
@@ -105,7 +107,7 @@ try:
             th.start()
         S.wait_container(state, run, timeout=20)
         time.sleep(1.5)
-        containers_seen = S.runc_containers(os.path.join(state, "runc", run))
+        containers_seen = S.containers(B.run_root(state, run))
         rc = srv.stop(sig=signal.SIGTERM, timeout=90)
         for th in threads:
             th.join(timeout=150)
@@ -115,8 +117,8 @@ try:
         answered = sum(1 for o in outs if o and o[0] == YES.encode())
         tap.ok(answered >= 1, "storm: some requests were answered before the SIGTERM", answered)
         left = S.leaks(state, run, after_exit=True, srv=srv)
-        tap.ok(not left, "storm: nothing is left (containers, cgroups, mounts, work, runc root, socket, ready file, "
-                         "runc processes)", left)
+        tap.ok(not left, f"storm: nothing is left (containers, cgroups, mounts, work, {B.binary_name} root, socket, "
+                         f"ready file, {B.binary_name} processes)", left)
         problems = [S.audit_key_problems(rec) for rec in S.audit_lines(state, run) if S.audit_key_problems(rec)]
         tap.ok(len(S.audit_lines(state, run)) <= 50 and not problems, "storm: the audit lines are well-formed",
                problems[:3])
@@ -146,9 +148,9 @@ try:
                "orphans: the long probe's container, cgroup and processes exist", (cid, pids, S.cgroup_dirs(old_run)))
         srv.kill9()
         time.sleep(0.5)
-        tap.ok(S.runc_containers(os.path.join(state, "runc", old_run)) and S.cgroup_dirs(old_run),
+        tap.ok(S.containers(B.run_root(state, old_run)) and S.cgroup_dirs(old_run),
                "orphans: after kill -9 the container and its cgroup are left behind",
-               (S.runc_containers(os.path.join(state, "runc", old_run)), S.cgroup_dirs(old_run)))
+               (S.containers(B.run_root(state, old_run)), S.cgroup_dirs(old_run)))
     finally:
         srv.cleanup()
     # The same id range: a proxy killed by kill -9 holds no lock on it.
@@ -159,7 +161,8 @@ try:
         if ok:
             left = S.leaks(state, old_run, after_exit=True)
             tap.ok(srv2.run != old_run and not left and not os.path.exists(os.path.join(S.work_dir(state), old_run)),
-                   "orphans: once ready, the old run's containers, cgroups, processes, runc root and work dir are gone",
+                   f"orphans: once ready, the old run's containers, cgroups, processes, {B.binary_name} root and work "
+                   "dir are gone",
                    left)
             tap.ok(srv2.probe(QUICK, "acme/alpha") == YES, "orphans: a probe works after the restart")
             tap.ok(srv2.stop() == 0, "orphans: the new serve stops cleanly", srv2.stderr()[-300:])
@@ -203,17 +206,19 @@ time.sleep(2)
                         env_bytes = f.read()
                 except OSError:
                     continue
-                if b"runc" in cmd.split(b"\0")[0] and state.encode() in cmd:
+                if B.is_process(cmd.split(b"\0")) and state.encode() in cmd:
                     sampled.append(pid)
                 if any(c in env_bytes or c in cmd for c in canaries):
                     hits.append((pid, cmd[:80]))
             # runc lives only around the probe (create, start, delete, each
-            # tens of ms; docs/runtimes.md), so sample tightly.
+            # tens of ms; docs/runtimes.md), so sample tightly.  (runsc's
+            # gofer and sandbox live as long as the probe.)
             time.sleep(0.002)
         th.join(timeout=60)
-        tap.ok(sampled, "canary: control: runc processes of this serve were sampled while a probe ran", sampled[:5])
-        tap.ok(not hits, "canary: no process's environ or cmdline (runc's included) holds a canary while a probe runs",
-               hits)
+        tap.ok(sampled, f"canary: control: {B.binary_name} processes of this serve were sampled while a probe ran",
+               sampled[:5])
+        tap.ok(not hits, f"canary: no process's environ or cmdline ({B.binary_name}'s included) holds a canary while "
+                         "a probe runs", hits)
         tap.ok(res.get("r") == S.answer("NOTSEEN"), "canary: the sandbox's environment and every /proc/*/environ it "
                                                     "can read hold no canary", res)
         rc = srv.stop()

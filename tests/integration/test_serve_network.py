@@ -15,9 +15,10 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, require_root_and  # noqa: E402
+from sp_harness import Tap, backend, require_root_and  # noqa: E402
 
-require_root_and("runc", "git", "ip")
+B = backend()
+require_root_and("git", "ip")
 import sp_serve as S  # noqa: E402
 
 tap = Tap()

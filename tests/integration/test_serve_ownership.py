@@ -13,9 +13,10 @@ import tempfile
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, require_root_and  # noqa: E402
+from sp_harness import Tap, backend, require_root_and  # noqa: E402
 
-require_root_and("runc", "git")
+B = backend()
+require_root_and("git")
 import sp_serve as S  # noqa: E402
 
 tap = Tap()
@@ -94,7 +95,7 @@ try:
     tap.ok(os.path.exists(ready) and a.ready_content() == f"{dead}\n" and is_socket(sock),
            "kill -9: the ready file (holding the dead pid) and a stale socket are left behind",
            (a.ready_content(), inode(sock)))
-    failing = serve(state_a, ready_path=ready, runc="/nonexistent/runc", probe_id_base=a.probe_id_base)
+    failing = serve(state_a, ready_path=ready, binary=f"/nonexistent/{B.binary_name}", probe_id_base=a.probe_id_base)
     started = failing.start()
     tap.ok(not started and failing.returncode == 1 and not os.path.lexists(ready),
            "kill -9 then a restart that fails its preflight: no ready file is left",

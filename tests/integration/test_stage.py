@@ -1,6 +1,7 @@
 """Staging end to end: `sealed-probe-proxy stage` on local clones with hostile
 content and on a fake GitHub over real HTTPS on loopback, then probes under
-real runc against bundles made from the staged seeds (docs/staging.md)."""
+the test's backend (runc, runsc) against bundles made from the staged seeds
+(docs/staging.md)."""
 
 import json
 import os
@@ -9,10 +10,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, cached_rootfs, env_path, require_root_and  # noqa: E402
+from sp_harness import Tap, backend, cached_rootfs, env_path, require_root_and  # noqa: E402
 
 PROXY = env_path("SP_PROXY")
-require_root_and("runc", "git", "openssl")
+B = backend()
+require_root_and("git", "openssl")
 from sp_github_fake import FakeGitHub, tarball  # noqa: E402
 
 ROOTFS = cached_rootfs()

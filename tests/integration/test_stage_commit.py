@@ -1,6 +1,6 @@
 """A local clone is staged as its commit, never as its working tree
 (docs/staging.md, "Local clones: the commit, not the working tree").  Real git
-makes the clones, `stage` makes the seeds, and probes under real runc look
+makes the clones, `stage` makes the seeds, and probes under the test's backend look
 for what must not be there, each paired with a control that finds what must.
 Also: packed clones with deltas, shallow clones, paths up to the tree path
 limit, forged trees, hostile names in messages, and sparse files."""
@@ -11,10 +11,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, cached_rootfs, env_path, require_root_and  # noqa: E402
+from sp_harness import Tap, backend, cached_rootfs, env_path, require_root_and  # noqa: E402
 
 PROXY = env_path("SP_PROXY")
-require_root_and("runc", "git")
+B = backend()
+require_root_and("git")
 ROOTFS = cached_rootfs()
 from sp_stage import NO, YES, StageWork  # noqa: E402
 
