@@ -488,6 +488,15 @@ def _():
         results["ctypes callback"] = f"killed by signal {os.WTERMSIG(st)}"
     else:
         results["ctypes callback"] = {0: "made", 1: "MemoryError"}.get(os.WEXITSTATUS(st), "another exception")
+    if GVISOR and results["ctypes callback"] != "made":
+        # Writable and executable memory is still refused (the callback
+        # dies or fails).  But gVisor 2022 does not check a mount's noexec
+        # when a file is mapped PROT_EXEC: a file the probe wrote can be
+        # mapped executable.  A property this backend does not give, named
+        # in docs/runtimes.md and docs/threat-model.md; the native code
+        # still runs inside the sentry, under the profile.
+        raise NotApplicable(f"does not hold on gVisor 2022: the sentry does not check noexec for PROT_EXEC "
+                            f"file mappings (docs/runtimes.md); seen: {results}")
     ok = results == {"/tmp": errno.EPERM, "/probe/repo": errno.EPERM, "ctypes callback": "MemoryError"}
     return ok, results
 
