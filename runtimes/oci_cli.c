@@ -50,8 +50,8 @@
 /* A --root holds runc's <id>/ with state.json and exec.fifo, or runsc's
    <id>_sandbox:<id>.state and .lock: shallow.  */
 #define STATE_TREE_MAX_DEPTH 4
-/* The longest command line: binary, --root ROOT, the flags, and a verb's
-   own five words.  */
+/* The longest command line: binary, --root ROOT, the flags, a verb's own
+   words (create's six) and the NULL.  */
 #define ARGV_MAX (3 + OCI_CLI_FLAGS_MAX + 8)
 
 static char *const runtime_env[] = { (char *)"PATH=" SP_RUNTIME_SEARCH_PATH, NULL };
