@@ -7,6 +7,8 @@
 
 int sp_runc_open (const struct sp_runtime_settings *settings, struct sp_runtime_backend **out,
                   sp_error_t *err);
+int sp_docker_open (const struct sp_runtime_settings *settings, struct sp_runtime_backend **out,
+                    sp_error_t *err);
 int sp_runsc_open (const struct sp_runtime_settings *settings, struct sp_runtime_backend **out,
                    sp_error_t *err);
 

@@ -14,6 +14,7 @@ sp_runtime_binary_name (enum sp_runtime kind)
     case SP_RUNTIME_GVISOR:
       return "runsc";
     case SP_RUNTIME_DOCKER:
+      return ""; /* driven over a socket: no binary of its own here */
     case SP_RUNTIME_SBX:
     default:
       return NULL;
@@ -32,6 +33,7 @@ sp_runtime_open (enum sp_runtime kind, const struct sp_runtime_settings *setting
     case SP_RUNTIME_GVISOR:
       return sp_runsc_open (settings, out, err);
     case SP_RUNTIME_DOCKER:
+      return sp_docker_open (settings, out, err);
     case SP_RUNTIME_SBX:
       return sp_make_error (err, 0, "runtime `%s` is not available in this build yet",
                             sp_runtime_name (kind));

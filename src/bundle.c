@@ -236,8 +236,8 @@ gen_process (yajl_gen g, const struct sp_bundle_spec *spec)
   st |= yajl_gen_bool (g, 0);
   st |= gen_str (g, "user");
   st |= yajl_gen_map_open (g);
-  st |= gen_int_member (g, "uid", SP_PROBE_UID);
-  st |= gen_int_member (g, "gid", SP_PROBE_GID);
+  st |= gen_int_member (g, "uid", spec->host_ids_direct ? (long long)spec->host_probe_id : SP_PROBE_UID);
+  st |= gen_int_member (g, "gid", spec->host_ids_direct ? (long long)spec->host_probe_id : SP_PROBE_GID);
   st |= gen_str (g, "additionalGids");
   st |= yajl_gen_array_open (g) | yajl_gen_array_close (g);
   st |= yajl_gen_map_close (g);
@@ -383,13 +383,18 @@ gen_linux (yajl_gen g, const struct sp_bundle_spec *spec)
   st |= yajl_gen_array_open (g);
   for (const char *const *ns = namespaces; *ns; ns++)
     {
+      if (spec->host_ids_direct && strcmp (*ns, "user") == 0)
+        continue;
       st |= yajl_gen_map_open (g);
       st |= gen_str_member (g, "type", *ns);
       st |= yajl_gen_map_close (g);
     }
   st |= yajl_gen_array_close (g);
-  st |= gen_id_mappings (g, "uidMappings", spec);
-  st |= gen_id_mappings (g, "gidMappings", spec);
+  if (!spec->host_ids_direct)
+    {
+      st |= gen_id_mappings (g, "uidMappings", spec);
+      st |= gen_id_mappings (g, "gidMappings", spec);
+    }
   st |= gen_resources (g, spec);
   st |= gen_str_member (g, "cgroupsPath", cgroups_path);
   st |= gen_str (g, "maskedPaths");

@@ -147,7 +147,8 @@ sp_workspace_create (int run_dirfd, const char *run_path, const char *name,
   snprintf (target, sizeof (target), "/proc/self/fd/%d", path_fd);
   snprintf (opts, sizeof (opts), "size=%" PRIu64 ",nr_inodes=%" PRIu64 ",mode=0711", limits->tmpfs_bytes,
             limits->tmpfs_inodes);
-  if (mount ("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+  ws->noexec = limits->noexec;
+  if (mount ("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | (ws->noexec ? MS_NOEXEC : 0), opts) < 0)
     {
       sp_make_error (err, errno, "workspace `%s`: mount the tmpfs", name);
       goto fail;
@@ -293,7 +294,7 @@ snapshot_overlay (struct sp_workspace *ws, int seed_dirfd, const struct sp_probe
   if (n < 0 || (size_t)n >= sizeof (opts))
     return sp_make_error (err, 0, "snapshot (overlay): options too long");
   snprintf (target, sizeof (target), "/proc/self/fd/%d", repo_fd);
-  if (mount ("overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+  if (mount ("overlay", target, "overlay", MS_NOSUID | MS_NODEV | (ws->noexec ? MS_NOEXEC : 0), opts) < 0)
     return sp_make_error (err, errno, "snapshot (overlay): mount");
   ws->overlay_mounted = true;
   return 0;

@@ -67,6 +67,10 @@ struct sp_bundle_spec
      itself (runtime.h); otherwise the pids cgroup is SP_SANDBOX_PIDS_MAX and
      RLIMIT_NPROC the coarse SP_SANDBOX_NPROC.  */
   bool tasks_counted_by_kernel;
+  /* No user namespace: the probe runs as host_probe_id itself, inside as
+     outside (docker, which has no per-container user namespace; runtime.h).
+     The identity is the same slot's, so no other host process has it.  */
+  bool host_ids_direct;
 };
 
 /* The two host ids of slot K of the range that starts at base.  */

@@ -46,10 +46,12 @@ struct sp_runtime_job
 /* What every backend is given when it is opened.  */
 struct sp_runtime_settings
 {
-  const char *binary;          /* the runtime's executable; NULL: look for it in SP_RUNTIME_SEARCH_PATH */
-  const char *state_dir;       /* absolute path of the proxy's protected state directory */
-  const char *run_id;          /* this proxy run's id: every container, directory and cgroup carries it */
-  const char *gvisor_platform; /* gvisor only: runsc's --platform; NULL: SP_GVISOR_PLATFORM_DEFAULT */
+  const char *binary;           /* the runtime's executable; NULL: look for it in SP_RUNTIME_SEARCH_PATH */
+  const char *state_dir;        /* absolute path of the proxy's protected state directory */
+  const char *run_id;           /* this proxy run's id: every container, directory and cgroup carries it */
+  const char *gvisor_platform;  /* gvisor only: runsc's --platform; NULL: SP_GVISOR_PLATFORM_DEFAULT */
+  const char *docker_socket;    /* docker only: the daemon's Unix socket; NULL: /var/run/docker.sock */
+  const char *docker_state_dir; /* docker only: the daemon's path for state_dir; NULL: the same */
 };
 
 /* The gVisor platforms an operator may pick (`serve --gvisor-platform`).
@@ -93,6 +95,14 @@ struct sp_runtime_bundle_rules
      the sentry's own threads and ptrace stubs, gets the outer bound
      SP_GVISOR_HOST_TASKS_MAX (bounds.h).  */
   bool tasks_counted_by_kernel;
+  /* Docker has no per-container user namespace: the bundle has none, and
+     the probe runs as its slot's host id directly (bundle.h).  */
+  bool host_ids_direct;
+  /* The daemon resolves bind sources in its own mount namespace, which is
+     the host's: the proxy keeps its workspaces there (under the state
+     directory, STATE/docker-work), not in a namespace of its own, and mounts
+     them noexec, since a Docker bind cannot add a flag its source lacks.  */
+  bool workspaces_on_host;
 };
 
 static inline struct sp_runtime_bundle_rules
@@ -102,11 +112,22 @@ sp_runtime_bundle_rules_for (enum sp_runtime kind)
     return (struct sp_runtime_bundle_rules){ .rootfs_nosuid_nodev = false,
                                              .tmp_on_host = true,
                                              .seccomp_enosys_by_kernel = true,
-                                             .tasks_counted_by_kernel = true };
+                                             .tasks_counted_by_kernel = true,
+                                             .host_ids_direct = false,
+                                             .workspaces_on_host = false };
+  if (kind == SP_RUNTIME_DOCKER)
+    return (struct sp_runtime_bundle_rules){ .rootfs_nosuid_nodev = true,
+                                             .tmp_on_host = false,
+                                             .seccomp_enosys_by_kernel = false,
+                                             .tasks_counted_by_kernel = false,
+                                             .host_ids_direct = true,
+                                             .workspaces_on_host = true };
   return (struct sp_runtime_bundle_rules){ .rootfs_nosuid_nodev = true,
                                            .tmp_on_host = false,
                                            .seccomp_enosys_by_kernel = false,
-                                           .tasks_counted_by_kernel = false };
+                                           .tasks_counted_by_kernel = false,
+                                           .host_ids_direct = false,
+                                           .workspaces_on_host = false };
 }
 
 /* The fixed PATH a backend's binary is looked up in, and that a runtime is
@@ -129,6 +150,10 @@ struct sp_runtime_ops
   int (*verify) (struct sp_runtime_backend *rt, sp_error_t *err);
   /* Once, before the first run: e.g. runc's run-unique --root directory.  */
   int (*prepare) (struct sp_runtime_backend *rt, sp_error_t *err);
+  /* Optional (NULL: the backend runs the bundle's rootfs as it is): once,
+     after prepare, the verified rootfs tree and its digest, from which a
+     backend that needs an image of its own makes it (docker).  */
+  int (*use_rootfs) (struct sp_runtime_backend *rt, const char *root, const char *digest, sp_error_t *err);
   /* Runs the bundle to completion under job->timeout_seconds, killing the
      whole container on expiry, and removes the container.  Returns 0 when
      the run happened and its facts are known, whatever the probe did; -1
@@ -156,8 +181,9 @@ struct sp_runtime_backend
   const struct sp_runtime_ops *ops;
 };
 
-/* The executable a backend of this build drives ("runc", "runsc"), or NULL
-   for a runtime this build does not have.  */
+/* The executable a backend of this build drives ("runc", "runsc"; "" for
+   docker, which it reaches over a socket), or NULL for a runtime this build
+   does not have.  */
 const char *sp_runtime_binary_name (enum sp_runtime kind);
 
 /* Opens the backend the config names.  A backend this build does not have is

@@ -31,6 +31,7 @@ struct sp_workspace_limits
 {
   uint64_t tmpfs_bytes;  /* the tmpfs size= */
   uint64_t tmpfs_inodes; /* the tmpfs nr_inodes= */
+  bool noexec; /* the tmpfs and the overlay are noexec too (docker binds keep their source's flags) */
 };
 
 struct sp_workspace
@@ -43,6 +44,7 @@ struct sp_workspace
   int bundle_dirfd;  /* bundle/, or -1 */
   bool tmpfs_mounted;
   bool overlay_mounted;
+  bool noexec; /* limits->noexec */
 };
 
 /* Creates WORK/RUN/INV (0700) and mounts a fresh tmpfs on it (nosuid, nodev,

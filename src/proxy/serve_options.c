@@ -38,6 +38,8 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     { .name = "--runc", .value = &opt->runc },
     { .name = "--runsc", .value = &opt->runsc },
     { .name = "--gvisor-platform", .value = &opt->gvisor_platform },
+    { .name = "--docker-socket", .value = &opt->docker_socket },
+    { .name = "--docker-state-dir", .value = &opt->docker_state_dir },
     { .name = "--snapshot", .value = &snapshot },
     { .name = "--scratch-size", .value = &scratch },
     { .name = "--probe-ids", .value = &probe_ids },
@@ -48,7 +50,7 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     { .name = "--queue", .value = &queue },
     { .name = "--queue-wait", .value = &queue_wait },
   };
-  size_t n_options = with_serving ? sizeof (common) / sizeof (common[0]) : 9;
+  size_t n_options = with_serving ? sizeof (common) / sizeof (common[0]) : 11;
   int ret;
 
   *opt = (struct sp_serve_options){
@@ -72,6 +74,10 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     opt->socket = SP_DEFAULT_SOCKET;
   if (opt->gvisor_platform != NULL && !sp_gvisor_platform_valid (opt->gvisor_platform))
     return sp_options_usage_error (verb, usage, "--gvisor-platform: must be `ptrace`, `systrap` or `kvm`");
+  if ((opt->docker_socket != NULL && opt->docker_socket[0] != '/')
+      || (opt->docker_state_dir != NULL && opt->docker_state_dir[0] != '/'))
+    return sp_options_usage_error (verb, usage,
+                                   "--docker-socket and --docker-state-dir must be absolute paths");
   if (snapshot != NULL && sp_snapshot_mode_parse (snapshot, &opt->snapshot) < 0)
     return sp_options_usage_error (verb, usage, "--snapshot: must be `overlay` or `copy`");
   if (scratch != NULL

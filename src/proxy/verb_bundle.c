@@ -36,7 +36,8 @@
 #define USAGE                                                                                                \
   "usage: sealed-probe-proxy bundle --dry-run --config PATH|- --repo OWNER/NAME --script PATH|- --out DIR\n" \
   "                                 [--rootfs DIR] [--state DIR] [--probe-ids BASE]\n"                       \
-  "                                 [--runc PATH | --runsc PATH [--gvisor-platform NAME]]"
+  "                                 [--runc PATH | --runsc PATH [--gvisor-platform NAME]\n"                  \
+  "                                  | --docker-socket PATH [--docker-state-dir PATH]]"
 
 /* The bundle's own filesystem: room for the rootfs copy and a seed.  */
 #define BUNDLE_TMPFS_BYTES  (SP_ROOTFS_COPY_TMPFS_BYTES + SP_SEED_MAX_BYTES)
@@ -60,6 +61,8 @@ struct bundle_args
   const char *runc;
   const char *runsc;
   const char *gvisor_platform;
+  const char *docker_socket;
+  const char *docker_state_dir;
   uint32_t probe_id_base;
 };
 
@@ -79,6 +82,8 @@ parse_args (int argc, char **argv, struct bundle_args *a)
     { .name = "--runc", .value = &a->runc },
     { .name = "--runsc", .value = &a->runsc },
     { .name = "--gvisor-platform", .value = &a->gvisor_platform },
+    { .name = "--docker-socket", .value = &a->docker_socket },
+    { .name = "--docker-state-dir", .value = &a->docker_state_dir },
   };
   const struct sp_option *required[] = { &options[1], &options[2], &options[3], &options[4] };
   int ret = sp_options_parse ("bundle", USAGE, argc, argv, options, sizeof (options) / sizeof (options[0]));
@@ -115,6 +120,8 @@ open_backend (const struct bundle_args *a, enum sp_runtime kind, const char *run
     .state_dir = a->state ? a->state : SP_DEFAULT_STATE,
     .run_id = run_id,
     .gvisor_platform = a->gvisor_platform,
+    .docker_socket = a->docker_socket,
+    .docker_state_dir = a->docker_state_dir,
   };
 
   if (a->runc != NULL && kind != SP_RUNTIME_RUNC)
@@ -122,6 +129,9 @@ open_backend (const struct bundle_args *a, enum sp_runtime kind, const char *run
   if ((a->runsc != NULL || a->gvisor_platform != NULL) && kind != SP_RUNTIME_GVISOR)
     return sp_make_error (err, 0, "--%s: sealedProbes.runtime is `%s`, not `gvisor`",
                           a->runsc ? "runsc" : "gvisor-platform", sp_runtime_name (kind));
+  if ((a->docker_socket != NULL || a->docker_state_dir != NULL) && kind != SP_RUNTIME_DOCKER)
+    return sp_make_error (err, 0, "--%s: sealedProbes.runtime is `%s`, not `docker`",
+                          a->docker_socket ? "docker-socket" : "docker-state-dir", sp_runtime_name (kind));
   if (sp_runtime_open (kind, &settings, rt, err) < 0)
     return sp_error_wrap (err, "sealedProbes.runtime");
   return 0;
@@ -354,6 +364,7 @@ sp_verb_bundle (int argc, char **argv)
     .tmp_on_host = rules.tmp_on_host,
     .seccomp_enosys_by_kernel = rules.seccomp_enosys_by_kernel,
     .tasks_counted_by_kernel = rules.tasks_counted_by_kernel,
+    .host_ids_direct = rules.host_ids_direct,
   };
   ret = sp_bundle_write (dirfd, &spec, script, script_len, &err);
   if (ret == 0 && spec.tmp_on_host)

@@ -17,7 +17,8 @@
 
 #define USAGE                                                                                                \
   "usage: sealed-probe-proxy check --config PATH|- [--state DIR] [--rootfs DIR]\n"                           \
-  "                                [--runc PATH | --runsc PATH [--gvisor-platform NAME]]\n"                  \
+  "                                [--runc PATH | --runsc PATH [--gvisor-platform NAME]\n"                   \
+  "                                 | --docker-socket PATH [--docker-state-dir PATH]]\n"                     \
   "                                [--snapshot overlay|copy] [--scratch-size SIZE] [--probe-ids BASE]"
 
 #define fail(...) (sp_verb_report ("check", __VA_ARGS__), SP_EXIT_FAIL)

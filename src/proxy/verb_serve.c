@@ -28,7 +28,8 @@
   "                                [--socket-group GROUP] [--ready-file PATH] [--concurrency N]\n"           \
   "                                [--queue N] [--queue-wait SECONDS] [--snapshot overlay|copy]\n"           \
   "                                [--scratch-size SIZE] [--probe-ids BASE]\n"                               \
-  "                                [--runc PATH | --runsc PATH [--gvisor-platform NAME]]"
+  "                                [--runc PATH | --runsc PATH [--gvisor-platform NAME]\n"                   \
+  "                                 | --docker-socket PATH [--docker-state-dir PATH]]"
 
 #define fail(...) (sp_verb_report ("serve", __VA_ARGS__), SP_EXIT_FAIL)
 

@@ -120,7 +120,7 @@ preflight (const struct sp_config *config, const struct sp_catalog *catalog, con
                           "sealedProbes.runtime: `%s` is not supported by this build yet (supported: runc, "
                           "gvisor); the proxy never falls back to another runtime",
                           sp_runtime_name (config->runtime));
-  if (!on_path (binary))
+  if (binary[0] != '\0' && !on_path (binary))
     return sp_make_error (err, 0, "sealedProbes.runtime: `%s` is not installed (no %s on PATH)",
                           sp_runtime_name (config->runtime), binary);
   for (size_t i = 0; i < config->n_private_repos; i++)

@@ -63,7 +63,7 @@ pin_loginuid (sp_error_t *err)
 }
 
 int
-sp_serve_detach (sp_error_t *err)
+sp_serve_detach (bool private_mounts, sp_error_t *err)
 {
   if (pin_loginuid (err) < 0)
     return -1;
@@ -77,6 +77,10 @@ sp_serve_detach (sp_error_t *err)
     return sp_make_error (err, errno, "unshare a network namespace");
   if (loopback_up (err) < 0)
     return -1;
+  /* Docker's daemon resolves bind sources in the host's mount namespace:
+     there the workspaces must be (runtime.h, workspaces_on_host).  */
+  if (!private_mounts)
+    return 0;
   /* The per-invocation tmpfs and overlay mounts live in this namespace only:
      the host never sees them, and they go when the proxy's last process
      does.  Slave, so that seeds staged later still show up here.  */

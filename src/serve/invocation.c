@@ -127,6 +127,7 @@ workspace_limits (const struct sp_serve *s, const struct sp_serve_seed *seed, st
 {
   l->tmpfs_bytes = s->opt->scratch_bytes + SP_SERVE_WORKSPACE_OVERHEAD_BYTES;
   l->tmpfs_inodes = SP_SERVE_SCRATCH_INODES + 64;
+  l->noexec = sp_runtime_bundle_rules_for (s->config->runtime).workspaces_on_host;
   if (s->opt->snapshot == SP_SNAPSHOT_COPY)
     {
       l->tmpfs_bytes += seed->bytes;
@@ -212,6 +213,7 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
     .tmp_on_host = sp_runtime_bundle_rules_for (s->config->runtime).tmp_on_host,
     .seccomp_enosys_by_kernel = sp_runtime_bundle_rules_for (s->config->runtime).seccomp_enosys_by_kernel,
     .tasks_counted_by_kernel = sp_runtime_bundle_rules_for (s->config->runtime).tasks_counted_by_kernel,
+    .host_ids_direct = sp_runtime_bundle_rules_for (s->config->runtime).host_ids_direct,
   };
   container_id = sp_bundle_container_id (&spec);
   if (container_id == NULL)
@@ -542,7 +544,7 @@ done:
    property docs/runtimes.md lists, and KERNEL-MISMATCH when the kernel it
    runs on is not the one the backend promises (runtime.h,
    sp_sandbox_kernel): a runc renamed runsc is refused, never used.  The
-   first line, EXPECT_GVISOR, is set per backend.  */
+   first lines, EXPECT_GVISOR and PROBE_IDS, are set per backend.  */
 static const char canary_body[]
     = "import os\n"
       "GVISOR_VERSION = 'Linux version 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016\\n'\n"
@@ -581,7 +583,8 @@ static const char canary_body[]
       "    return libc.syscall(435, 0, 0) == -1 and ctypes.get_errno() == 38\n"
       "def confined():\n"
       "    st = status()\n"
-      "    if os.getuid() != 65534 or os.getgid() != 65534 or os.geteuid() != 65534:\n"
+      "    uid = os.getuid()\n"
+      "    if not PROBE_IDS[0] <= uid < PROBE_IDS[1] or os.getgid() != uid or os.geteuid() != uid:\n"
       "        return False\n"
       "    for cap in ('CapInh', 'CapPrm', 'CapEff', 'CapBnd'):\n"
       "        if int(st.get(cap, 'f'), 16) != 0:\n"
@@ -627,6 +630,7 @@ sp_serve_canary (struct sp_serve *s, sp_error_t *err)
     { (const uint8_t *)"KERNEL-MISMATCH", 15 },
   };
   bool gvisor = s->runtime->ops->kernel == SP_SANDBOX_KERNEL_GVISOR;
+  uint32_t ids_low = SP_PROBE_UID, ids_high = SP_PROBE_UID + 1;
   cleanup_free char *script = NULL;
   struct invocation inv;
   uint8_t index;
@@ -634,7 +638,15 @@ sp_serve_canary (struct sp_serve *s, sp_error_t *err)
 
   if (s->config->n_private_repos == 0)
     return sp_make_error (err, 0, "canary: no repository to snapshot");
-  len = asprintf (&script, "EXPECT_GVISOR = %s\n%s", gvisor ? "True" : "False", canary_body);
+  /* Who the probe is inside: 65534, or under docker (no user namespace) its
+     slot's host id, one of the range's.  */
+  if (sp_runtime_bundle_rules_for (s->config->runtime).host_ids_direct)
+    {
+      ids_low = s->opt->probe_id_base;
+      ids_high = s->opt->probe_id_base + SP_PROBE_ID_RANGE;
+    }
+  len = asprintf (&script, "EXPECT_GVISOR = %s\nPROBE_IDS = (%" PRIu32 ", %" PRIu32 ")\n%s",
+                  gvisor ? "True" : "False", ids_low, ids_high, canary_body);
   if (len < 0)
     {
       script = NULL;

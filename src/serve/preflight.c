@@ -116,18 +116,32 @@ open_work (struct sp_serve *s, sp_error_t *err)
   if (fstat (s->state_fd, &st) < 0)
     return sp_make_error (err, errno, "--state: stat");
   snprintf (key, sizeof (key), "%jx-%jx", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino);
-  if (asprintf (&s->work_path, "%s/%s", SP_SERVE_WORK_ROOT, key) < 0)
+  if (sp_runtime_bundle_rules_for (s->config->runtime).workspaces_on_host)
     {
-      s->work_path = NULL;
-      return sp_make_error (err, errno, "allocate a path");
+      /* Docker: in the host's mount namespace, under the state directory,
+         where --docker-state-dir maps every path for the daemon.  */
+      if (asprintf (&s->work_path, "%s/%s", s->state_path, SP_SERVE_DOCKER_WORK) < 0)
+        {
+          s->work_path = NULL;
+          return sp_make_error (err, errno, "allocate a path");
+        }
+      s->work_fd = open_work_dir (s->state_fd, SP_SERVE_DOCKER_WORK, s->work_path, err);
     }
-  run_dir = open_work_dir (AT_FDCWD, SP_SERVE_RUN_ROOT, SP_SERVE_RUN_ROOT, err);
-  if (run_dir < 0)
-    return -1;
-  root = open_work_dir (run_dir, "work", SP_SERVE_WORK_ROOT, err);
-  if (root < 0)
-    return -1;
-  s->work_fd = open_work_dir (root, key, s->work_path, err);
+  else
+    {
+      if (asprintf (&s->work_path, "%s/%s", SP_SERVE_WORK_ROOT, key) < 0)
+        {
+          s->work_path = NULL;
+          return sp_make_error (err, errno, "allocate a path");
+        }
+      run_dir = open_work_dir (AT_FDCWD, SP_SERVE_RUN_ROOT, SP_SERVE_RUN_ROOT, err);
+      if (run_dir < 0)
+        return -1;
+      root = open_work_dir (run_dir, "work", SP_SERVE_WORK_ROOT, err);
+      if (root < 0)
+        return -1;
+      s->work_fd = open_work_dir (root, key, s->work_path, err);
+    }
   if (s->work_fd < 0)
     return -1;
   if (sp_workspace_remove_runs (s->work_fd, NULL, err) < 0)
@@ -191,6 +205,9 @@ runtime_options (enum sp_runtime kind, const struct sp_serve_options *opt,
   if (opt->gvisor_platform != NULL && kind != SP_RUNTIME_GVISOR)
     return sp_make_error (err, 0, "--gvisor-platform: sealedProbes.runtime is `%s`, not `gvisor`",
                           sp_runtime_name (kind));
+  if ((opt->docker_socket != NULL || opt->docker_state_dir != NULL) && kind != SP_RUNTIME_DOCKER)
+    return sp_make_error (err, 0, "--%s: sealedProbes.runtime is `%s`, not `docker`",
+                          opt->docker_socket ? "docker-socket" : "docker-state-dir", sp_runtime_name (kind));
   if (kind == SP_RUNTIME_RUNC)
     {
       settings->binary = opt->runc;
@@ -201,6 +218,12 @@ runtime_options (enum sp_runtime kind, const struct sp_serve_options *opt,
       settings->binary = opt->runsc;
       settings->gvisor_platform = opt->gvisor_platform;
       *binary_option = "--runsc";
+    }
+  else if (kind == SP_RUNTIME_DOCKER)
+    {
+      settings->docker_socket = opt->docker_socket;
+      settings->docker_state_dir = opt->docker_state_dir;
+      *binary_option = "--docker-socket";
     }
   return 0;
 }
@@ -247,7 +270,7 @@ sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_e
     return sp_error_wrap (err, "sealedProbes.runtime");
   if (s->runtime->ops->verify (s->runtime, err) < 0)
     {
-      if (settings.binary != NULL)
+      if (settings.binary != NULL || settings.docker_socket != NULL)
         return sp_error_wrap (err, "%s", binary_option);
       return sp_error_wrap (err, "runtime `%s`", sp_runtime_name (s->config->runtime));
     }
@@ -262,6 +285,10 @@ sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_e
     return sp_error_wrap (err, "--rootfs: `%s`", opt->rootfs);
   if (s->runtime->ops->prepare (s->runtime, err) < 0)
     return sp_error_wrap (err, "prepare the runtime");
+  /* From the private copy, verified as a whole: what every probe runs.  */
+  if (s->runtime->ops->use_rootfs != NULL
+      && s->runtime->ops->use_rootfs (s->runtime, s->rootfs.root_path, s->rootfs.digest, err) < 0)
+    return sp_error_wrap (err, "runtime `%s`", sp_runtime_name (s->config->runtime));
   return 0;
 }
 
@@ -322,7 +349,7 @@ sp_serve_setup (struct sp_serve *s, const struct sp_serve_options *opt, struct s
                 sp_error_t *err)
 {
   s->config = config;
-  if (sp_serve_detach (err) < 0)
+  if (sp_serve_detach (!sp_runtime_bundle_rules_for (config->runtime).workspaces_on_host, err) < 0)
     return -1;
   if (sp_serve_preflight (s, opt, err) < 0)
     return -1;

@@ -36,6 +36,8 @@ struct sp_serve_options
   const char *runc;            /* --runc: runtime runc's binary */
   const char *runsc;           /* --runsc: runtime gvisor's binary */
   const char *gvisor_platform; /* --gvisor-platform; NULL: SP_GVISOR_PLATFORM_DEFAULT */
+  const char *docker_socket;    /* --docker-socket: runtime docker's daemon */
+  const char *docker_state_dir; /* --docker-state-dir: the daemon's path for --state */
   unsigned concurrency;
   unsigned queue;
   unsigned queue_wait_seconds;
@@ -181,7 +183,10 @@ int sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t 
    its network (a namespace with only `lo`, up) and its mount propagation (a
    private mount namespace, slave to the host's), before any thread
    exists.  */
-int sp_serve_detach (sp_error_t *err);
+int sp_serve_detach (bool private_mounts, sp_error_t *err);
+
+/* Docker's workspaces, below the state directory (preflight.c, open_work).  */
+#define SP_SERVE_DOCKER_WORK "docker-work"
 
 /* A file this instance made (the socket, the ready file): removed on stop
    only while the path still names it, never another instance's.  */
