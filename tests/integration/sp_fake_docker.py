@@ -1,0 +1,573 @@
+"""A fake Docker Engine API endpoint, for the docker backend's refusal tests
+(test_docker_verify.py).  Standard library only.
+
+It speaks HTTP/1.1 on a Unix socket (keep-alive, `Expect: 100-continue`,
+request bodies by Content-Length or chunked, as libcurl sends them) and
+emulates in memory exactly the calls the proxy's docker backend makes, API
+version 1.41 (every path under /v1.41, except /_ping and /version):
+
+    verify   GET /_ping, GET /version, GET /v1.41/info
+    orphans  GET /v1.41/containers/json?all=1&filters=...,
+             DELETE /v1.41/containers/<id>?force=1&v=1
+    image    GET /v1.41/images/<name>/json,
+             POST /v1.41/images/create?fromSrc=-&repo=..&tag=..&changes=LABEL%20k%3Dv (a tar body)
+    run      POST /v1.41/containers/create?name=.., GET /v1.41/containers/<id>/json,
+             POST .../start, .../wait, .../kill?signal=KILL, DELETE /v1.41/containers/<id>
+
+Anything else is Docker's own 404 `page not found`, and is logged like every
+other request.
+
+Modes:
+
+    capable          everything well-formed: API 1.41, `runc` among the runtimes,
+                     seccomp among the security options, imports accepted, and
+                     inspect echoing the create body's HostConfig.  It RUNS
+                     NOTHING: `start` marks the container exited with status 0
+                     at once and `wait` returns {"StatusCode":0}, so no probe
+                     ever writes an answer.  A proxy's canary therefore fails
+                     against it (serve never becomes ready, check exits 1): the
+                     fake is for refusals and call sequences, never for answers.
+    old-api          /version says ApiVersion 1.40 (Docker 19.03), and every
+                     /v1.41 path is Docker's 400 "client version 1.41 is too new"
+    no-runc          /v1.41/info's Runtimes has no `runc` key (it has
+                     io.containerd.runc.v2 and runsc: the key must match exactly)
+    no-seccomp       /v1.41/info's SecurityOptions has no `name=seccomp...` entry
+    bad-image-label  every sealed-probe/rootfs:<tag> image exists, its
+                     org.sealed-probe.rootfs.digest label sha256:<tag><other hex>:
+                     the right 12-digit prefix, the wrong digest
+    drops-field      inspect returns the create body's HostConfig with one field
+                     (--field, default PidsLimit) changed: PidsLimit 64 -> 0,
+                     MaskedPaths [...] -> [], a bool negated, and so on
+    down             no server at all: nothing is made at the socket path
+
+The log (--log) gets one JSON object per request, in the order handled:
+seq, method, target (the request target as sent), path, query (parsed, each
+value a list), headers ([[name, value], ...] as sent), chunked (bool),
+body_length, body_sha256, json (the body parsed, when it was JSON), status
+(the response's), and for a create, container (the Id given).
+
+Standalone:
+
+    python3 sp_fake_docker.py --socket PATH --mode MODE --log FILE [--ready-file FILE] [--field NAME]
+
+It prints READY (and writes the ready file) once it accepts connections (in
+mode down: once it has decided not to), and on SIGTERM or SIGINT closes the
+socket, removes it and exits 0.  FakeDocker below runs it as a child process
+for a test."""
+
+import argparse
+import hashlib
+import http.server
+import json
+import os
+import re
+import secrets
+import signal
+import socketserver
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+
+API = "1.41"
+MODES = ("capable", "old-api", "no-runc", "no-seccomp", "bad-image-label", "drops-field", "down")
+DIGEST_LABEL = "org.sealed-probe.rootfs.digest"
+# Bodies up to this size are parsed and logged as JSON when they are JSON.
+JSON_LOG_MAX = 1 << 20
+BODY_MAX = 4 << 30
+
+
+def mutate(value):
+    """A value that is certainly different from value, of the same kind where
+    there is one: what drops-field puts in the inspected HostConfig."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return 0 if value != 0 else 1
+    if isinstance(value, list):
+        return [] if value else ["changed"]
+    if isinstance(value, dict):
+        return {} if value else {"changed": ""}
+    if isinstance(value, str):
+        return "" if value else "changed"
+    return 0
+
+
+class Engine:
+    """The daemon's state: images and containers, in memory, under one lock."""
+
+    def __init__(self, mode, field, log_path):
+        self.mode = mode
+        self.field = field
+        self.lock = threading.Lock()
+        self.images = {}       # "repo:tag" -> {"Id", "Labels"}
+        self.containers = {}   # id -> record
+        self.seq = 0
+        self.log = open(log_path, "a", encoding="utf-8") if log_path else None
+
+    def record(self, entry):
+        with self.lock:
+            self.seq += 1
+            entry = {"seq": self.seq, **entry}
+            if self.log:
+                self.log.write(json.dumps(entry, sort_keys=False) + "\n")
+                self.log.flush()
+
+    # ---- the calls -----------------------------------------------------------
+
+    def ping(self):
+        return 200, "text/plain; charset=utf-8", b"OK"
+
+    def version(self):
+        old = self.mode == "old-api"
+        v = {
+            "Platform": {"Name": "Docker Engine - Community"},
+            "Version": "19.03.15" if old else "20.10.24",
+            "ApiVersion": "1.40" if old else API,
+            "MinAPIVersion": "1.12",
+            "GitCommit": "fake",
+            "GoVersion": "go1.19.9",
+            "Os": "linux",
+            "Arch": "amd64",
+            "KernelVersion": os.uname().release,
+            "BuildTime": "2023-05-16T00:00:00.000000000+00:00",
+        }
+        return json_reply(200, v)
+
+    def info(self):
+        runtimes = {"io.containerd.runc.v2": {"path": "runc"}, "io.containerd.runtime.v1.linux": {"path": "runc"},
+                    "runc": {"path": "runc"}}
+        security = ["name=apparmor", "name=seccomp,profile=default", "name=cgroupns"]
+        default_runtime = "runc"
+        if self.mode == "no-runc":
+            runtimes = {"io.containerd.runc.v2": {"path": "runc"}, "runsc": {"path": "/usr/bin/runsc"}}
+            default_runtime = "runsc"
+        if self.mode == "no-seccomp":
+            security = ["name=apparmor", "name=cgroupns"]
+        with self.lock:
+            n_containers = len(self.containers)
+            n_images = len(self.images)
+        return json_reply(200, {
+            "ID": "FAKE:DOCK:ER00:0000:0000:0000:0000:0000:0000:0000:0000:0000",
+            "Containers": n_containers, "ContainersRunning": 0, "ContainersPaused": 0,
+            "ContainersStopped": n_containers, "Images": n_images,
+            "Driver": "overlay2", "CgroupDriver": "systemd", "CgroupVersion": "2",
+            "KernelVersion": os.uname().release, "OperatingSystem": "sp_fake_docker", "OSType": "linux",
+            "Architecture": "x86_64", "NCPU": os.cpu_count() or 1, "MemTotal": 1 << 34,
+            "Name": "fake", "ServerVersion": "19.03.15" if self.mode == "old-api" else "20.10.24",
+            "Runtimes": runtimes, "DefaultRuntime": default_runtime, "SecurityOptions": security,
+            "Swarm": {"LocalNodeState": "inactive"}, "Warnings": None,
+        })
+
+    def image_inspect(self, name):
+        with self.lock:
+            image = self.images.get(name)
+        if image is None and self.mode == "bad-image-label":
+            m = re.fullmatch(r"sealed-probe/rootfs:([0-9a-f]{12})", name)
+            if m:
+                # The right prefix, the wrong digest: sha256:<tag> + 52 digits
+                # no rootfs of this tag will have.
+                tail = hashlib.sha256(b"sp_fake_docker bad-image-label " + name.encode()).hexdigest()[:52]
+                image = {"Id": "sha256:" + hashlib.sha256(name.encode()).hexdigest(),
+                         "Labels": {DIGEST_LABEL: "sha256:" + m.group(1) + tail}}
+        if image is None:
+            return json_reply(404, {"message": f"No such image: {name}"})
+        repo, _, tag = name.rpartition(":")
+        return json_reply(200, {
+            "Id": image["Id"], "RepoTags": [name], "RepoDigests": [], "Parent": "", "Comment": "Imported from -",
+            "Created": "2024-01-01T00:00:00.000000000Z", "Architecture": "amd64", "Os": "linux",
+            "Size": image.get("Size", 0), "VirtualSize": image.get("Size", 0),
+            "Config": {"Labels": dict(image["Labels"]), "Env": None, "Cmd": None, "Entrypoint": None},
+            "RootFS": {"Type": "layers", "Layers": [image["Id"]]},
+        })
+
+    def image_create(self, query, body_sha256, body_length, head):
+        if "fromImage" in query:
+            # A registry pull: the proxy must never ask for one.
+            return json_reply(500, {"message": "sp_fake_docker: no registry here (fromImage)"})
+        if query.get("fromSrc") != ["-"]:
+            return json_reply(400, {"message": "sp_fake_docker: only fromSrc=- is emulated"})
+        repo = query.get("repo", [""])[0]
+        tag = query.get("tag", ["latest"])[0] or "latest"
+        if not repo:
+            return json_reply(400, {"message": "sp_fake_docker: repo is required"})
+        if body_length < 512 or head[257:262] != b"ustar":
+            return json_reply(500, {"message": "archive/tar: invalid tar header"})
+        labels = {}
+        for change in query.get("changes", []):
+            words = change.split(None, 1)
+            if len(words) != 2 or words[0].upper() != "LABEL":
+                return json_reply(400, {"message": f"sp_fake_docker: unsupported change {change!r}"})
+            for pair in words[1].split():
+                key, eq, value = pair.partition("=")
+                if not eq:
+                    return json_reply(400, {"message": f"sp_fake_docker: LABEL needs key=value: {pair!r}"})
+                labels[key.strip('"')] = value.strip('"')
+        image_id = "sha256:" + body_sha256
+        with self.lock:
+            self.images[f"{repo}:{tag}"] = {"Id": image_id, "Labels": labels, "Size": body_length}
+        return 200, "application/json", (json.dumps({"status": image_id}) + "\r\n").encode()
+
+    def container_list(self, query):
+        try:
+            filters = json.loads(query.get("filters", ["{}"])[0] or "{}")
+        except ValueError:
+            return json_reply(400, {"message": "invalid filter"})
+        if not isinstance(filters, dict):
+            return json_reply(400, {"message": "invalid filter"})
+        wanted = filters.get("label", [])
+        if isinstance(wanted, dict):  # the older {"label": {"k=v": true}} form
+            wanted = [k for k, v in wanted.items() if v]
+        out = []
+        with self.lock:
+            for c in self.containers.values():
+                labels = c["Config"].get("Labels") or {}
+                ok = True
+                for w in wanted:
+                    key, eq, value = w.partition("=")
+                    if key not in labels or (eq and labels[key] != value):
+                        ok = False
+                if ok:
+                    out.append({"Id": c["Id"], "Names": ["/" + c["Name"]], "Image": c["Config"].get("Image"),
+                                "Labels": labels, "State": c["State"]["Status"],
+                                "Status": "Exited (0)" if c["State"]["Status"] == "exited" else "Created"})
+        return json_reply(200, out)
+
+    def container_create(self, query, body):
+        if not isinstance(body, dict):
+            return json_reply(400, {"message": "sp_fake_docker: the create body is not a JSON object"})
+        name = query.get("name", [""])[0]
+        if name and not re.fullmatch(r"/?[a-zA-Z0-9][a-zA-Z0-9_.-]+", name):
+            return json_reply(400, {"message": f"Invalid container name ({name})"})
+        name = name.lstrip("/")
+        image = body.get("Image")
+        with self.lock:
+            known = image in self.images or (self.mode == "bad-image-label")
+            if not known:
+                return json_reply(404, {"message": f"No such image: {image}"})
+            if name and any(c["Name"] == name for c in self.containers.values()):
+                return json_reply(409, {"message": f'Conflict. The container name "/{name}" is already in use'})
+            cid = secrets.token_hex(32)
+            host = body.get("HostConfig")
+            self.containers[cid] = {
+                "Id": cid, "Name": name or cid[:12], "Created": now(),
+                "Config": {k: v for k, v in body.items() if k not in ("HostConfig", "NetworkingConfig")},
+                "HostConfig": json.loads(json.dumps(host)) if isinstance(host, dict) else {},
+                "State": {"Status": "created", "Running": False, "Paused": False, "Restarting": False,
+                          "OOMKilled": False, "Dead": False, "Pid": 0, "ExitCode": 0, "Error": "",
+                          "StartedAt": "0001-01-01T00:00:00Z", "FinishedAt": "0001-01-01T00:00:00Z"},
+            }
+        return json_reply(201, {"Id": cid, "Warnings": []})
+
+    def find(self, ref):
+        """A container by full id, unique id prefix or name, as Docker finds one."""
+        if ref in self.containers:
+            return self.containers[ref]
+        named = [c for c in self.containers.values() if c["Name"] == ref.lstrip("/")]
+        if named:
+            return named[0]
+        prefixed = [c for cid, c in self.containers.items() if cid.startswith(ref)]
+        return prefixed[0] if len(prefixed) == 1 else None
+
+    def container_op(self, method, ref, op, query):
+        with self.lock:
+            c = self.find(ref)
+            if c is None:
+                return json_reply(404, {"message": f"No such container: {ref}"})
+            state = c["State"]
+            if method == "GET" and op == "json":
+                host = json.loads(json.dumps(c["HostConfig"]))
+                if self.mode == "drops-field":
+                    host[self.field] = mutate(host.get(self.field))
+                return json_reply(200, {
+                    "Id": c["Id"], "Created": c["Created"], "Name": "/" + c["Name"], "Path": "",
+                    "Args": [], "State": dict(state), "Image": self.images.get(c["Config"].get("Image"),
+                                                                                {}).get("Id", ""),
+                    "Config": c["Config"], "HostConfig": host, "Mounts": [], "RestartCount": 0,
+                    "Driver": "overlay2", "Platform": "linux",
+                })
+            if method == "POST" and op == "start":
+                if state["Status"] != "created":
+                    return 304, None, b""
+                # It runs nothing: the container has exited, status 0, at once.
+                state.update(Status="exited", Running=False, ExitCode=0, StartedAt=now(), FinishedAt=now())
+                return 204, None, b""
+            if method == "POST" and op == "wait":
+                return json_reply(200, {"StatusCode": state["ExitCode"], "Error": None})
+            if method == "POST" and op == "kill":
+                if not state["Running"]:
+                    return json_reply(409, {"message": f"Container {c['Id']} is not running"})
+                return 204, None, b""
+            if method == "DELETE" and op == "":
+                if state["Running"] and query.get("force") not in (["1"], ["true"], ["True"]):
+                    return json_reply(409, {"message": "You cannot remove a running container"})
+                del self.containers[c["Id"]]
+                return 204, None, b""
+        return json_reply(404, {"message": "page not found"})
+
+
+def now():
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000000000Z", time.gmtime())
+
+
+def json_reply(status, obj):
+    return status, "application/json", (json.dumps(obj) + "\n").encode()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "Docker/20.10.24 (linux)"
+    sys_version = ""
+
+    # A Unix socket's peer address is "", which the stock logging indexes.
+    def address_string(self):
+        return "unix"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def read_body(self):
+        """The request body, by Content-Length or chunked: (sha256, length,
+        the first bytes (up to JSON_LOG_MAX), chunked)."""
+        h = hashlib.sha256()
+        head = bytearray()
+        length = 0
+
+        def take(data):
+            nonlocal length
+            h.update(data)
+            length += len(data)
+            if len(head) < JSON_LOG_MAX:
+                head.extend(data[:JSON_LOG_MAX - len(head)])
+
+        te = (self.headers.get("Transfer-Encoding") or "").lower()
+        if "chunked" in te:
+            while True:
+                line = self.rfile.readline(1024)
+                if not line:
+                    raise ConnectionError("the connection closed inside a chunked body")
+                size = int(line.split(b";", 1)[0].strip(), 16)
+                if size == 0:
+                    while True:  # trailers, up to the empty line
+                        t = self.rfile.readline(8192)
+                        if t in (b"\r\n", b"\n", b""):
+                            break
+                    break
+                if length + size > BODY_MAX:
+                    raise ConnectionError("body too large")
+                left = size
+                while left:
+                    data = self.rfile.read(min(left, 1 << 16))
+                    if not data:
+                        raise ConnectionError("the connection closed inside a chunk")
+                    take(data)
+                    left -= len(data)
+                self.rfile.readline(16)  # the CRLF after the chunk
+            return h.hexdigest(), length, bytes(head), True
+        left = int(self.headers.get("Content-Length") or 0)
+        if left > BODY_MAX:
+            raise ConnectionError("body too large")
+        while left:
+            data = self.rfile.read(min(left, 1 << 16))
+            if not data:
+                raise ConnectionError("the connection closed inside the body")
+            take(data)
+            left -= len(data)
+        return h.hexdigest(), length, bytes(head), False
+
+    def handle_any(self):
+        engine = self.server.engine
+        try:
+            body_sha256, body_length, head, chunked = self.read_body()
+        except (ConnectionError, ValueError) as e:
+            engine.record({"method": self.command, "target": self.path, "error": str(e)})
+            self.close_connection = True
+            return
+        parsed = urllib.parse.urlsplit(self.path)
+        path = urllib.parse.unquote(parsed.path)
+        query = urllib.parse.parse_qs(parsed.query, keep_blank_values=True)
+        body_json = None
+        if head and body_length <= JSON_LOG_MAX:
+            try:
+                body_json = json.loads(head.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                body_json = None
+        status, ctype, payload = self.route(engine, path, query, body_json, body_sha256, body_length, head)
+        entry = {"method": self.command, "target": self.path, "path": path, "query": query,
+                 "headers": [[k, v] for k, v in self.headers.items()], "chunked": chunked,
+                 "body_length": body_length, "body_sha256": body_sha256, "status": status}
+        if body_json is not None:
+            entry["json"] = body_json
+        if path == f"/v{API}/containers/create" and status == 201:
+            entry["container"] = json.loads(payload)["Id"]
+        engine.record(entry)
+        self.send_response(status)
+        self.send_header("Api-Version", "1.40" if engine.mode == "old-api" else API)
+        self.send_header("Docker-Experimental", "false")
+        self.send_header("Ostype", "linux")
+        if status not in (204, 304):
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if status not in (204, 304) and self.command != "HEAD":
+            self.wfile.write(payload)
+        self.wfile.flush()
+
+    def route(self, engine, path, query, body_json, body_sha256, body_length, head):
+        m = self.command
+        if path == "/_ping" and m in ("GET", "HEAD"):
+            return engine.ping()
+        if path == "/version" and m == "GET":
+            return engine.version()
+        prefix = f"/v{API}/"
+        if engine.mode == "old-api" and path.startswith(prefix):
+            return json_reply(400, {"message": f"client version {API} is too new. "
+                                               "Maximum supported API version is 1.40"})
+        if not path.startswith(prefix):
+            return json_reply(404, {"message": "page not found"})
+        rest = path[len(prefix) - 1:]
+        if rest == "/info" and m == "GET":
+            return engine.info()
+        if rest == "/images/create" and m == "POST":
+            return engine.image_create(query, body_sha256, body_length, head)
+        im = re.fullmatch(r"/images/(.+)/json", rest)
+        if im and m == "GET":
+            return engine.image_inspect(im.group(1))
+        if rest == "/containers/json" and m == "GET":
+            return engine.container_list(query)
+        if rest == "/containers/create" and m == "POST":
+            return engine.container_create(query, body_json)
+        cm = re.fullmatch(r"/containers/([^/]+)(?:/(json|start|wait|kill))?", rest)
+        if cm:
+            return engine.container_op(m, cm.group(1), cm.group(2) or "", query)
+        return json_reply(404, {"message": "page not found"})
+
+    do_GET = do_POST = do_DELETE = do_PUT = do_HEAD = handle_any
+
+
+class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    allow_reuse_address = False
+
+
+def serve(socket_path, mode, log_path, ready_file=None, field="PidsLimit"):
+    """Runs until SIGTERM or SIGINT; returns the exit status."""
+    if mode not in MODES:
+        print(f"sp_fake_docker: unknown mode {mode!r} (one of {', '.join(MODES)})", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    if log_path:
+        open(log_path, "a").close()
+    server = None
+    if mode != "down":
+        engine = Engine(mode, field, log_path)
+        old = os.umask(0o077)
+        try:
+            server = Server(socket_path, Handler)
+        finally:
+            os.umask(old)
+        server.engine = engine
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+    elif os.path.lexists(socket_path):
+        print(f"sp_fake_docker: mode down, but {socket_path} exists", file=sys.stderr)
+        return 2
+    if ready_file:
+        with open(ready_file + ".tmp", "w") as f:
+            f.write("READY\n")
+        os.rename(ready_file + ".tmp", ready_file)
+    print("READY", flush=True)
+    while not stop.wait(0.2):
+        pass
+    if server is not None:
+        server.shutdown()
+        server.server_close()
+        try:
+            os.unlink(socket_path)
+        except FileNotFoundError:
+            pass
+    return 0
+
+
+class FakeDocker:
+    """The fake as a child process of a test: start() waits for READY,
+    stop() sends SIGTERM and waits; requests() reads the log, stderr() what
+    the fake printed (LOG.stderr)."""
+
+    def __init__(self, socket_path, mode, log_path, field=None):
+        self.socket = socket_path
+        self.mode = mode
+        self.log = log_path
+        self.field = field
+        self.stderr_path = log_path + ".stderr"
+        self.proc = None
+
+    def start(self, timeout=20):
+        argv = [sys.executable, os.path.abspath(__file__), "--socket", self.socket, "--mode", self.mode,
+                "--log", self.log]
+        if self.field:
+            argv += ["--field", self.field]
+        # stderr to a file: a pipe nobody reads could fill with a handler's
+        # traceback and stop the fake.
+        with open(self.stderr_path, "w") as err:
+            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True)
+        line = []
+        t = threading.Thread(target=lambda: line.append(self.proc.stdout.readline()), daemon=True)
+        t.start()
+        t.join(timeout)
+        if not line or line[0].strip() != "READY":
+            self.stop()
+            raise RuntimeError(f"sp_fake_docker ({self.mode}) did not become ready: {self.stderr()}")
+        return self
+
+    def stop(self, timeout=10):
+        """SIGTERM, then the exit status (SIGKILL after timeout)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        return self.proc.returncode
+
+    def stderr(self):
+        """What the fake wrote to stderr (a handler's traceback, say)."""
+        try:
+            with open(self.stderr_path, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def requests(self):
+        if not os.path.exists(self.log):
+            return []
+        with open(self.log, encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="A fake Docker Engine API (1.41) on a Unix socket, for refusal tests.")
+    p.add_argument("--socket", required=True)
+    p.add_argument("--mode", required=True, choices=MODES)
+    p.add_argument("--log", required=True, help="JSON lines, one per request")
+    p.add_argument("--ready-file")
+    p.add_argument("--field", default="PidsLimit", help="drops-field: the HostConfig field inspect changes")
+    a = p.parse_args(argv)
+    return serve(a.socket, a.mode, a.log, a.ready_file, a.field)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

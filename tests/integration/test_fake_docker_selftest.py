@@ -1,0 +1,353 @@
+"""The fake Docker Engine API (sp_fake_docker.py) against its own promises,
+talked to with http.client over AF_UNIX (and with curl, when installed, for
+libcurl's own chunked uploads and `Expect: 100-continue`): every mode's
+answers, keep-alive, Content-Length and chunked bodies, the request log,
+SIGTERM.  Needs neither root nor a build: it tests the tool that
+test_docker_verify.py uses, so that a failure there is the proxy's."""
+
+import http.client
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sp_harness import Tap  # noqa: E402
+from sp_fake_docker import DIGEST_LABEL, FakeDocker  # noqa: E402
+
+tap = Tap()
+top = tempfile.mkdtemp(prefix="sp-dfake-self-")
+counter = [0]
+
+HOST_CONFIG = {
+    "NetworkMode": "none", "ReadonlyRootfs": True, "CapDrop": ["ALL"],
+    "SecurityOpt": ["no-new-privileges:true", "seccomp={\"defaultAction\":\"SCMP_ACT_ERRNO\"}"],
+    "Memory": 268435456, "MemorySwap": 268435456, "PidsLimit": 64, "NanoCpus": 1000000000,
+    "Ulimits": [{"Name": "nofile", "Soft": 256, "Hard": 256}], "Tmpfs": {"/tmp": "rw,noexec,size=16m"},
+    "MaskedPaths": ["/proc/kcore", "/proc/keys"], "ReadonlyPaths": ["/proc/sys"], "Runtime": "runc",
+    "OomScoreAdj": 1000, "IpcMode": "private", "CgroupnsMode": "private", "CgroupParent": "sealed-probe",
+    "Mounts": [{"Type": "bind", "Source": "/nonexistent/repo", "Target": "/probe/repo", "ReadOnly": False}],
+}
+DIGEST = "ab" * 32
+TAG = DIGEST[:12]
+
+
+class Conn(http.client.HTTPConnection):
+    """http.client over a Unix socket."""
+
+    def __init__(self, path, timeout=10):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self.unix_path)
+        self.sock = s
+
+
+def call(conn, method, target, body=None, headers=None, chunked=False):
+    """(status, headers, body, parsed JSON or None) of one request on conn."""
+    headers = dict(headers or {})
+    if chunked and body is not None:
+        data = body
+
+        def pieces():
+            for i in range(0, len(data), 4096):
+                yield data[i:i + 4096]
+        conn.request(method, target, body=pieces(), headers=headers, encode_chunked=True)
+    else:
+        conn.request(method, target, body=body, headers=headers)
+    r = conn.getresponse()
+    raw = r.read()
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    return r.status, dict(r.getheaders()), raw, parsed
+
+
+def fresh(mode, field=None):
+    counter[0] += 1
+    d = os.path.join(top, f"{counter[0]}-{mode}")
+    os.mkdir(d)
+    return FakeDocker(os.path.join(d, "docker.sock"), mode, os.path.join(d, "log.jsonl"), field=field)
+
+
+def tar_bytes(size=0):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as t:
+        data = os.urandom(size) if size else b"hello\n"
+        info = tarfile.TarInfo("etc/hello")
+        info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def import_target(tag, digest):
+    change = f"LABEL {DIGEST_LABEL}=sha256:{digest}"
+    return (f"/v1.41/images/create?fromSrc=-&repo=sealed-probe/rootfs&tag={tag}&changes="
+            + urllib.parse.quote(change, safe=""))
+
+
+def create_body(labels=None):
+    return json.dumps({"Image": f"sealed-probe/rootfs:{TAG}", "Cmd": ["/usr/bin/python3", "/probe/probe.py"],
+                       "Entrypoint": [], "WorkingDir": "/probe", "Env": ["PATH=/usr/bin:/bin"], "User": "65534:65534",
+                       "Hostname": "probe", "Domainname": "", "NetworkDisabled": True,
+                       "Labels": labels or {"org.sealed-probe.state": "k1"}, "HostConfig": HOST_CONFIG}).encode()
+
+
+JSON = {"Content-Type": "application/json"}
+TAR = {"Content-Type": "application/x-tar"}
+
+try:
+    # ---- capable ------------------------------------------------------------
+    fake = fresh("capable").start()
+    try:
+        st = os.stat(fake.socket)
+        tap.ok(st.st_mode & 0o170000 == 0o140000, "capable: the socket exists once READY is printed")
+        c = Conn(fake.socket)
+        s, h, raw, _ = call(c, "GET", "/_ping")
+        tap.ok(s == 200 and raw == b"OK" and h.get("Api-Version") == "1.41",
+               "capable: /_ping is 200 OK, Api-Version 1.41", (s, h, raw))
+        s, _, _, v = call(c, "GET", "/version")
+        tap.ok(s == 200 and v and v["ApiVersion"] == "1.41", "capable: /version says ApiVersion 1.41 (same connection)",
+               v)
+        s, _, _, info = call(c, "GET", "/v1.41/info")
+        tap.ok(s == 200 and "runc" in info["Runtimes"]
+               and any(o.startswith("name=seccomp") for o in info["SecurityOptions"]),
+               "capable: /v1.41/info lists runc and name=seccomp", info)
+        s, _, _, _ = call(c, "GET", "/info")
+        tap.ok(s == 404, "capable: an unversioned /info is 404 (only /_ping and /version are unversioned)", s)
+
+        image = f"/v1.41/images/sealed-probe/rootfs:{TAG}/json"
+        s, _, _, body = call(c, "GET", image)
+        tap.ok(s == 404 and "No such image" in body["message"], "capable: the rootfs image is missing at first", body)
+        tar = tar_bytes()
+        s, _, raw, _ = call(c, "POST", import_target(TAG, DIGEST), body=tar, headers=TAR)
+        tap.ok(s == 200 and b'"status": "sha256:' in raw, "capable: an import by Content-Length is accepted", (s, raw))
+        s, _, _, body = call(c, "GET", image)
+        tap.ok(s == 200 and body["Config"]["Labels"] == {DIGEST_LABEL: "sha256:" + DIGEST},
+               "capable: the imported image carries the digest label", body)
+        other = "cd" * 32
+        s, _, _, _ = call(c, "POST", import_target(other[:12], other), body=tar_bytes(200_000), headers=TAR,
+                          chunked=True)
+        s2, _, _, body = call(c, "GET", f"/v1.41/images/sealed-probe/rootfs:{other[:12]}/json")
+        tap.ok(s == 200 and s2 == 200 and body["Config"]["Labels"][DIGEST_LABEL] == "sha256:" + other,
+               "capable: a chunked import is accepted", (s, s2, body))
+        s, _, _, body = call(c, "POST", "/v1.41/images/create?fromSrc=-&repo=x&tag=y", body=b"not a tar" * 100,
+                             headers=TAR)
+        tap.ok(s == 500, "capable: an import of something not a tar fails", (s, body))
+        s, _, _, body = call(c, "POST", "/v1.41/images/create?fromImage=debian&tag=12")
+        tap.ok(s == 500 and "fromImage" in body["message"], "capable: a registry pull (fromImage) fails", body)
+
+        s, _, _, body = call(c, "POST", "/v1.41/containers/create?name=sp-aaaaaaaaaaaa-1", body=create_body(),
+                             headers=JSON)
+        cid = body.get("Id", "") if body else ""
+        tap.ok(s == 201 and len(cid) == 64, "capable: create is 201 with an Id", (s, body))
+        s, _, _, body = call(c, "POST", "/v1.41/containers/create?name=sp-aaaaaaaaaaaa-1", body=create_body(),
+                             headers=JSON)
+        tap.ok(s == 409, "capable: a second create of the same name is 409", (s, body))
+        s, _, _, body = call(c, "POST", "/v1.41/containers/create?name=sp-aaaaaaaaaaaa-2",
+                             body=json.dumps({"Image": "nope:1", "HostConfig": {}}).encode(), headers=JSON)
+        tap.ok(s == 404, "capable: a create of an unknown image is 404", (s, body))
+        s, _, _, body = call(c, "GET", f"/v1.41/containers/{cid}/json")
+        tap.ok(s == 200 and body["HostConfig"] == HOST_CONFIG and body["Name"] == "/sp-aaaaaaaaaaaa-1"
+               and body["State"]["Status"] == "created",
+               "capable: inspect echoes the create body's HostConfig exactly", body)
+        s, _, _, body = call(c, "POST", f"/v1.41/containers/{cid}/start")
+        tap.ok(s == 204, "capable: start is 204", (s, body))
+        s, _, _, body = call(c, "POST", f"/v1.41/containers/{cid}/wait")
+        tap.ok(s == 200 and body == {"StatusCode": 0, "Error": None},
+               "capable: wait is 200 StatusCode 0 (it ran nothing)", body)
+        s, _, _, body = call(c, "POST", f"/v1.41/containers/{cid}/kill?signal=KILL")
+        tap.ok(s == 409, "capable: kill of the exited container is 409, as Docker's", (s, body))
+        s, _, _, body = call(c, "GET", f"/v1.41/containers/{cid}/json")
+        tap.ok(s == 200 and body["State"]["ExitCode"] == 0 and body["State"]["OOMKilled"] is False
+               and body["State"]["Status"] == "exited", "capable: inspect after wait: ExitCode 0, OOMKilled false",
+               body)
+
+        # Orphans: the label filter, as the proxy sends it.
+        s, _, _, body = call(c, "POST", "/v1.41/containers/create?name=sp-bbbbbbbbbbbb-1",
+                             body=create_body({"org.sealed-probe.state": "k2"}), headers=JSON)
+        cid2 = body["Id"]
+        filt = urllib.parse.quote(json.dumps({"label": ["org.sealed-probe.state=k1"]}), safe="")
+        s, _, _, body = call(c, "GET", f"/v1.41/containers/json?all=1&filters={filt}")
+        tap.ok(s == 200 and [x["Id"] for x in body] == [cid] and body[0]["Names"] == ["/sp-aaaaaaaaaaaa-1"]
+               and body[0]["Labels"] == {"org.sealed-probe.state": "k1"},
+               "capable: containers/json filters by label and gives Id, Names, Labels", body)
+        s, _, _, _ = call(c, "DELETE", f"/v1.41/containers/{cid}?force=1&v=1")
+        s2, _, _, _ = call(c, "DELETE", f"/v1.41/containers/{cid}?force=1&v=1")
+        s3, _, _, _ = call(c, "GET", f"/v1.41/containers/{cid}/json")
+        tap.ok((s, s2, s3) == (204, 404, 404), "capable: delete is 204, then the container is gone (404)",
+               (s, s2, s3))
+        s, _, _, _ = call(c, "DELETE", "/v1.41/containers/sp-bbbbbbbbbbbb-1?force=1&v=1")
+        tap.ok(s == 204, "capable: a container is also found by its name", s)
+        s, _, _, body = call(c, "GET", "/v1.41/containers/json?all=1")
+        tap.ok(s == 200 and body == [], "capable: nothing is left", body)
+        c.close()
+
+        # libcurl's uploads: chunked and with Expect: 100-continue.
+        curl = shutil.which("curl")
+        if curl:
+            path = os.path.join(top, "big.tar")
+            with open(path, "wb") as f:
+                f.write(tar_bytes(3 << 20))
+            third = "ef" * 32
+            r = subprocess.run([curl, "-sS", "--unix-socket", fake.socket, "-X", "POST",
+                                "-H", "Content-Type: application/x-tar", "-H", "Transfer-Encoding: chunked",
+                                "-H", "Expect: 100-continue", "--data-binary", f"@{path}",
+                                "http://localhost" + import_target(third[:12], third)],
+                               capture_output=True, text=True, timeout=60)
+            c = Conn(fake.socket)
+            s, _, _, body = call(c, "GET", f"/v1.41/images/sealed-probe/rootfs:{third[:12]}/json")
+            c.close()
+            tap.ok(r.returncode == 0 and s == 200 and body["Config"]["Labels"][DIGEST_LABEL] == "sha256:" + third,
+                   "capable: curl's chunked upload with Expect: 100-continue is imported", (r.returncode, r.stderr, s))
+        else:
+            tap.n += 1
+            print(f"ok {tap.n} - capable: curl's chunked upload # SKIP curl is not installed", flush=True)
+
+        # A raw HTTP/1.1 exchange: two requests in one write, keep-alive.
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(fake.socket)
+        s.sendall(b"GET /_ping HTTP/1.1\r\nHost: docker\r\n\r\nGET /_ping HTTP/1.1\r\nHost: docker\r\n"
+                  b"Connection: close\r\n\r\n")
+        got = b""
+        while True:
+            data = s.recv(65536)
+            if not data:
+                break
+            got += data
+        s.close()
+        tap.ok(got.count(b"HTTP/1.1 200 OK") == 2 and got.endswith(b"OK"),
+               "capable: pipelined keep-alive requests are each answered", got[:400])
+    finally:
+        rc = fake.stop()
+    tap.ok(rc == 0 and not os.path.lexists(fake.socket), "capable: SIGTERM stops it (exit 0) and removes the socket",
+           rc)
+    tap.ok(fake.stderr() == "", "capable: the fake printed nothing to stderr (no handler failed)", fake.stderr())
+    log = fake.requests()
+    seqs = [e["seq"] for e in log]
+    tap.ok(seqs == list(range(1, len(seqs) + 1)) and len(log) >= 25, "capable: every request is logged, in order",
+           len(log))
+    first = log[0]
+    tap.ok(first["method"] == "GET" and first["path"] == "/_ping" and first["status"] == 200
+           and first["body_length"] == 0 and isinstance(first["headers"], list),
+           "capable: a log line has method, path, headers, body length, status", first)
+    imports = [e for e in log if e["path"] == "/v1.41/images/create"]
+    tap.ok(len(imports) >= 3 and imports[0]["query"]["changes"] == [f"LABEL {DIGEST_LABEL}=sha256:{DIGEST}"]
+           and imports[0]["body_length"] == len(tar) and not imports[0]["chunked"] and imports[1]["chunked"]
+           and imports[1]["body_length"] > 200_000,
+           "capable: imports are logged with their query, body length and chunked-ness", imports[:2])
+    if curl:
+        by_curl = [e for e in imports if e["query"].get("tag") == ["efefefefefef"]]
+        tap.ok(len(by_curl) == 1 and by_curl[0]["chunked"] and by_curl[0]["status"] == 200
+               and by_curl[0]["body_length"] > 3 << 20
+               and ["Expect", "100-continue"] in by_curl[0]["headers"],
+               "capable: curl's upload is logged as chunked, with its Expect header", by_curl)
+    pulls = [e for e in log if "fromImage" in e["target"]]
+    tap.ok(len(pulls) == 1 and pulls[0]["status"] == 500, "capable: the pull is in the log, for a test to find",
+           pulls)
+    creates = [e for e in log if e["path"] == "/v1.41/containers/create" and e["status"] == 201]
+    tap.ok(len(creates) == 2 and creates[0]["container"] == cid and creates[0]["json"]["HostConfig"] == HOST_CONFIG,
+           "capable: a create is logged with its JSON body and the Id given", creates[:1])
+
+    # ---- old-api ------------------------------------------------------------
+    with fresh("old-api") as fake:
+        c = Conn(fake.socket)
+        s1, h, raw, _ = call(c, "GET", "/_ping")
+        s2, _, _, v = call(c, "GET", "/version")
+        s3, _, _, body = call(c, "GET", "/v1.41/info")
+        c.close()
+    tap.ok(s1 == 200 and raw == b"OK" and h.get("Api-Version") == "1.40", "old-api: /_ping is OK, Api-Version 1.40",
+           h)
+    tap.ok(s2 == 200 and v["ApiVersion"] == "1.40", "old-api: /version says ApiVersion 1.40", v)
+    tap.ok(s3 == 400 and "1.41 is too new" in body["message"], "old-api: /v1.41 paths are Docker's 400", body)
+
+    # ---- no-runc, no-seccomp -------------------------------------------------
+    with fresh("no-runc") as fake:
+        c = Conn(fake.socket)
+        s, _, _, info = call(c, "GET", "/v1.41/info")
+        _, _, _, v = call(c, "GET", "/version")
+        c.close()
+    tap.ok(s == 200 and "runc" not in info["Runtimes"] and info["Runtimes"] and v["ApiVersion"] == "1.41"
+           and any(o.startswith("name=seccomp") for o in info["SecurityOptions"]),
+           "no-runc: Runtimes has no runc key (and all else is capable)", info)
+    with fresh("no-seccomp") as fake:
+        c = Conn(fake.socket)
+        s, _, _, info = call(c, "GET", "/v1.41/info")
+        c.close()
+    tap.ok(s == 200 and "runc" in info["Runtimes"]
+           and not any(o.startswith("name=seccomp") for o in info["SecurityOptions"]),
+           "no-seccomp: SecurityOptions has no name=seccomp entry (runc is there)", info)
+
+    # ---- bad-image-label ------------------------------------------------------
+    with fresh("bad-image-label") as fake:
+        c = Conn(fake.socket)
+        s, _, _, body = call(c, "GET", f"/v1.41/images/sealed-probe/rootfs:{TAG}/json")
+        c.close()
+    label = (body or {}).get("Config", {}).get("Labels", {}).get(DIGEST_LABEL, "")
+    tap.ok(s == 200 and label.startswith("sha256:" + TAG) and len(label) == 71 and label != "sha256:" + DIGEST,
+           "bad-image-label: the image exists, its label the right prefix and the wrong digest", body)
+
+    # ---- drops-field -----------------------------------------------------------
+    for field, changed in (("PidsLimit", 0), ("MaskedPaths", []), ("ReadonlyRootfs", False)):
+        with fresh("drops-field", field=None if field == "PidsLimit" else field) as fake:
+            c = Conn(fake.socket)
+            call(c, "POST", import_target(TAG, DIGEST), body=tar_bytes(), headers=TAR)
+            _, _, _, body = call(c, "POST", "/v1.41/containers/create?name=sp-cccccccccccc-1", body=create_body(),
+                                 headers=JSON)
+            s, _, _, ins = call(c, "GET", f"/v1.41/containers/{body['Id']}/json")
+            c.close()
+        diff = {k for k in set(HOST_CONFIG) | set(ins["HostConfig"])
+                if HOST_CONFIG.get(k) != ins["HostConfig"].get(k)}
+        tap.ok(s == 200 and diff == {field} and ins["HostConfig"][field] == changed,
+               f"drops-field ({field}): inspect changes exactly {field}, to {changed!r}", (diff, ins["HostConfig"]))
+
+    # ---- down -----------------------------------------------------------------
+    fake = fresh("down").start()
+    try:
+        gone = not os.path.lexists(fake.socket) and os.path.isdir(os.path.dirname(fake.socket))
+        try:
+            c = Conn(fake.socket)
+            call(c, "GET", "/_ping")
+            refused = None
+        except OSError as e:
+            refused = e
+    finally:
+        rc = fake.stop()
+    tap.ok(gone and isinstance(refused, FileNotFoundError) and rc == 0 and fake.requests() == [],
+           "down: READY, no socket (connect: ENOENT), an empty log, SIGTERM exits 0", (gone, refused, rc))
+
+    # ---- the command line -------------------------------------------------------
+    d = os.path.join(top, "cli")
+    os.mkdir(d)
+    ready = os.path.join(d, "ready")
+    p = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "sp_fake_docker.py"),
+                          "--socket", os.path.join(d, "s"), "--mode", "capable", "--log", os.path.join(d, "log"),
+                          "--ready-file", ready], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while not os.path.exists(ready) and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.05)
+    with open(ready) if os.path.exists(ready) else io.StringIO("") as f:
+        content = f.read()
+    p.terminate()
+    out, err = p.communicate(timeout=10)
+    tap.ok(content == "READY\n" and out == b"READY\n" and p.returncode == 0,
+           "standalone: --ready-file gets READY, stdout READY, SIGTERM exits 0", (content, out, err, p.returncode))
+    r = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "sp_fake_docker.py"),
+                        "--socket", os.path.join(d, "t"), "--mode", "bogus", "--log", os.path.join(d, "log2")],
+                       capture_output=True, text=True, timeout=20)
+    tap.ok(r.returncode == 2 and "bogus" in r.stderr, "standalone: an unknown mode is a usage error", r.stderr)
+finally:
+    shutil.rmtree(top, ignore_errors=True)
+tap.finish()
