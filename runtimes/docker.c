@@ -84,8 +84,8 @@ docker_verify (struct sp_runtime_backend *rt, sp_error_t *err)
   if (major < DOCKER_API_VERSION_MAJOR
       || (major == DOCKER_API_VERSION_MAJOR && minor < DOCKER_API_VERSION_MINOR))
     return sp_make_error (err, 0,
-                          "the Docker daemon speaks Engine API %u.%u, older than the %d.%d this needs", major,
-                          minor, DOCKER_API_VERSION_MAJOR, DOCKER_API_VERSION_MINOR);
+                          "the Docker daemon's Engine API version %u.%u is older than the %d.%d this needs",
+                          major, minor, DOCKER_API_VERSION_MAJOR, DOCKER_API_VERSION_MINOR);
   if (docker_api_json (d->socket, "GET", DOCKER_API_PREFIX "/info", NULL, any, CALL_TIMEOUT_MS, &info, NULL,
                        err)
       < 0)

@@ -54,6 +54,8 @@ const char *const docker_checked_fields[] = {
   "HostConfig.CgroupnsMode",
   "HostConfig.CgroupParent",
   "HostConfig.Mounts",
+  "HostConfig.LogConfig",
+  "HostConfig.Privileged",
   NULL,
 };
 
@@ -257,8 +259,6 @@ bind_source (const char *source, const struct docker_paths *paths, const struct 
   size_t n = strlen (paths->state_dir);
   struct statvfs st;
 
-  if (strncmp (source, paths->state_dir, n) != 0 || source[n] != '/')
-    return sp_make_error (err, 0, "bundle: a bind source is outside the state directory");
   if (statvfs (source, &st) < 0)
     return sp_make_error (err, errno, "bundle: a bind source");
   if ((options_have (options, "noexec") && !(st.f_flag & ST_NOEXEC))
@@ -267,11 +267,14 @@ bind_source (const char *source, const struct docker_paths *paths, const struct 
     return sp_make_error (err, 0,
                           "bundle: a bind's source is not mounted with the bundle's nosuid, nodev and "
                           "noexec, which a Docker bind cannot add");
-  if (asprintf (out, "%s%s", paths->daemon_state_dir, source + n) < 0)
-    {
-      *out = NULL;
-      return sp_make_error (err, ENOMEM, "allocate");
-    }
+  /* Under the state directory, the daemon's own path for it; elsewhere (a
+     dry run's bundle), the path as it is.  */
+  if (strncmp (source, paths->state_dir, n) != 0 || source[n] != '/')
+    *out = strdup (source);
+  else if (asprintf (out, "%s%s", paths->daemon_state_dir, source + n) < 0)
+    *out = NULL;
+  if (*out == NULL)
+    return sp_make_error (err, ENOMEM, "allocate");
   return 0;
 }
 
@@ -588,6 +591,13 @@ docker_create_body (const struct sp_json *config, const char *bundle_dir, const 
   G (gen_str (g, "private"));
   G (gen_str (g, "CgroupnsMode"));
   G (gen_str (g, "private"));
+  /* The probe's stdout and stderr are kept nowhere: no log file on the
+     daemon's disk that a probe could fill or that would outlive it.  */
+  G (gen_str (g, "LogConfig"));
+  G (yajl_gen_map_open (g));
+  G (gen_str (g, "Type"));
+  G (gen_str (g, "none"));
+  G (yajl_gen_map_close (g));
   G (gen_str (g, "Privileged"));
   G (yajl_gen_bool (g, 0));
   G (gen_str (g, "OomScoreAdj"));

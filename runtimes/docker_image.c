@@ -195,7 +195,7 @@ docker_image_ensure (const char *socket, const char *rootfs_root, const char *di
   if (label != NULL && strcmp (label, digest) != 0)
     return sp_make_error (
         err, 0,
-        "image `%s`: its digest label `%.80s` does not match the rootfs serve verified (%s); "
+        "image `%s`: its digest label does not match the rootfs serve verified (label `%.80s`, rootfs %s); "
         "remove the image and restart",
         image, label, digest);
   if (label == NULL)

@@ -259,7 +259,9 @@ make_bundle_fs (const char *path, const struct sp_runtime_bundle_rules *rules,
   snprintf (options, sizeof (options), "mode=0711,size=%llu,nr_inodes=%llu",
             (unsigned long long)BUNDLE_TMPFS_BYTES, (unsigned long long)BUNDLE_TMPFS_INODES);
   /* nosuid and nodev where the backend allows them (runtime.h).  */
-  if (mount ("sealed-probe-bundle", path, "tmpfs", rules->rootfs_nosuid_nodev ? MS_NOSUID | MS_NODEV : 0,
+  if (mount ("sealed-probe-bundle", path, "tmpfs",
+             (rules->rootfs_nosuid_nodev ? MS_NOSUID | MS_NODEV : 0)
+                 | (rules->workspaces_on_host ? MS_NOEXEC : 0),
              options)
       < 0)
     return sp_make_error (err, errno, "mount a tmpfs for the bundle");
