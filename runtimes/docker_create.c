@@ -42,8 +42,7 @@ const char *const docker_checked_fields[] = {
   "HostConfig.Memory",
   "HostConfig.MemorySwap",
   "HostConfig.PidsLimit",
-  "HostConfig.CpuQuota",
-  "HostConfig.CpuPeriod",
+  "HostConfig.NanoCpus",
   "HostConfig.Ulimits",
   "HostConfig.Tmpfs",
   "HostConfig.MaskedPaths",
@@ -441,10 +440,16 @@ gen_linux (yajl_gen g, const struct sp_json *lx, sp_error_t *err)
   G (gen_num (g, get (memory, "limit")));
   G (gen_str (g, "MemorySwap"));
   G (gen_num (g, get (memory, "swap")));
-  G (gen_str (g, "CpuQuota"));
-  G (gen_num (g, get (cpu, "quota")));
-  G (gen_str (g, "CpuPeriod"));
-  G (gen_num (g, get (cpu, "period")));
+  /* Docker takes the CPU share as NanoCpus (and refuses it beside
+     CpuQuota): quota / period CPUs.  */
+  {
+    int64_t quota = 0, period = 0;
+    if (sp_json_integer (get (cpu, "quota"), 1, INT32_MAX, &quota) < 0
+        || sp_json_integer (get (cpu, "period"), 1000, 1000000, &period) < 0)
+      return sp_make_error (err, 0, "bundle: `linux.resources.cpu` is not a quota and a period");
+    G (gen_str (g, "NanoCpus"));
+    G (yajl_gen_integer (g, (long long)(quota * 1000000000LL / period)));
+  }
   G (gen_str (g, "PidsLimit"));
   G (gen_num (g, get (pids, "limit")));
   G (gen_str (g, "CgroupParent"));

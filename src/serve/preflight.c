@@ -274,6 +274,7 @@ sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_e
         return sp_error_wrap (err, "%s", binary_option);
       return sp_error_wrap (err, "runtime `%s`", sp_runtime_name (s->config->runtime));
     }
+  s->runtime_verified = true;
   if (s->runtime->ops->cleanup_orphans (s->runtime, false, err) < 0)
     return sp_error_wrap (err, "remove the containers of earlier runs");
   /* After the orphans: a sandbox of an earlier run no longer holds an id.  */
@@ -298,7 +299,9 @@ sp_serve_release (struct sp_serve *s, sp_error_t *err)
   sp_error_t step = NULL;
   int ret = 0;
 
-  if (s->runtime != NULL && s->runtime->ops->cleanup_orphans (s->runtime, true, &step) < 0)
+  /* A runtime that failed its verify is not asked to do anything more.  */
+  if (s->runtime != NULL && s->runtime_verified
+      && s->runtime->ops->cleanup_orphans (s->runtime, true, &step) < 0)
     {
       ret = -1;
       *err = step;

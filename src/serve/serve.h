@@ -33,9 +33,9 @@ struct sp_serve_options
   const char *socket;
   const char *socket_group;
   const char *ready_file;
-  const char *runc;            /* --runc: runtime runc's binary */
-  const char *runsc;           /* --runsc: runtime gvisor's binary */
-  const char *gvisor_platform; /* --gvisor-platform; NULL: SP_GVISOR_PLATFORM_DEFAULT */
+  const char *runc;             /* --runc: runtime runc's binary */
+  const char *runsc;            /* --runsc: runtime gvisor's binary */
+  const char *gvisor_platform;  /* --gvisor-platform; NULL: SP_GVISOR_PLATFORM_DEFAULT */
   const char *docker_socket;    /* --docker-socket: runtime docker's daemon */
   const char *docker_state_dir; /* --docker-state-dir: the daemon's path for --state */
   unsigned concurrency;
@@ -60,7 +60,8 @@ struct sp_serve
 {
   const struct sp_serve_options *opt;
   struct sp_config *config;
-  char *state_path; /* absolute */
+  bool runtime_verified; /* its verify passed: it may be asked to clean up */
+  char *state_path;      /* absolute */
   int state_fd;
   struct sp_staged staged;
   struct sp_serve_seed *seeds; /* parallel to config->private_repos */
