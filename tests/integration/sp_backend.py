@@ -14,21 +14,24 @@ import shutil
 import subprocess
 import uuid
 
-from sp_harness import BACKENDS, RUNTIME_SEARCH_PATH, backend
+from sp_harness import BACKENDS, RUNTIME_SEARCH_PATH, backend, docker_remove, docker_state_containers
 
 _B = backend()  # SP_BACKEND, set by tests/meson.build; skips or bails as sp_harness says
 BACKEND = _B.name
 RUNTIME = _B.runtime
 BINARY_OPTION, BINARY_NAME, STATE_DIR_NAME = _B.option, _B.binary_name, _B.state_subdir
 SEARCH = tuple(RUNTIME_SEARCH_PATH.split(":"))
-# Every backend's (state subdirectory, binary), for the leak checks and
-# force-deletes that look at any backend's leftovers.
-_ALL = tuple((spec["state"], spec["binary"]) for spec in BACKENDS.values())
+# Every OCI command-line backend's (state subdirectory, binary), for the leak
+# checks and force-deletes that look at any backend's leftovers; docker's
+# containers are found by their state label instead, on the tests' daemon.
+_ALL = tuple((spec["state"], spec["binary"]) for spec in BACKENDS.values() if spec["binary"])
 
 
 def real_binary(name=None):
     """The installed binary, found where the proxy looks (SP_RUNTIME_SEARCH_PATH)."""
     name = name or BINARY_NAME
+    if not name:
+        return None  # docker: no binary
     for d in SEARCH:
         p = os.path.join(d, name)
         if os.path.isfile(p) and os.access(p, os.X_OK):
@@ -62,8 +65,9 @@ def containers_in(root):
 
 
 def leftover_containers(state):
-    """[root: ids] of every runtime root of state, either backend, that holds a container."""
-    out = []
+    """[root: ids] of every runtime root of state, either backend, that holds a
+    container; on docker also the containers labelled with state's key."""
+    out = list(_B.leftover_containers(state)) if _B.docker else []
     for name, _ in _ALL:
         for root in runtime_roots(state, name):
             ids = containers_in(root)
@@ -74,6 +78,9 @@ def leftover_containers(state):
 
 def force_delete(state):
     """Best-effort removal of any container a failed test left in state."""
+    if _B.docker:
+        for cid in docker_state_containers(state, socket_path=_B.socket):
+            docker_remove(cid, _B.socket)
     for name, binary_name in _ALL:
         binary = real_binary(binary_name)
         if binary is None:

@@ -1,14 +1,32 @@
 """Shared plumbing for the integration tests: TAP output, skips with reasons,
 the sandbox backend a test runs on (backend(): the test matrix, see
-docs/testing.md), and one cached rootfs per build directory (built by the real
-builder from the pinned lock and the fetched debs; see docs/rootfs.md)."""
+docs/testing.md), one cached rootfs per build directory (built by the real
+builder from the pinned lock and the fetched debs; see docs/rootfs.md), and
+for the docker backend a Docker Engine API client over the project's own
+dockerd's socket (docker_api; SP_DOCKER_SOCKET, scripts/dockerd) with the
+replay of a dry-run bundle's requests (docker_replay, the docker `runc run`).
 
+Run as a program, it is that replay's command line (Backend.run_argv,
+delete_argv and kill_argv on docker):
+    python3 -I sp_harness.py docker-run --socket S --bundle DIR [--name NAME]
+    python3 -I sp_harness.py docker-rm --socket S NAME
+    python3 -I sp_harness.py docker-kill --socket S NAME [SIGNAL]"""
+
+import contextlib
 import fcntl
+import glob
 import hashlib
+import http.client
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
+import tarfile
+import tempfile
+import threading
+import urllib.parse
 
 
 class Tap:
@@ -115,6 +133,434 @@ def remove_bundle(path):
     subprocess.run(["rm", "-rf", path], capture_output=True)
 
 
+# ---- the Docker Engine API, over a Unix socket --------------------------------
+#
+# For the docker backend: the tests talk to the project's own dockerd
+# (scripts/dockerd start; docs/testing.md), whose socket scripts/test exports
+# as SP_DOCKER_SOCKET.  Standard library only.  A system daemon's socket is
+# refused outright, so that no test ever touches the machine's own Docker.
+
+DOCKER_API_VERSION = "1.41"
+PROJECT_DOCKER_SOCKET = "/run/sealed-probe-test/docker.sock"   # scripts/dockerd's
+SYSTEM_DOCKER_SOCKETS = ("/var/run/docker.sock", "/run/docker.sock")
+_VERSIONED = re.compile(r"^/v[0-9]+\.[0-9]+/")
+
+
+class DockerError(Exception):
+    pass
+
+
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout):
+        super().__init__("localhost", timeout=timeout)
+        self._unix_path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        try:
+            s.connect(self._unix_path)
+        except OSError:
+            s.close()
+            raise
+        self.sock = s
+
+
+def docker_socket():
+    """The daemon the tests use: SP_DOCKER_SOCKET, or None when it is unset."""
+    return os.environ.get("SP_DOCKER_SOCKET") or None
+
+
+def _checked_socket(path):
+    path = path or docker_socket()
+    if not path:
+        raise DockerError("SP_DOCKER_SOCKET is not set (scripts/test starts the project's dockerd and sets it)")
+    real = os.path.realpath(path)
+    if real in {os.path.realpath(p) for p in SYSTEM_DOCKER_SOCKETS}:
+        raise DockerError(f"refusing {path}: a system Docker daemon's socket; the tests use the project's own "
+                          f"(scripts/dockerd, {PROJECT_DOCKER_SOCKET})")
+    return path
+
+
+def docker_api(method, path, body=None, socket_path=None, timeout=60, content_type=None):
+    """One request to the daemon at socket_path (default SP_DOCKER_SOCKET).
+    path is unversioned ("/containers/json?all=1", prefixed with /v1.41) or
+    versioned ("/v1.41/..."); body is a JSON-able value, bytes, or an open
+    binary file (sent with its size).  Returns (status, value): value is the
+    parsed JSON of a JSON answer, else the raw bytes.  Raises DockerError when
+    the daemon cannot be reached."""
+    sock = _checked_socket(socket_path)
+    if not _VERSIONED.match(path):
+        path = f"/v{DOCKER_API_VERSION}{path}"
+    headers = {"Host": "docker"}
+    data = None
+    if body is not None:
+        if isinstance(body, (bytes, bytearray)):
+            data = bytes(body)
+            headers["Content-Type"] = content_type or "application/octet-stream"
+        elif hasattr(body, "read"):
+            data = body
+            headers["Content-Type"] = content_type or "application/x-tar"
+            headers["Content-Length"] = str(os.fstat(body.fileno()).st_size)
+        else:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+    conn = _UnixHTTPConnection(sock, timeout)
+    try:
+        conn.request(method, path, body=data, headers=headers)
+        resp = conn.getresponse()
+        raw = resp.read()
+        ctype = resp.getheader("Content-Type", "")
+    except (OSError, http.client.HTTPException) as e:
+        raise DockerError(f"{method} {path} on {sock}: {e}") from e
+    finally:
+        conn.close()
+    if ctype.startswith("application/json") and raw:
+        try:
+            return resp.status, json.loads(raw)
+        except ValueError:
+            pass
+    return resp.status, raw
+
+
+def docker_ping(socket_path=None, timeout=5):
+    """None when the daemon answers /_ping with OK, else why not."""
+    try:
+        status, value = docker_api("GET", "/_ping", socket_path=socket_path, timeout=timeout)
+    except DockerError as e:
+        return str(e)
+    if status == 200 and value == b"OK":
+        return None
+    return f"/_ping answered {status} {value!r:.200}"
+
+
+def docker_state_key(state):
+    """The org.sealed-probe.state label of a state directory's containers:
+    its device and inode in hex, as serve's work key (work_dir)."""
+    st = os.stat(state)
+    return f"{st.st_dev:x}-{st.st_ino:x}"
+
+
+def docker_containers(labels, socket_path=None):
+    """Every container (running or not) carrying all of labels {key: value}:
+    the API's container summaries."""
+    filters = json.dumps({"label": [f"{k}={v}" for k, v in sorted(labels.items())]})
+    status, value = docker_api("GET", "/containers/json?all=1&filters=" + urllib.parse.quote(filters),
+                               socket_path=socket_path)
+    if status != 200 or not isinstance(value, list):
+        raise DockerError(f"listing containers answered {status}: {value!r:.300}")
+    return value
+
+
+def docker_state_containers(state, run=None, socket_path=None):
+    """{name: id} of the containers labelled with state's key (and run's id
+    when given).  Empty when state does not exist."""
+    try:
+        labels = {"org.sealed-probe.state": docker_state_key(state)}
+    except OSError:
+        return {}
+    if run:
+        labels["org.sealed-probe.run"] = run
+    out = {}
+    for c in docker_containers(labels, socket_path):
+        names = [n.lstrip("/") for n in c.get("Names") or []]
+        out[names[0] if names else c["Id"]] = c["Id"]
+    return out
+
+
+def docker_remove(name, socket_path=None):
+    """Force-removes one container (kills it first); True when it is gone."""
+    status, _ = docker_api("DELETE", f"/containers/{urllib.parse.quote(name, safe='')}?force=1&v=1",
+                           socket_path=socket_path)
+    return status in (204, 404)
+
+
+def docker_shims(container_ids):
+    """[(pid, argv)] of the containerd shims serving any of container_ids
+    (a shim's argv names its container: `-id ID`)."""
+    ids = set(container_ids)
+    out = []
+    if not ids:
+        return out
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().rstrip(b"\0").split(b"\0")
+        except OSError:
+            continue
+        if not argv or not os.path.basename(argv[0]).startswith(b"containerd-shim"):
+            continue
+        for i, a in enumerate(argv[:-1]):
+            if a == b"-id" and argv[i + 1].decode("utf-8", "replace") in ids:
+                out.append((int(pid), b" ".join(argv)[:200]))
+    return out
+
+
+def _image_ref(ref):
+    """(repository, tag) of an image reference."""
+    repo, sep, tag = ref.rpartition(":")
+    if not sep or "/" in tag:
+        return ref, "latest"
+    return repo, tag
+
+
+def docker_ensure_image(ref, bundle, socket_path=None):
+    """Makes image ref present, as serve imports it: from the bundle's own
+    verified rootfs (bundle/rootfs/root), labelled
+    org.sealed-probe.rootfs.digest with bundle/rootfs/digest; never pulled.
+    An image already there must carry that digest."""
+    digest = None
+    digest_file = os.path.join(bundle, "rootfs", "digest")
+    if os.path.exists(digest_file):
+        with open(digest_file) as f:
+            digest = f.read().strip()
+    quoted = urllib.parse.quote(ref, safe="/:")
+    status, value = docker_api("GET", f"/images/{quoted}/json", socket_path=socket_path)
+    if status == 200:
+        have = ((value.get("Config") or {}).get("Labels") or {}).get("org.sealed-probe.rootfs.digest")
+        if digest and have != digest:
+            raise DockerError(f"image {ref} carries rootfs digest {have!r}, the bundle's rootfs is {digest}")
+        return
+    if status != 404:
+        raise DockerError(f"inspecting image {ref} answered {status}: {value!r:.300}")
+    root = os.path.join(bundle, "rootfs", "root")
+    if not digest or not os.path.isdir(root):
+        raise DockerError(f"image {ref} is missing and {bundle} holds no rootfs to import it from")
+    repo, tag = _image_ref(ref)
+    query = urllib.parse.urlencode({"fromSrc": "-", "repo": repo, "tag": tag,
+                                    "changes": f"LABEL org.sealed-probe.rootfs.digest={digest}"})
+    with tempfile.TemporaryFile() as tmp:
+        with tarfile.open(fileobj=tmp, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for name in sorted(os.listdir(root)):
+                tar.add(os.path.join(root, name), arcname=name)
+        tmp.flush()
+        tmp.seek(0)
+        status, value = docker_api("POST", "/images/create?" + query, body=tmp, socket_path=socket_path,
+                                   timeout=600, content_type="application/x-tar")
+    if status != 200 or b'"error' in (value if isinstance(value, bytes) else json.dumps(value).encode()):
+        raise DockerError(f"importing {ref} answered {status}: {value!r:.300}")
+
+
+def _demux(raw):
+    """(stdout, stderr) of a non-TTY container's multiplexed log stream."""
+    out, err, i = b"", b"", 0
+    while i + 8 <= len(raw):
+        kind, size = raw[i], int.from_bytes(raw[i + 4:i + 8], "big")
+        chunk = raw[i + 8:i + 8 + size]
+        if kind == 2:
+            err += chunk
+        else:
+            out += chunk
+        i += 8 + size
+    return out, err
+
+
+def docker_requests(bundle):
+    """The requests of a dry-run bundle's runtime-commands.json (runtime
+    docker): [{"step", "method", "path", "body"}], in order."""
+    with open(os.path.join(bundle, "runtime-commands.json")) as f:
+        described = json.load(f)
+    if described.get("runtime") != "docker":
+        raise DockerError(f"{bundle}/runtime-commands.json is for runtime {described.get('runtime')!r}, not docker")
+    return described["requests"]
+
+
+def _described_name(requests):
+    """The container name the dry run chose: the create request's ?name=."""
+    for req in requests:
+        query = urllib.parse.urlparse(req["path"]).query
+        names = urllib.parse.parse_qs(query).get("name")
+        if names and "/containers/create" in req["path"]:
+            return names[0]
+    return None
+
+
+class _DockerWait:
+    """POST /containers/ID/wait in a thread of its own: the daemon answers
+    its headers once the wait is set up, and its body when the container
+    stops, so a wait described before the start (condition next-exit) is in
+    place before the start is sent."""
+
+    def __init__(self, sock, path):
+        self.sock, self.path = sock, path
+        self.headers = threading.Event()
+        self.status, self.value, self.error = None, None, None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        self.headers.wait(30)
+
+    def _run(self):
+        conn = _UnixHTTPConnection(self.sock, None)
+        try:
+            conn.request("POST", self.path, headers={"Host": "docker"})
+            resp = conn.getresponse()
+            self.headers.set()
+            raw = resp.read()
+            self.status = resp.status
+            try:
+                self.value = json.loads(raw) if raw else None
+            except ValueError:
+                self.value = raw
+        except (OSError, http.client.HTTPException) as e:
+            self.error = f"POST {self.path}: {e}"
+        finally:
+            self.headers.set()
+            conn.close()
+
+    def result(self, timeout=None):
+        self.thread.join(timeout)
+        if self.thread.is_alive():
+            self.error = self.error or f"POST {self.path}: no answer in {timeout} s"
+        return self
+
+
+def docker_replay(bundle, name=None, socket_path=None, out=None, err=None):
+    """Runs a dry-run bundle by hand on docker: the docker equivalent of
+    `runc run --bundle BUNDLE NAME` (Backend.run_argv returns the command
+    line that calls this).  It replays the bundle's runtime-commands.json
+    requests in order against the daemon (create, start, wait, remove), with
+    name (when given) in place of the container name the dry run chose, as a
+    test gives runc a container id of its own.  Steps named "kill ..." are
+    conditional (on timeout or stop) and are not replayed; an image import
+    (POST /images/create or /images/load, whose body is no JSON) is replaced
+    by importing the bundle's own verified rootfs when the image is missing
+    (docker_ensure_image).  A wait is sent from a thread of its own, so that
+    one described before the start is in place first; the replay collects
+    it before any later DELETE and at the end.  The probe's logs, when the
+    daemon keeps any, go to out and err.  Returns the probe's exit status
+    (the wait's StatusCode), or 125 when a request failed (as the docker CLI
+    does); once a container was created, its remove steps always run."""
+    out = out or sys.stdout.buffer
+    err = err or sys.stderr.buffer
+    sock = _checked_socket(socket_path)
+    requests = docker_requests(bundle)
+    described = _described_name(requests)
+    failed, created, waits = None, False, []
+    status_code = [None]
+
+    def note(msg):
+        err.write(f"docker-replay: {msg}\n".encode())
+        err.flush()
+
+    def path_of(req):
+        """The request's path with the test's container name in place of
+        the dry run's: as a path segment, and as create's ?name=."""
+        path = req["path"]
+        if not (name and described and name != described):
+            return path
+        parts = urllib.parse.urlsplit(path)
+        segments = [urllib.parse.quote(name, safe="") if urllib.parse.unquote(seg) == described else seg
+                    for seg in parts.path.split("/")]
+        query = [(k, name if k == "name" and v == described else v)
+                 for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)]
+        return urllib.parse.urlunsplit(("", "", "/".join(segments), urllib.parse.urlencode(query), ""))
+
+    def collect(timeout=None):
+        nonlocal failed
+        while waits:
+            w = waits.pop(0).result(timeout)
+            if w.error or w.status is None or w.status >= 300:
+                failed = failed or f"wait: {w.error or f'{w.status} {w.value!r:.300}'}"
+                note(failed)
+                continue
+            if isinstance(w.value, dict):
+                status_code[0] = w.value.get("StatusCode")
+                if w.value.get("Error"):
+                    note(f"wait: {w.value['Error']}")
+            # The probe's output, when the daemon kept it (best effort).
+            cname = _VERSIONED.sub("/", w.path).split("/")[2]
+            with contextlib.suppress(DockerError):
+                st, raw = docker_api("GET", f"/containers/{cname}/logs?stdout=1&stderr=1", socket_path=sock)
+                if st == 200 and isinstance(raw, bytes):
+                    o, e = _demux(raw)
+                    out.write(o)
+                    err.write(e)
+                    out.flush()
+                    err.flush()
+
+    for req in requests:
+        step = str(req.get("step", ""))
+        method = str(req.get("method", "GET")).upper()
+        path = path_of(req)
+        if not _VERSIONED.match(path):
+            path = f"/v{DOCKER_API_VERSION}{path}"
+        plain = _VERSIONED.sub("/", path)
+        if step.startswith("kill") or plain.startswith(("/images/create", "/images/load")):
+            continue
+        removing = method == "DELETE" and plain.startswith("/containers/")
+        if removing and not failed:
+            collect()
+        if failed and not (removing and created):
+            continue
+        if method == "POST" and re.match(r"^/containers/[^/]+/wait", plain):
+            waits.append(_DockerWait(sock, path))
+            continue
+        body = req.get("body")
+        try:
+            if plain.startswith("/containers/create") and isinstance(body, dict) and body.get("Image"):
+                docker_ensure_image(body["Image"], bundle, sock)
+            status, value = docker_api(method, path, body=body, socket_path=sock, timeout=120)
+        except DockerError as e:
+            failed = failed or f"{step}: {e}"
+            note(f"{step}: {e}")
+            continue
+        if status >= 300 and not (removing and status == 404):
+            failed = failed or f"{step}: {method} {path} answered {status}: {value!r:.300}"
+            note(f"{step}: {method} {path} answered {status}: {value!r:.300}")
+            continue
+        if plain.startswith("/containers/create"):
+            created = True
+    # After a failure the container may never have run: its wait gets a
+    # bounded time once the container was removed.
+    collect(10 if failed else None)
+    if failed:
+        return 125
+    if status_code[0] is None:
+        note("no wait step answered a StatusCode")
+        return 125
+    return int(status_code[0])
+
+
+def _main(argv):
+    """python3 sp_harness.py docker-run --bundle DIR [--name NAME] [--socket PATH]
+    python3 sp_harness.py docker-rm [--socket PATH] NAME
+    python3 sp_harness.py docker-kill [--socket PATH] NAME [SIGNAL]
+    (what Backend.run_argv, delete_argv and kill_argv return for docker)."""
+    if not argv:
+        print(_main.__doc__, file=sys.stderr)
+        return 2
+    verb, args = argv[0], argv[1:]
+    opts, rest = {}, []
+    i = 0
+    while i < len(args):
+        if args[i] in ("--bundle", "--name", "--socket") and i + 1 < len(args):
+            opts[args[i][2:]] = args[i + 1]
+            i += 2
+        else:
+            rest.append(args[i])
+            i += 1
+    sock = opts.get("socket")
+    try:
+        if verb == "docker-run" and "bundle" in opts and not rest:
+            return docker_replay(opts["bundle"], opts.get("name"), sock)
+        if verb == "docker-rm" and len(rest) == 1:
+            return 0 if docker_remove(rest[0], sock) else 1
+        if verb == "docker-kill" and len(rest) in (1, 2):
+            sig = rest[1] if len(rest) == 2 else "KILL"
+            status, value = docker_api("POST", f"/containers/{urllib.parse.quote(rest[0], safe='')}/kill?signal={sig}",
+                                       socket_path=sock)
+            if status >= 300:
+                print(f"docker-kill: {status} {value!r:.300}", file=sys.stderr)
+            return 0 if status < 300 else 1
+    except DockerError as e:
+        print(f"{verb}: {e}", file=sys.stderr)
+        return 125
+    print(_main.__doc__, file=sys.stderr)
+    return 2
+
+
 # ---- the backend matrix ------------------------------------------------------
 #
 # tests/meson.build registers every sandbox-running integration file once per
@@ -150,7 +596,43 @@ BACKENDS = {
         "flags": ("--network=none", "--oci-seccomp", "--platform=ptrace"),
         "old_version": "runsc version 0.0~20200101.0\nspec: 1.0.1-dev\n",
     },
+    # Docker: the Engine API (v1.41) of a dockerd, over its Unix socket.  No
+    # binary: the option names the daemon's socket, and the tests' daemon is
+    # the project's own (scripts/dockerd; its socket in SP_DOCKER_SOCKET),
+    # never the system's.  serve keeps each invocation's workspace in
+    # STATE/docker-work/<run>/<inv>, in the host's mount namespace (dockerd
+    # resolves bind sources in its own), and names each container
+    # sp-<run>-<inv>, labelled with the run, the invocation and the state
+    # directory's key (docker_state_key).
+    "docker": {
+        "runtime": "docker",
+        "binary": None,
+        "option": "--docker-socket",
+        "state": "docker-work",
+        # Its host processes: the containerd shim of each container.
+        "processes": ("containerd-shim-runc-v2",),
+        "kernel": "host",
+        "flags": (),
+        # What /version answers for a daemon serve refuses (API older than 1.41).
+        "old_version": '{"Version":"19.03.15","ApiVersion":"1.40","MinAPIVersion":"1.12","Os":"linux"}',
+    },
 }
+
+
+def other_backends(name):
+    """The backends this build has (SP_BUILD_BACKENDS, tests/meson.build's
+    sp_backends) other than name: whose options a test gives with name's
+    config, to see them refused."""
+    built = [b for b in os.environ.get("SP_BUILD_BACKENDS", name).split(",") if b]
+    return sorted(b for b in built if b != name and b in BACKENDS)
+
+
+def option_example(name):
+    """A value for backend name's option in a test that expects it refused:
+    its binary where runc and runsc install, or the project's test dockerd's
+    socket (never the system's)."""
+    binary = BACKENDS[name]["binary"]
+    return f"/usr/bin/{binary}" if binary else PROJECT_DOCKER_SOCKET
 
 
 def find_runtime(binary):
@@ -165,14 +647,19 @@ def find_runtime(binary):
 class Backend:
     """The backend this test runs on: its config value, its binary and the
     option naming it, where its state lives, which host processes are its,
-    and the command lines a test uses to run a dry-run bundle by hand."""
+    and the command lines a test uses to run a dry-run bundle by hand.
+
+    binary_path is the runtime binary for runc and gvisor, and for docker
+    (which has none) the daemon's socket, SP_DOCKER_SOCKET."""
 
     def __init__(self, name, binary_path):
         spec = BACKENDS[name]
         self.name = name
         self.runtime = spec["runtime"]
         self.binary_name = spec["binary"]
-        self.binary = binary_path
+        self.docker = spec["binary"] is None
+        self.binary = None if self.docker else binary_path
+        self.socket = binary_path if self.docker else None
         self.option = spec["option"]
         self.state_subdir = spec["state"]
         self.process_names = tuple(n.encode() for n in spec["processes"])
@@ -187,22 +674,73 @@ class Backend:
     def gvisor(self):
         return self.name == "gvisor"
 
+    # ---- the proxy's command lines ----
+    @property
+    def option_default(self):
+        """The value a test gives the backend's option when it names none:
+        nothing for runc and runsc (serve finds them on its search path);
+        the tests' daemon for docker, so that serve, check and bundle never
+        fall back to the system's /var/run/docker.sock."""
+        return self.socket if self.docker else None
+
+    def proxy_args(self, given=()):
+        """The options every serve, check and bundle of a test carries on this
+        backend: [] for runc and runsc; ["--docker-socket", SOCKET] for docker,
+        unless given (the test's own arguments) names the option already."""
+        if self.option_default is None or self.option in given:
+            return []
+        return [self.option, self.option_default]
+
     # ---- state ----
     def run_root(self, state, run):
-        """serve's --root for one run: STATE/runc/<run> or STATE/runsc/<run>."""
+        """serve's --root for one run: STATE/runc/<run> or STATE/runsc/<run>;
+        for docker, the run's workspaces: STATE/docker-work/<run>."""
         return os.path.join(state, self.state_subdir, run or "")
 
-    def container_of(self, name):
+    def work_dir(self, state):
+        """Where serve keeps the workspaces of the state directory state:
+        /run/sealed-probe/work/<device>-<inode> of it, in hex
+        (src/serve/preflight.c); for docker STATE/docker-work, in the host's
+        mount namespace, where dockerd resolves bind sources."""
+        if self.docker:
+            return os.path.join(state, self.state_subdir)
+        st = os.stat(state)
+        return f"/run/sealed-probe/work/{st.st_dev:x}-{st.st_ino:x}"
+
+    def container_of(self, name, root=None):
         """The container id an entry of a --root directory belongs to: runc
         keeps a directory per id; runsc keeps `<id>_sandbox:<id>.state` and
-        `.lock` files."""
+        `.lock` files.  For docker an entry of STATE/docker-work/<run> (root)
+        is an invocation's workspace, <inv>, of container sp-<run>-<inv>."""
+        if self.docker:
+            if root and name.isdigit():
+                return f"sp-{os.path.basename(os.path.normpath(root))}-{name}"
+            return None
         if self.gvisor:
             return name.split("_sandbox:", 1)[0] if "_sandbox:" in name else None
         return name
 
     def occupy(self, root, cid):
         """Makes `create` of container cid in root fail, as a taken id does;
-        returns the path made, which the caller removes."""
+        returns the path made, which the caller removes (release()).  For
+        docker: a container named cid exists already (made from an empty
+        image, labelled with root's state and run, so that
+        force_delete_state removes it too); the path returned is a marker
+        file in root, and release() removes both."""
+        if self.docker:
+            state, run = os.path.dirname(os.path.dirname(os.path.normpath(root))), os.path.basename(root)
+            labels = {"org.sealed-probe.state": docker_state_key(state), "org.sealed-probe.run": run,
+                      "org.sealed-probe.test": "occupy"}
+            status, value = docker_api("POST", f"/containers/create?name={urllib.parse.quote(cid, safe='')}",
+                                       {"Image": self._empty_image(), "Cmd": ["/nonexistent"], "Labels": labels,
+                                        "NetworkDisabled": True, "HostConfig": {"NetworkMode": "none"}},
+                                       socket_path=self.socket)
+            if status != 201:
+                raise DockerError(f"creating {cid} answered {status}: {value!r:.300}")
+            path = os.path.join(root, f".occupied-{cid}")
+            with open(path, "w") as f:
+                f.write(cid)
+            return path
         if self.gvisor:
             path = os.path.join(root, f"{cid}_sandbox:{cid}.state")
             with open(path, "w") as f:
@@ -212,11 +750,44 @@ class Backend:
         os.mkdir(path, 0o700)
         return path
 
+    def release(self, path):
+        """Undoes occupy(): removes the path it made (and for docker the
+        container it names)."""
+        if self.docker and os.path.isfile(path):
+            with open(path) as f:
+                docker_remove(f.read().strip(), self.socket)
+        if os.path.isdir(path):
+            os.rmdir(path)
+        elif os.path.lexists(path):
+            os.unlink(path)
+
+    def _empty_image(self):
+        """A one-file image for containers that are never started (occupy)."""
+        ref = "sealed-probe-test/empty:1"
+        status, _ = docker_api("GET", f"/images/{ref}/json", socket_path=self.socket)
+        if status == 200:
+            return ref
+        with tempfile.TemporaryFile() as tmp:
+            with tarfile.open(fileobj=tmp, mode="w") as tar:
+                info = tarfile.TarInfo("empty")
+                tar.addfile(info)
+            tmp.flush()
+            tmp.seek(0)
+            status, value = docker_api("POST", "/images/create?fromSrc=-&repo=sealed-probe-test/empty&tag=1",
+                                       body=tmp, socket_path=self.socket, content_type="application/x-tar")
+        if status != 200:
+            raise DockerError(f"importing {ref} answered {status}: {value!r:.300}")
+        return ref
+
     # ---- running a dry-run bundle by hand ----
     def prefix(self, root, bundle=None):
         """argv up to the verb: the binary and its global flags, with root as
         --root.  Taken from the bundle's runtime-commands.json (what serve
-        would exec) when there is one, else from the table above."""
+        would exec) when there is one, else from the table above.  (Docker
+        has no command line: run_argv, delete_argv and kill_argv call
+        sp_harness.py's own helpers, _main.)"""
+        if self.docker:
+            raise RuntimeError("docker has no runtime command line: use run_argv, delete_argv, kill_argv")
         commands = os.path.join(bundle, "runtime-commands.json") if bundle else None
         if commands and os.path.exists(commands):
             with open(commands) as f:
@@ -238,13 +809,24 @@ class Backend:
             return [out[0], "--root", root] + out[1:]
         return [self.binary, "--root", root, *self.flags]
 
+    def _helper(self, verb, *args):
+        return [sys.executable, "-I", os.path.abspath(__file__), verb, "--socket", self.socket, *args]
+
     def run_argv(self, root, bundle, cid):
+        """runc's and runsc's `run`; for docker the replay of the bundle's
+        runtime-commands.json (docker_replay), root unused."""
+        if self.docker:
+            return self._helper("docker-run", "--bundle", bundle, "--name", cid)
         return self.prefix(root, bundle) + ["run", "--bundle", bundle, cid]
 
     def delete_argv(self, root, cid, bundle=None):
+        if self.docker:
+            return self._helper("docker-rm", cid)
         return self.prefix(root, bundle) + ["delete", "--force", cid]
 
     def kill_argv(self, root, cid, sig="KILL", bundle=None):
+        if self.docker:
+            return self._helper("docker-kill", cid, sig)
         return self.prefix(root, bundle) + ["kill", cid, sig]
 
     def list_argv(self, root):
@@ -252,7 +834,12 @@ class Backend:
 
     def containers(self, root):
         """Container ids in one --root: from `list` and from the directory (a
-        half-created container may not list)."""
+        half-created container may not list).  For docker, root is
+        STATE/docker-work/<run>: the names of the containers labelled with
+        that state's key and that run."""
+        if self.docker:
+            state, run = os.path.dirname(os.path.dirname(os.path.normpath(root))), os.path.basename(root)
+            return set(docker_state_containers(state, run, self.socket)) if run else set()
         ids = set()
         if not os.path.isdir(root):
             return ids
@@ -268,6 +855,9 @@ class Backend:
         return ids
 
     def force_delete(self, root, cid, bundle=None):
+        if self.docker:
+            docker_remove(cid, self.socket)
+            return
         subprocess.run(self.kill_argv(root, cid, bundle=bundle), capture_output=True)
         subprocess.run(self.delete_argv(root, cid, bundle=bundle), capture_output=True)
 
@@ -275,10 +865,55 @@ class Backend:
         for cid in self.containers(root):
             self.force_delete(root, cid)
 
+    def force_delete_state(self, state):
+        """Removes every container of a state directory, whatever its run:
+        each --root's (STATE/runc/*, STATE/runsc/*), or for docker every
+        container labelled with the state's key."""
+        if self.docker:
+            for cid in docker_state_containers(state, socket_path=self.socket):
+                docker_remove(cid, self.socket)
+            return
+        for root in glob.glob(os.path.join(state, self.state_subdir, "*")):
+            self.force_delete_all(root)
+
+    def leftover_containers(self, state):
+        """What a leak check reports of state's containers: one line per
+        --root holding any; for docker, the containers labelled with the
+        state's key (org.sealed-probe.state), of any run."""
+        if self.docker:
+            left = docker_state_containers(state, socket_path=self.socket)
+            return [f"containers labelled org.sealed-probe.state={docker_state_key(state)}: {sorted(left)}"] \
+                if left else []
+        found = []
+        for root in glob.glob(os.path.join(state, self.state_subdir, "*")):
+            ids = self.containers(root)
+            if ids:
+                found.append(f"containers in {root}: {sorted(ids)}")
+        return found
+
     # ---- host processes ----
     def is_process(self, argv):
         """argv (a list of bytes) is one of this backend's host processes."""
         return bool(argv) and os.path.basename(argv[0]) in self.process_names
+
+    def host_processes(self, state):
+        """[(pid, argv)] of the backend's host processes that belong to state:
+        runc's and runsc's whose argv names the state directory; for docker
+        the containerd shims of the containers labelled with its key."""
+        if self.docker:
+            return docker_shims(docker_state_containers(state, socket_path=self.socket).values())
+        out = []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if self.is_process(argv) and state.encode() in b" ".join(argv):
+                out.append((int(pid), b" ".join(argv)[:200]))
+        return out
 
     # ---- TAP ----
     def not_applicable(self, tap, name, reason):
@@ -320,7 +955,22 @@ def backend():
                      "must run")
         skip_all(f"backend {name} not selected by SP_BACKENDS")
     binary_name = BACKENDS[name]["binary"]
-    path = find_runtime(binary_name)
+    if binary_name is None:
+        # Docker: no binary; its presence is the tests' daemon answering.
+        path = docker_socket()
+        if path is None:
+            why = (f"backend {name}: SP_DOCKER_SOCKET is not set (scripts/test starts the project's dockerd, "
+                   f"scripts/dockerd start, and sets it to {PROJECT_DOCKER_SOCKET})")
+        else:
+            why = docker_ping(path)
+            if why is not None:
+                why = f"backend {name}: the daemon at SP_DOCKER_SOCKET={path} does not answer /_ping: {why}"
+        if why is not None:
+            if ci():
+                bail_out(why + "; under CI=true a missing or unreachable daemon is a failure, not a skip")
+            skip_all(why)
+    else:
+        path = find_runtime(binary_name)
     if path is None:
         why = (f"backend {name}: its runtime binary `{binary_name}` is not installed in {RUNTIME_SEARCH_PATH} "
                "(scripts/install-deps --test installs it)")
@@ -329,3 +979,7 @@ def backend():
         skip_all(why)
     _backend.append(Backend(name, path))
     return _backend[0]
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -142,8 +142,7 @@ class Work:
         for s in self.states:
             if os.path.isdir(s):
                 subprocess.run([PROXY, "unstage", "--state", s], capture_output=True, stdin=subprocess.DEVNULL)
-                for root in glob.glob(os.path.join(s, B.state_subdir, "*")):
-                    B.force_delete_all(root)
+                B.force_delete_state(s)
         for s in self.states:
             for line in mounts_under(s, "/proc/self/mountinfo")[::-1]:
                 subprocess.run(["umount", "-l", line], capture_output=True)
@@ -192,7 +191,7 @@ def dry_run_bundle_ok(work, state, config, repo):
         f.write("print(1)\n")
     out = work.path("bundle")
     r = subprocess.run([PROXY, "bundle", "--dry-run", "--config", config, "--repo", repo, "--script", script,
-                        "--out", out, "--rootfs", work.rootfs, "--state", state],
+                        "--out", out, "--rootfs", work.rootfs, "--state", state, *B.proxy_args()],
                        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
     remove_bundle(out)
     subprocess.run(["rm", "-rf", script])
@@ -227,12 +226,14 @@ class Serve:
         # A range of its own, or one given (a restart reusing its predecessor's).
         self.probe_id_base = probe_id_base if probe_id_base is not None else int(probe_ids())
         # wrap: a command that execs the rest (unshare, say), so the pid stays serve's.
-        # binary: the runtime binary, given with the backend's option (--runc, --runsc).
+        # binary: the runtime binary, given with the backend's option (--runc, --runsc);
+        # for docker the daemon's socket (--docker-socket), by default the tests' own.
         argv = list(wrap) + [PROXY, "serve", "--config", config, "--state", state,
                 "--rootfs", rootfs or work.rootfs, "--socket", self.socket, "--ready-file", self.ready_file,
                 "--probe-ids", str(self.probe_id_base)]
         for flag, value in (("--snapshot", snapshot), ("--concurrency", concurrency), ("--queue", queue),
-                            ("--queue-wait", queue_wait), ("--scratch-size", scratch_size), (B.option, binary),
+                            ("--queue-wait", queue_wait), ("--scratch-size", scratch_size),
+                            (B.option, binary if binary is not None else B.option_default),
                             ("--socket-group", socket_group)):
             if value is not None:
                 argv += [flag, str(value)]
@@ -531,26 +532,16 @@ def processes_in_run_cgroups(run, zombies=False):
 
 def runtime_processes(state):
     """The backend's host processes (runc: runc, runc:[2:INIT]; runsc: runsc,
-    runsc-gofer, runsc-sandbox) whose argv names this state directory."""
-    out = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if B.is_process(argv) and state.encode() in b" ".join(argv):
-            out.append((int(pid), b" ".join(argv)[:200]))
-    return out
+    runsc-gofer, runsc-sandbox) whose argv names this state directory; for
+    docker the shims of its containers (B.host_processes)."""
+    return B.host_processes(state)
 
 
 def work_dir(state):
     """Where serve keeps the workspaces of the state directory state:
-    /run/sealed-probe/work/<device>-<inode> of it, in hex (src/serve/preflight.c)."""
-    st = os.stat(state)
-    return f"/run/sealed-probe/work/{st.st_dev:x}-{st.st_ino:x}"
+    /run/sealed-probe/work/<device>-<inode> of it, in hex (src/serve/preflight.c);
+    for docker STATE/docker-work, in the host's mount namespace (B.work_dir)."""
+    return B.work_dir(state)
 
 
 # Every serve a test starts gets a probe id range of its own: serves run side
@@ -615,13 +606,10 @@ def leaks(state, run, serve_pid=None, after_exit=False, srv=None):
     """Everything of run that is left; [] when nothing is.  While serve runs
     (serve_pid), its own mount namespace is checked for mounts below its
     work directory (work_dir) as well.  after_exit: also the backend's
-    STATE/runc/<run> (STATE/runsc/<run>), the socket and the ready file must
-    be gone."""
-    found = []
-    for root in glob.glob(os.path.join(state, B.state_subdir, "*")):
-        ids = containers(root)
-        if ids:
-            found.append(f"containers in {root}: {sorted(ids)}")
+    STATE/runc/<run> (STATE/runsc/<run>, STATE/docker-work/<run>), the socket
+    and the ready file must be gone.  Containers: any of the state directory
+    (B.leftover_containers; for docker, by the org.sealed-probe.state label)."""
+    found = B.leftover_containers(state)
     found += [f"cgroup {d}" for d in cgroup_dirs(run)] if run else []
     pids = processes_in_run_cgroups(run) if run else []
     if pids:
@@ -631,7 +619,8 @@ def leaks(state, run, serve_pid=None, after_exit=False, srv=None):
     # WORK/RUN/rootfs (docs/rootfs.md); after exit nothing may stay.
     private_rootfs = os.path.join(work_run, "rootfs") if work_run and not after_exit else None
     for mi in ["/proc/self/mountinfo"] + ([f"/proc/{serve_pid}/mountinfo"] if serve_pid else []):
-        for base in (work_dir(state), os.path.join(state, B.state_subdir)):
+        # (one directory for docker: its work directory is STATE/docker-work)
+        for base in dict.fromkeys((work_dir(state), os.path.join(state, B.state_subdir))):
             m = [p for p in mounts_under(base, mi) if p != private_rootfs]
             if m:
                 found.append(f"mounts in {mi}: {m}")

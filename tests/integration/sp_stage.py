@@ -94,7 +94,8 @@ class StageWork:
         with open(script_path, "w") as f:
             f.write(script)
         r = subprocess.run([self.proxy, "bundle", "--dry-run", "--config", config, "--repo", repo, "--script",
-                            script_path, "--out", bundle, "--rootfs", self.rootfs, "--state", state],
+                            script_path, "--out", bundle, "--rootfs", self.rootfs, "--state", state,
+                            *B.proxy_args()],
                            capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if r.returncode != 0:
             return f"bundle failed: {r.stderr.strip()}"

@@ -14,7 +14,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import BACKENDS, Tap, backend, cached_rootfs, env_path, require_root_and, unmount_under  # noqa: E402
+from sp_harness import (BACKENDS, Tap, backend, cached_rootfs, env_path, option_example,  # noqa: E402
+                        other_backends, require_root_and, unmount_under)
 
 PROXY = env_path("SP_PROXY")
 B = backend()
@@ -46,7 +47,8 @@ def dry_run(out, script=b"print(1)\n", repo="acme/widgets", config=CONFIG, extra
     with open(script_path, "wb") as f:
         f.write(script)
     argv = list(wrap) + [PROXY, "bundle", "--dry-run", "--config", config, "--repo", repo,
-                         "--script", script_path, "--out", out, "--rootfs", ROOTFS] + list(extra)
+                         "--script", script_path, "--out", out, "--rootfs", ROOTFS] + list(extra) \
+        + B.proxy_args(extra)
     return subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, timeout=60, env=env)
 
 
@@ -318,10 +320,10 @@ cases = [
     ("probe_ids_not_a_number", dict(extra=["--probe-ids", "0x10000"]), 2, b"--probe-ids"),
 ]
 # Another backend's binary option with this backend's config: refused, naming it.
-for other in sorted(n for n in BACKENDS if n != B.name):
+for other in other_backends(B.name):
     option = BACKENDS[other]["option"]
     cases.append((f"{option.lstrip('-')}_option_of_backend_{other}",
-                  dict(extra=[option, f"/usr/bin/{BACKENDS[other]['binary']}"]), 1, option.encode()))
+                  dict(extra=[option, option_example(other)]), 1, option.encode()))
 for name, kwargs, status, field in cases:
     out = os.path.join(work, "bad-" + name)
     r = dry_run(out, **kwargs)
@@ -341,7 +343,8 @@ tap.ok(r.returncode == 0 and load(os.path.join(work, "other-range"))["linux"]["u
            {"containerID": 65534, "hostID": 1_000_000_001, "size": 1}],
        "--probe-ids moves the bundle's identity to slot 0 of the range it names", r.stderr.decode(errors="replace"))
 r = subprocess.run([PROXY, "bundle", "--config", CONFIG, "--repo", "acme/widgets", "--script", "/dev/null",
-                    "--out", os.path.join(work, "no-dry-run")], capture_output=True, stdin=subprocess.DEVNULL)
+                    "--out", os.path.join(work, "no-dry-run"), *B.proxy_args()], capture_output=True,
+                   stdin=subprocess.DEVNULL)
 tap.ok(r.returncode == 2 and b"--dry-run" in r.stderr and not os.path.exists(os.path.join(work, "no-dry-run")),
        "without --dry-run the verb refuses (exit 2) and starts nothing", r.stderr.decode(errors="replace"))
 r = dry_run(base_dir)
@@ -359,7 +362,7 @@ with open(target, "ab") as f:
 os.chmod(target, 0o444)
 out = os.path.join(work, "from-tampered")
 r = subprocess.run([PROXY, "bundle", "--dry-run", "--config", CONFIG, "--repo", "acme/widgets", "--script",
-                    os.path.join(base_dir, "probe.py"), "--out", out, "--rootfs", tampered],
+                    os.path.join(base_dir, "probe.py"), "--out", out, "--rootfs", tampered, *B.proxy_args()],
                    capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
 tap.ok(r.returncode == 1 and b"--rootfs" in r.stderr and ROOTFS_DIGEST.encode() in r.stderr
        and not os.path.exists(out),

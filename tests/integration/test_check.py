@@ -21,7 +21,7 @@ work = S.Work("sp-check-")
 
 def check(config, state, *extra, env=None):
     argv = [S.PROXY, "check", "--config", config, "--state", state, "--rootfs", work.rootfs, "--probe-ids",
-            S.probe_ids(), *extra]
+            S.probe_ids(), *extra, *B.proxy_args(extra)]
     return subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
                           env=env if env is not None else {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
 

@@ -89,7 +89,8 @@ with open(config, "w") as f:
 
 bundle = os.path.join(work, "bundle")
 r = subprocess.run([PROXY, "bundle", "--dry-run", "--config", config, "--repo", "acme/widgets", "--script", script,
-                    "--out", bundle, "--rootfs", ROOTFS], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+                    "--out", bundle, "--rootfs", ROOTFS, *B.proxy_args()], capture_output=True, text=True,
+                   stdin=subprocess.DEVNULL)
 if not tap.ok(r.returncode == 0, "the dry-run bundle is written", r.stderr):
     tap.finish()
 

@@ -43,7 +43,8 @@ def dry_run(config, state, script_text, *extra):
         f.write(script_text)
     out = work.path("bundle")
     r = subprocess.run([S.PROXY, "bundle", "--dry-run", "--config", config, "--repo", "acme/one", "--script",
-                        script, "--out", out, "--rootfs", work.rootfs, "--state", state, *extra],
+                        script, "--out", out, "--rootfs", work.rootfs, "--state", state, *extra,
+                        *S.B.proxy_args(extra)],
                        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
     doc = None
     try:

@@ -53,7 +53,7 @@ def parse_whole(raw):
 
 def created_containers(ino, run):
     """Container ids whose state the runtime created in the run's --root."""
-    ids = {B.container_of(name) for d, name, mask in ino.events() if mask & IN_CREATE}
+    ids = {B.container_of(name, d) for d, name, mask in ino.events() if mask & IN_CREATE}
     return {cid for cid in ids if cid and cid.startswith(f"sp-{run}-")}
 
 

@@ -14,7 +14,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import BACKENDS, Tap, backend, require_root_and  # noqa: E402
+from sp_harness import BACKENDS, Tap, backend, option_example, other_backends, require_root_and  # noqa: E402
 
 B = backend()
 require_root_and("git")
@@ -277,10 +277,10 @@ try:
                       binary=os.path.join(work.dir, f"no-{B.binary_name}"))
     # Another backend's binary option, with this backend's config: refused,
     # never silently unused (docs/operations.md).
-    for other in sorted(n for n in BACKENDS if n != B.name):
+    for other in other_backends(B.name):
         option = BACKENDS[other]["option"]
         preflight_refusal(f"{option} (backend {other}) with runtime {B.runtime}", option, config, state,
-                          extra=(option, f"/usr/bin/{BACKENDS[other]['binary']}"))
+                          extra=(option, option_example(other)))
     tampered = os.path.join(work.dir, "rootfs-tampered")
     subprocess.run(["cp", "-a", work.rootfs, tampered], check=True)
     with open(os.path.join(tampered, "root", "etc", "sp-tampered"), "w") as f:

@@ -71,10 +71,7 @@ try:
         line, raw, rec = ask(srv, EXIT1)
         errors |= {line, raw}
         for t in taken:
-            if os.path.isdir(t):
-                os.rmdir(t)
-            elif os.path.lexists(t):
-                os.unlink(t)
+            B.release(t)
         tap.ok(line == S.ERROR_LINE.encode() and raw == S.ERROR_FRAME, f"{name} create fails: the agent gets ERROR",
                (line, raw))
         tap.ok(rec and rec["status"] == "runtime" and f"{name} create" in (rec["reason"] or "")

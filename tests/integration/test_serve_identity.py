@@ -362,7 +362,7 @@ with open("/probe/out", "w") as f:
         f.write(domain_probe)
     bundle = work.path("bundle")
     r = subprocess.run([S.PROXY, "bundle", "--dry-run", "--config", config, "--repo", "acme/app", "--script", script,
-                        "--out", bundle, "--rootfs", work.rootfs, "--probe-ids", S.probe_ids()],
+                        "--out", bundle, "--rootfs", work.rootfs, "--probe-ids", S.probe_ids(), *B.proxy_args()],
                        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
     if r.returncode == 0:
         cid = f"sp-domain-{os.getpid()}"
@@ -414,7 +414,8 @@ with open("/probe/out", "w") as f:
     with open(script, "w") as f:
         f.write(proc_finder(needles, ["/probe/repo", "python3"]))
     r = subprocess.run([S.PROXY, "bundle", "--dry-run", "--config", config, "--repo", "acme/app", "--script", script,
-                        "--out", bundle, "--rootfs", work.rootfs, "--state", state, "--probe-ids", S.probe_ids()],
+                        "--out", bundle, "--rootfs", work.rootfs, "--state", state, "--probe-ids", S.probe_ids(),
+                        *B.proxy_args()],
                        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
     if tap.ok(r.returncode == 0, "a dry-run bundle is written", r.stderr):
         cid = f"sp-identity-{os.getpid()}"

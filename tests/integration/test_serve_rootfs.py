@@ -66,7 +66,7 @@ try:
     with open(script, "w") as f:
         f.write(reads("/ADDED-AFTER-START"))
     dry = subprocess.run([S.PROXY, "bundle", "--dry-run", "--config", config, "--repo", "acme/app", "--script",
-                          script, "--out", work.path("bundle"), "--rootfs", rootfs],
+                          script, "--out", work.path("bundle"), "--rootfs", rootfs, *B.proxy_args()],
                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
     tap.ok(dry.returncode != 0 and "digest mismatch" in dry.stderr,
            "the change is real: a dry-run bundle from the host's directory now fails its verify", dry.stderr)

@@ -120,12 +120,13 @@ try:
     with open(script, "w") as f:
         f.write("print(1)\n")
     r = subprocess.run([S.PROXY, "bundle", "--dry-run", "--config", config, "--repo", "acme/one", "--script", script,
-                        "--out", work.path("bundle"), "--rootfs", work.rootfs, "--state", state],
+                        "--out", work.path("bundle"), "--rootfs", work.rootfs, "--state", state, *B.proxy_args()],
                        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120, env=ENV)
     tap.ok(r.returncode != 0 and quoted_lines_only(r.stderr, "bundle") and len(r.stderr.splitlines()) == 1
            and ESCAPED in r.stderr,
            "bundle --dry-run --state names a hostile entry of the seed quoted, on one line", repr(r.stderr))
-    r = subprocess.run([S.PROXY, "check", "--config", config, "--state", state, "--rootfs", work.rootfs],
+    r = subprocess.run([S.PROXY, "check", "--config", config, "--state", state, "--rootfs", work.rootfs,
+                        *B.proxy_args()],
                        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300, env=ENV)
     tap.ok(r.returncode != 0 and quoted_lines_only(r.stderr, "check") and len(r.stderr.splitlines()) == 1
            and ESCAPED in r.stderr,
