@@ -263,7 +263,7 @@ try:
 
     # ---- preflight refusals ------------------------------------------------
     preflight_refusal(f"runtime not {B.runtime}", "sealedProbes.runtime",
-                      work.write_config(["acme/alpha", "acme/beta"], runtime="docker", timeout=5, maxInvocations=1000), state)
+                      work.write_config(["acme/alpha", "acme/beta"], runtime="sbx", timeout=5, maxInvocations=1000), state)
     preflight_refusal("sealedProbes disabled", "sealedProbes.enabled",
                       work.write_config(["acme/alpha", "acme/beta"], enabled=False, timeout=5, maxInvocations=1000), state)
     # A runtime binary that is too old (B.old_version: what its --version prints).

@@ -295,7 +295,7 @@ found += ["NEW"] if os.path.exists("/probe/repo/NEW") else []"""))
         ("no repositories", write_config([]), [], {}, "sealedProbes.privateRepos"),
         ("unsafe repository", write_config(["acme/../x"]), [], {}, "sealedProbes.privateRepos"),
         ("duplicated repository", write_config(["acme/clean", "acme/clean"]), [], {}, "sealedProbes.privateRepos"),
-        ("unsupported runtime", write_config(["acme/clean"], runtime="docker"), [("acme/clean", clean)], {},
+        ("unsupported runtime", write_config(["acme/clean"], runtime="sbx"), [("acme/clean", clean)], {},
          "sealedProbes.runtime"),
         ("runtime unavailable", ok_config, [("acme/clean", clean)], {"PATH": "/nonexistent"}, "not installed"),
         ("invalid limit", write_config(["acme/clean"], timeout=0), [("acme/clean", clean)], {},
