@@ -189,7 +189,7 @@ def docker_main():
     script_text = (f"# {MARKER} " + " ".join(DOCKER_SMUGGLED) + "\n" + S.answer_script("YES"))
     sleeper = "# " + " ".join(DOCKER_SMUGGLED) + "\nimport time\ntime.sleep(600)\n"
     socket_texts = (proxy.socket, proxy_dir, os.path.realpath(S.B.socket))
-    state = None
+    state, rc, proxy_err = None, None, ""
     try:
         proxy.start()
         clone = work.make_clone("one", {"README.md": b"commands\n"})
