@@ -49,20 +49,40 @@ body_length, body_sha256, json (the body parsed, when it was JSON), status
 Standalone:
 
     python3 sp_fake_docker.py --socket PATH --mode MODE --log FILE [--ready-file FILE] [--field NAME]
+    python3 sp_fake_docker.py --socket PATH --forward UPSTREAM --log FILE [--ready-file FILE]
 
 It prints READY (and writes the ready file) once it accepts connections (in
 mode down: once it has decided not to), and on SIGTERM or SIGINT closes the
 socket, removes it and exits 0.  FakeDocker below runs it as a child process
-for a test."""
+for a test.
+
+--forward UPSTREAM: no emulation at all, but a logging forwarding proxy in
+front of a real daemon's socket (test_runtime_commands.py on docker: what
+serve asks the daemon, request by request).  Each request (HTTP/1.1,
+keep-alive, `Expect: 100-continue`, a body by Content-Length or chunked) is
+sent on to UPSTREAM over a connection of its own, its body streamed (a
+chunked one stays chunked), every header but the hop-by-hop ones as sent;
+the answer is relayed as it comes (a body of unknown length re-chunked), so
+a wait's headers reach the client when the daemon sends them.  The log gets
+two JSON lines per request, joined on seq: at receipt, before anything is
+forwarded, {"event": "request", seq, method, target, path, query, headers,
+chunked, body_length, body_sha256, json (when the body is JSON)}; when the
+answer's headers came back, {"event": "response", seq, status, json (a JSON answer of known
+length up to 1 MiB, read whole first: a create's Id, an inspect)}; status
+502 with "error" when UPSTREAM could not be reached.  ForwardingProxy below runs
+it as a child process; its requests() merges the two."""
 
 import argparse
+import contextlib
 import hashlib
+import http.client
 import http.server
 import json
 import os
 import re
 import secrets
 import signal
+import socket
 import socketserver
 import subprocess
 import sys
@@ -446,6 +466,233 @@ class Handler(http.server.BaseHTTPRequestHandler):
     do_GET = do_POST = do_DELETE = do_PUT = do_HEAD = handle_any
 
 
+# ---- --forward: a logging proxy in front of a real daemon ---------------------
+
+HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
+              "expect", "content-length"}
+
+
+class ForwardLog:
+    """The proxy's log: JSON lines under one lock, seq given at receipt."""
+
+    def __init__(self, log_path):
+        self.lock = threading.Lock()
+        self.seq = 0
+        self.log = open(log_path, "a", encoding="utf-8")
+
+    def next_seq(self):
+        with self.lock:
+            self.seq += 1
+            return self.seq
+
+    def write(self, entry):
+        with self.lock:
+            self.log.write(json.dumps(entry) + "\n")
+            self.log.flush()
+
+
+class _UpstreamConnection(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=None)
+        self._unix_path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(self._unix_path)
+        except OSError:
+            s.close()
+            raise
+        self.sock = s
+
+
+class ForwardHandler(http.server.BaseHTTPRequestHandler):
+    """One client connection; each request on it goes to the upstream daemon
+    on a connection of its own."""
+
+    protocol_version = "HTTP/1.1"
+    sys_version = ""
+
+    def address_string(self):
+        return "unix"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def body_chunks(self, chunked):
+        """The request body, piece by piece (by Content-Length or chunked)."""
+        if chunked:
+            while True:
+                line = self.rfile.readline(1024)
+                if not line:
+                    raise ConnectionError("the connection closed inside a chunked body")
+                size = int(line.split(b";", 1)[0].strip(), 16)
+                if size == 0:
+                    while True:  # trailers, up to the empty line
+                        t = self.rfile.readline(8192)
+                        if t in (b"\r\n", b"\n", b""):
+                            break
+                    return
+                left = size
+                while left:
+                    data = self.rfile.read(min(left, 1 << 16))
+                    if not data:
+                        raise ConnectionError("the connection closed inside a chunk")
+                    left -= len(data)
+                    yield data
+                self.rfile.readline(16)  # the CRLF after the chunk
+        left = int(self.headers.get("Content-Length") or 0)
+        if left < 0 or left > BODY_MAX:
+            raise ConnectionError("bad Content-Length")
+        while left:
+            data = self.rfile.read(min(left, 1 << 16))
+            if not data:
+                raise ConnectionError("the connection closed inside the body")
+            left -= len(data)
+            yield data
+
+    def handle_any(self):
+        log = self.server.forward_log
+        seq = log.next_seq()
+        chunked = "chunked" in (self.headers.get("Transfer-Encoding") or "").lower()
+        has_body = chunked or int(self.headers.get("Content-Length") or 0) > 0
+        parsed = urllib.parse.urlsplit(self.path)
+        entry = {"event": "request", "seq": seq, "method": self.command, "target": self.path,
+                 "path": urllib.parse.unquote(parsed.path),
+                 "query": urllib.parse.parse_qs(parsed.query, keep_blank_values=True),
+                 "headers": [[k, v] for k, v in self.headers.items()], "chunked": chunked}
+        # The body is read whole before anything is forwarded when it is small
+        # (a create's JSON: logged at receipt); a large one (an image's tar) is
+        # streamed, and logged once it has all gone by.
+        small = not chunked and int(self.headers.get("Content-Length") or 0) <= JSON_LOG_MAX
+        h = hashlib.sha256()
+        counted = [0]
+        head = bytearray()
+
+        def tee(chunks):
+            for data in chunks:
+                h.update(data)
+                counted[0] += len(data)
+                if len(head) < JSON_LOG_MAX:
+                    head.extend(data[:JSON_LOG_MAX - len(head)])
+                yield data
+
+        try:
+            if small:
+                body = b"".join(tee(self.body_chunks(False)))
+                chunks = [body] if body else []
+                self._finish_entry(entry, h, counted[0], head)
+                log.write(entry)
+            else:
+                chunks = tee(self.body_chunks(chunked))
+            upstream = _UpstreamConnection(self.server.upstream)
+            try:
+                upstream.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
+                for k, v in self.headers.items():
+                    if k.lower() not in HOP_BY_HOP:
+                        upstream.putheader(k, v)
+                if has_body:
+                    if chunked:
+                        upstream.putheader("Transfer-Encoding", "chunked")
+                    else:
+                        upstream.putheader("Content-Length", self.headers.get("Content-Length"))
+                upstream.endheaders()
+                for data in chunks:
+                    if chunked:
+                        upstream.send(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                    else:
+                        upstream.send(data)
+                if chunked:
+                    upstream.send(b"0\r\n\r\n")
+                if not small:
+                    self._finish_entry(entry, h, counted[0], head)
+                    log.write(entry)
+                resp = upstream.getresponse()
+            except (OSError, http.client.HTTPException) as e:
+                if not small and "body_sha256" not in entry:
+                    self._finish_entry(entry, h, counted[0], head)
+                    log.write(entry)
+                log.write({"event": "response", "seq": seq, "status": 502, "error": str(e)})
+                upstream.close()
+                payload = (json.dumps({"message": f"sp_fake_docker --forward: {e}"}) + "\n").encode()
+                self.send_response(502)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+                self.close_connection = True
+                return
+            answer = {"event": "response", "seq": seq, "status": resp.status}
+            ctype = resp.getheader("Content-Type", "")
+            kept = None
+            if resp.length is not None and resp.length <= JSON_LOG_MAX and ctype.startswith("application/json"):
+                # A small JSON answer of known length (a create's Id, an
+                # inspect): read whole, logged with the status, then relayed.
+                kept = resp.read()
+                with contextlib.suppress(UnicodeDecodeError, ValueError):
+                    answer["json"] = json.loads(kept.decode("utf-8"))
+            log.write(answer)
+            try:
+                self.relay(resp, kept)
+            except OSError:
+                # The client went away first (serve's wait ran out): the
+                # daemon's late answer goes nowhere.
+                self.close_connection = True
+            finally:
+                upstream.close()
+        except (ConnectionError, ValueError) as e:
+            log.write({"event": "response", "seq": seq, "status": None, "error": str(e)})
+            self.close_connection = True
+
+    @staticmethod
+    def _finish_entry(entry, h, length, head):
+        entry["body_length"] = length
+        entry["body_sha256"] = h.hexdigest()
+        if head and length <= JSON_LOG_MAX:
+            try:
+                entry["json"] = json.loads(bytes(head).decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                pass
+
+    def relay(self, resp, kept=None):
+        """The upstream answer to the client, as it comes (or kept: its body,
+        read already)."""
+        self.send_response_only(resp.status, resp.reason)
+        for k, v in resp.getheaders():
+            if k.lower() not in HOP_BY_HOP:
+                self.send_header(k, v)
+        bodiless = resp.status in (204, 304) or 100 <= resp.status < 200 or self.command == "HEAD"
+        framed = kept is not None or resp.length is not None
+        length = len(kept) if kept is not None else resp.length
+        if not bodiless:
+            if framed:
+                self.send_header("Content-Length", str(length))
+            else:
+                self.send_header("Transfer-Encoding", "chunked")
+        if resp.will_close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.flush()
+        if bodiless:
+            return
+        if kept is not None:
+            self.wfile.write(kept)
+            self.wfile.flush()
+            return
+        while True:
+            data = resp.read1(1 << 16)
+            if not data:
+                break
+            self.wfile.write(data if framed else f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+        if not framed:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+    do_GET = do_POST = do_DELETE = do_PUT = do_HEAD = handle_any
+
+
 class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     allow_reuse_address = False
@@ -504,11 +751,15 @@ class FakeDocker:
         self.stderr_path = log_path + ".stderr"
         self.proc = None
 
-    def start(self, timeout=20):
+    def argv(self):
         argv = [sys.executable, os.path.abspath(__file__), "--socket", self.socket, "--mode", self.mode,
                 "--log", self.log]
         if self.field:
             argv += ["--field", self.field]
+        return argv
+
+    def start(self, timeout=20):
+        argv = self.argv()
         # stderr to a file: a pipe nobody reads could fill with a handler's
         # traceback and stop the fake.
         with open(self.stderr_path, "w") as err:
@@ -558,14 +809,87 @@ class FakeDocker:
         self.stop()
 
 
+def forward(socket_path, upstream, log_path, ready_file=None):
+    """--forward: the logging proxy in front of upstream, until SIGTERM or
+    SIGINT; returns the exit status."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    old = os.umask(0o077)
+    try:
+        server = Server(socket_path, ForwardHandler)
+    finally:
+        os.umask(old)
+    server.upstream = upstream
+    server.forward_log = ForwardLog(log_path)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+    if ready_file:
+        with open(ready_file + ".tmp", "w") as f:
+            f.write("READY\n")
+        os.rename(ready_file + ".tmp", ready_file)
+    print("READY", flush=True)
+    while not stop.wait(0.2):
+        pass
+    server.shutdown()
+    server.server_close()
+    try:
+        os.unlink(socket_path)
+    except FileNotFoundError:
+        pass
+    return 0
+
+
+class ForwardingProxy(FakeDocker):
+    """The --forward proxy as a child process of a test: start() waits for
+    READY, stop() sends SIGTERM; requests() is one entry per request, in the
+    order received (seq), its answer's status merged in (None while none
+    came back), and response_json when the answer's JSON was logged."""
+
+    def __init__(self, socket_path, upstream, log_path):
+        super().__init__(socket_path, "forward", log_path)
+        self.upstream = upstream
+
+    def argv(self):
+        return [sys.executable, os.path.abspath(__file__), "--socket", self.socket, "--forward", self.upstream,
+                "--log", self.log]
+
+    def requests(self):
+        if not os.path.exists(self.log):
+            return []
+        out, by_seq = [], {}
+        with open(self.log, encoding="utf-8") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                e = json.loads(line)
+                if e.get("event") == "request":
+                    e = {k: v for k, v in e.items() if k != "event"}
+                    e.setdefault("status", None)
+                    by_seq[e["seq"]] = e
+                    out.append(e)
+                elif e.get("event") == "response" and e.get("seq") in by_seq:
+                    by_seq[e["seq"]]["status"] = e.get("status")
+                    if "json" in e:
+                        by_seq[e["seq"]]["response_json"] = e["json"]
+                    if "error" in e:
+                        by_seq[e["seq"]]["error"] = e["error"]
+        return sorted(out, key=lambda e: e["seq"])
+
+
 def main(argv=None):
-    p = argparse.ArgumentParser(description="A fake Docker Engine API (1.41) on a Unix socket, for refusal tests.")
+    p = argparse.ArgumentParser(description="A fake Docker Engine API (1.41) on a Unix socket, for refusal tests; "
+                                "or, with --forward, a logging proxy in front of a real daemon's socket.")
     p.add_argument("--socket", required=True)
-    p.add_argument("--mode", required=True, choices=MODES)
+    p.add_argument("--mode", choices=MODES)
+    p.add_argument("--forward", metavar="UPSTREAM", help="forward every request to this daemon socket, logging it")
     p.add_argument("--log", required=True, help="JSON lines, one per request")
     p.add_argument("--ready-file")
     p.add_argument("--field", default="PidsLimit", help="drops-field: the HostConfig field inspect changes")
     a = p.parse_args(argv)
+    if (a.mode is None) == (a.forward is None):
+        p.error("give exactly one of --mode and --forward")
+    if a.forward is not None:
+        return forward(a.socket, a.forward, a.log, a.ready_file)
     return serve(a.socket, a.mode, a.log, a.ready_file, a.field)
 
 

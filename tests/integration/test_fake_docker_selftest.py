@@ -2,9 +2,11 @@
 talked to with http.client over AF_UNIX (and with curl, when installed, for
 libcurl's own chunked uploads and `Expect: 100-continue`): every mode's
 answers, keep-alive, Content-Length and chunked bodies, the request log,
-SIGTERM.  Needs neither root nor a build: it tests the tool that
+SIGTERM; and its --forward mode, the logging proxy test_runtime_commands.py
+puts in front of a real daemon, here in front of the fake.  Needs neither root nor a build: it tests the tool that
 test_docker_verify.py uses, so that a failure there is the proxy's."""
 
+import hashlib
 import http.client
 import io
 import json
@@ -20,7 +22,7 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sp_harness import Tap  # noqa: E402
-from sp_fake_docker import DIGEST_LABEL, FakeDocker  # noqa: E402
+from sp_fake_docker import DIGEST_LABEL, FakeDocker, ForwardingProxy  # noqa: E402
 
 tap = Tap()
 top = tempfile.mkdtemp(prefix="sp-dfake-self-")
@@ -327,6 +329,73 @@ try:
         rc = fake.stop()
     tap.ok(gone and isinstance(refused, FileNotFoundError) and rc == 0 and fake.requests() == [],
            "down: READY, no socket (connect: ENOENT), an empty log, SIGTERM exits 0", (gone, refused, rc))
+
+    # ---- --forward: the logging proxy, in front of a capable fake ---------------
+    up = fresh("capable").start()
+    d = os.path.join(top, "forward")
+    os.mkdir(d)
+    fwd = ForwardingProxy(os.path.join(d, "fwd.sock"), up.socket, os.path.join(d, "fwd.jsonl")).start()
+    try:
+        c = Conn(fwd.socket)
+        st, hdrs, raw, _ = call(c, "GET", "/_ping")
+        tap.ok(st == 200 and raw == b"OK" and hdrs.get("Api-Version") == "1.41",
+               "forward: /_ping relayed, body and headers", (st, raw, hdrs))
+        big = tar_bytes(3 << 20)  # past the size a body is read whole at
+        st, _, raw, _ = call(c, "POST", import_target(TAG, DIGEST), body=big,
+                             headers={"Content-Type": "application/x-tar"}, chunked=True)
+        body = create_body()
+        st2, _, _, created = call(c, "POST", "/v1.41/containers/create?name=sp-fwd-0", body=body,
+                                  headers={"Content-Type": "application/json"})
+        st3, _, _, inspected = call(c, "GET", "/v1.41/containers/sp-fwd-0/json")
+        c.close()
+        got, sent = fwd.requests(), up.requests()
+        want_sha = hashlib.sha256(big).hexdigest()
+        tap.ok(st == 200 and [(g["method"], g["target"]) for g in got[1:]] == [(u["method"], u["target"])
+                                                                             for u in sent[1:]]
+               and got[1]["chunked"] and sent[1]["chunked"] and got[1]["body_sha256"] == want_sha
+               and sent[1]["body_sha256"] == want_sha and sent[1]["body_length"] == len(big) == got[1]["body_length"]
+               and got[1]["status"] == 200,
+               "forward: a 3 MiB chunked import streamed on chunked, byte for byte, logged with its sha256",
+               (st, raw[:200], got[1:2], sent[1:2]))
+        tap.ok(st2 == 201 and st3 == 200 and got[2].get("json") == json.loads(body) and not got[2]["chunked"]
+               and (got[2].get("response_json") or {}).get("Id") == created.get("Id") == sent[2].get("container")
+               and inspected and inspected["HostConfig"] == HOST_CONFIG,
+               "forward: a Content-Length create logged with its JSON and the answer's Id; keep-alive; inspect",
+               (st2, st3, got[2:4]))
+        # Expect: 100-continue, by hand: the 100 first, then the body, then the answer.
+        raw_sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        raw_sock.settimeout(10)
+        raw_sock.connect(fwd.socket)
+        raw_sock.sendall(b"POST /v1.41/containers/sp-fwd-0/kill?signal=KILL HTTP/1.1\r\nHost: docker\r\n"
+                         b"Content-Type: application/json\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n")
+        first = raw_sock.recv(4096)
+        raw_sock.sendall(b"{}")
+        rest = b""
+        while b"\r\n\r\n" not in rest:
+            chunk = raw_sock.recv(4096)
+            if not chunk:
+                break
+            rest += chunk
+        raw_sock.close()
+        tap.ok(first.startswith(b"HTTP/1.1 100") and rest.startswith(b"HTTP/1.1 409"),
+               "forward: Expect: 100-continue answered 100, then the daemon's answer (409: not running)",
+               (first, rest[:200]))
+    finally:
+        fwd_rc = fwd.stop()
+        up.stop()
+    tap.ok(fwd_rc == 0 and fwd.stderr() == "" and not os.path.lexists(fwd.socket),
+           "forward: SIGTERM exits 0, nothing on stderr, the socket removed", (fwd_rc, fwd.stderr()))
+    fwd = ForwardingProxy(os.path.join(d, "fwd2.sock"), os.path.join(d, "nobody.sock"),
+                          os.path.join(d, "fwd2.jsonl")).start()
+    try:
+        c = Conn(fwd.socket)
+        st, _, raw, parsed = call(c, "GET", "/_ping")
+        c.close()
+        got = fwd.requests()
+    finally:
+        fwd.stop()
+    tap.ok(st == 502 and len(got) == 1 and got[0]["status"] == 502 and got[0].get("error"),
+           "forward: an upstream that is not there is 502, logged with the error", (st, raw, got))
 
     # ---- the command line -------------------------------------------------------
     d = os.path.join(top, "cli")

@@ -5,12 +5,26 @@ that logs every argv, execs create, start, kill (on a timeout) and delete for
 a probe with exactly those argv once the run id, container id and bundle path
 are put in: same flags, same order, same verbs.  No flag ever comes from a
 request: a script that spells `--allow-flag-override`, `--debug` and the like
-reaches no argv.  Runs on the backend SP_BACKEND names (runc by default)."""
+reaches no argv.  Runs on the backend SP_BACKEND names (runc by default).
+
+On docker there is no binary: serve talks HTTP to the daemon, so it is given
+the socket of a logging forwarding proxy the test owns (sp_fake_docker.py
+--forward, in front of the tests' daemon), and each request it sends is
+compared with the requests the dry run describes: the create body equal up
+to run, invocation and bundle paths, each container's requests in the
+documented order with the described paths up to its name or id, the image
+step the image serve uses, no pull, nothing of the script in any request,
+and the socket's path in neither the dry run, the audit log nor serve's
+stderr."""
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sp_harness import Tap, remove_bundle, require_root_and  # noqa: E402
@@ -85,6 +99,313 @@ def forbidden_in(argvs):
                 bad.append(a)
     return bad
 
+
+# ---- docker: the requests serve sends, through a logging proxy ----------------
+#
+# Docker has no binary to wrap: serve talks HTTP to the daemon over
+# --docker-socket.  So serve is given a logging forwarding proxy's socket
+# (sp_fake_docker.py --forward, in front of the tests' daemon), and what it
+# asks is compared with the requests `bundle --dry-run` describes.
+
+DOCKER_STEPS = ["image", "create", "start", "wait (under the timeout)", "kill (on timeout or stop)", "inspect",
+                "remove"]
+INVOCATION_LABEL = "org.sealed-probe.invocation"
+SHORT = {"wait (under the timeout)": "wait", "kill (on timeout or stop)": "kill"}
+# What a request might try to smuggle into a create body, in the script's text.
+DOCKER_SMUGGLED = SMUGGLED + ('"Privileged": true', '"NetworkMode": "host"', '"CapAdd": ["ALL"]',
+                              '"Binds": ["/:/host"]', "fromImage=evil/" + MARKER, "/var/run/docker.sock")
+
+
+def docker_dry_run(config, state, script_text, socket_path, ids):
+    """`bundle --dry-run --docker-socket socket_path --probe-ids ids`: (result, parsed
+    runtime-commands.json, its text, the --out bundle)."""
+    script = work.path("script") + ".py"
+    with open(script, "w") as f:
+        f.write(script_text)
+    out = work.path("bundle")
+    r = subprocess.run([S.PROXY, "bundle", "--dry-run", "--config", config, "--repo", "acme/one", "--script",
+                        script, "--out", out, "--rootfs", work.rootfs, "--state", state,
+                        "--probe-ids", ids, B.BINARY_OPTION, socket_path],
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    doc, text = None, ""
+    try:
+        with open(os.path.join(out, "runtime-commands.json")) as f:
+            text = f.read()
+        doc = json.loads(text)
+    except (OSError, ValueError):
+        pass
+    remove_bundle(out)
+    return r, doc, text, out
+
+
+def substitute(value, subs):
+    """value with every (old, new) of subs replaced in each string, keys too."""
+    if isinstance(value, dict):
+        return {substitute(k, subs): substitute(v, subs) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v, subs) for v in value]
+    if isinstance(value, str):
+        for old, new in subs:
+            value = value.replace(old, new)
+    return value
+
+
+def with_invocation(body, inv):
+    """body with its invocation label inv (the dry run's is 0) as <INV>."""
+    labels = body.get("Labels") if isinstance(body, dict) else None
+    if isinstance(labels, dict) and labels.get(INVOCATION_LABEL) == inv:
+        body = dict(body, Labels=dict(labels, **{INVOCATION_LABEL: "<INV>"}))
+    return body
+
+
+def path_template(path, refs):
+    """A request path with any of refs (the container's name, its id, or the
+    dry run's `ID`) as <C>, as a path segment or as create's ?name=."""
+    base, _, query = path.partition("?")
+    segments = ["<C>" if seg in refs else seg for seg in base.split("/")]
+    pairs = [("name", "<C>") if k == "name" and v in refs else (k, v)
+             for k, v in urllib.parse.parse_qsl(query, keep_blank_values=True)]
+    return "/".join(segments) + ("?" + urllib.parse.urlencode(pairs, safe="<>") if query else "")
+
+
+def container_of(req):
+    """The container a request names: create's ?name=, or the segment after
+    /containers/ (None for /containers/json and /containers/create)."""
+    base, _, query = req["target"].partition("?")
+    parts = base.split("/")
+    if len(parts) >= 4 and parts[2] == "containers":
+        if parts[3] == "create":
+            return (urllib.parse.parse_qs(query).get("name") or [None])[0]
+        if parts[3] != "json":
+            return urllib.parse.unquote(parts[3])
+    return None
+
+
+def docker_main():
+    from sp_fake_docker import ForwardingProxy
+
+    proxy_dir = tempfile.mkdtemp(prefix="sp-fwd-")  # short: sun_path holds 107 bytes
+    proxy = ForwardingProxy(os.path.join(proxy_dir, "docker.sock"), S.B.socket, os.path.join(proxy_dir, "log.jsonl"))
+    script_text = (f"# {MARKER} " + " ".join(DOCKER_SMUGGLED) + "\n" + S.answer_script("YES"))
+    sleeper = "# " + " ".join(DOCKER_SMUGGLED) + "\nimport time\ntime.sleep(600)\n"
+    socket_texts = (proxy.socket, proxy_dir, os.path.realpath(S.B.socket))
+    state, rc, proxy_err = None, None, ""
+    try:
+        proxy.start()
+        clone = work.make_clone("one", {"README.md": b"commands\n"})
+        staged_config = work.write_config(["acme/one"])
+        config = work.write_config(["acme/one"], runtime=B.RUNTIME, timeout=5, maxInvocations=50)
+        state = work.staged_state(staged_config, [("acme/one", clone)])
+        # The dry run's bundle is slot 0 of the range; serve's probes, one at a
+        # time, run in slot 0 of the same range: the same User.
+        ids = S.probe_ids()
+
+        # ---- the dry run ----
+        r, doc, text, dry_out = docker_dry_run(config, state, script_text, proxy.socket, ids)
+        tap.ok(r.returncode == 0 and doc is not None, "dry run writes runtime-commands.json beside config.json",
+               r.stderr)
+        doc = doc or {"requests": []}
+        steps = [q.get("step") for q in doc.get("requests", [])]
+        image = doc.get("image") or ""
+        tap.ok(doc.get("runtime") == "docker" and steps == DOCKER_STEPS
+               and re.fullmatch(r"sealed-probe/rootfs:[0-9a-f]{12}", image) is not None,
+               "runtime-commands.json names runtime docker, the image sealed-probe/rootfs:<12 hex>, and the steps "
+               + ", ".join(SHORT.get(x, x) for x in DOCKER_STEPS) + " in order", text[:1500])
+        dry = {q["step"]: q for q in doc.get("requests", []) if "step" in q}
+        create_req = dry.get("create", {})
+        dry_name = (urllib.parse.parse_qs(create_req.get("path", "").partition("?")[2]).get("name") or [""])[0]
+        dry_run_id = dry_name[len("sp-"):].rsplit("-", 1)[0] if dry_name.startswith("sp-dry-") else ""
+        dry_body = create_req.get("body") or {}
+        tap.ok(dry_run_id.startswith("dry-") and dry_name == f"sp-{dry_run_id}-0"
+               and create_req.get("method") == "POST"
+               and create_req.get("path") == f"/v1.41/containers/create?name={dry_name}"
+               and dry.get("image", {}).get("path") == f"/v1.41/images/{image}/json"
+               and dry_body.get("Image") == image,
+               "dry run: container sp-dry-XXXX-0 created by name, the image's GET, the create body's Image",
+               json.dumps(dry)[:1500])
+        refs_dry = {"ID", dry_name}
+        described = {SHORT.get(k, k): (q.get("method"), path_template(q.get("path", ""), refs_dry))
+                     for k, q in dry.items()}
+        want_paths = {"create": ("POST", "/v1.41/containers/create?name=<C>"),
+                      "start": ("POST", "/v1.41/containers/<C>/start"),
+                      "wait": ("POST", "/v1.41/containers/<C>/wait"),
+                      "kill": ("POST", "/v1.41/containers/<C>/kill?signal=KILL"),
+                      "inspect": ("GET", "/v1.41/containers/<C>/json"),
+                      "remove": ("DELETE", "/v1.41/containers/<C>?force=1&v=1")}
+        tap.ok(all(described.get(k) == v for k, v in want_paths.items()),
+               "dry run: every container request names the container (ID or its name) and nothing else",
+               json.dumps(described))
+        binds = [m for m in (dry_body.get("HostConfig") or {}).get("Mounts") or [] if m.get("Type") == "bind"]
+        tap.ok(binds and all(m.get("Source", "").startswith(dry_out + "/") for m in binds),
+               "dry run: every bind source is under the --out bundle", json.dumps(binds))
+        dumped = json.dumps(doc)
+        tap.ok(not any(x in dumped or x in text for x in (MARKER,) + DOCKER_SMUGGLED)
+               and (dry_body.get("HostConfig") or {}).get("Privileged") is False,
+               "dry run: nothing of the request's script in any request; Privileged false",
+               [x for x in (MARKER,) + DOCKER_SMUGGLED if x in text])
+        tap.ok(not any(x in text for x in socket_texts), "dry run: the socket's path is not in runtime-commands.json",
+               [x for x in socket_texts if x in text])
+        tap.ok(proxy.requests() == [], "dry run: no request reaches the daemon", proxy.requests()[:3])
+        r2, doc2, text2, _ = docker_dry_run(config, state, "print(1)\n", S.B.socket, ids)
+        reqs2 = (doc2 or {}).get("requests", [])
+        dry_name2 = next(((urllib.parse.parse_qs(q.get("path", "").partition("?")[2]).get("name") or [""])[0]
+                          for q in reqs2 if q.get("step") == "create"), "")
+        same = [(q.get("step"), q.get("method"), path_template(q.get("path", ""), {"ID", dry_name2}))
+                for q in reqs2] == [(q.get("step"), q.get("method"), path_template(q.get("path", ""), refs_dry))
+                                    for q in doc.get("requests", [])]
+        tap.ok(r2.returncode == 0 and same and not any(x in text2 for x in socket_texts),
+               "dry run with another socket (the daemon's own): the same requests, and no socket path",
+               text2[:800] + r2.stderr)
+
+        # ---- serve, through the logging proxy ----
+        with S.serving(work, config, state, binary=proxy.socket, probe_id_base=int(ids)) as srv:
+            yes = srv.probe(script_text, "acme/one")
+            tap.ok(yes == S.answer("YES"), "serve answers a probe through the logging proxy", yes)
+            slept = srv.probe(sleeper, "acme/one")
+            tap.ok(slept == S.ERROR_LINE, "a probe past the timeout answers ERROR", slept)
+            rc = srv.stop()
+            tap.ok(rc == 0, "serve stops cleanly", srv.stderr()[-400:])
+            serve_err = srv.stderr()
+        records = S.audit_lines(state)
+        run = records[0].get("run") if records else None
+        tap.ok(run is not None and [x["status"] for x in records] == ["answered", "timed_out"],
+               "the audit log holds the answered probe and the timed-out one", records)
+        logged = proxy.requests()
+        tap.ok(logged and all(q.get("status") is not None and q["target"].startswith(("/_ping", "/version", "/v1.41/"))
+                              for q in logged),
+               "serve's every request went through the proxy, answered, under /v1.41 (but /_ping, /version)",
+               [(q["method"], q["target"], q.get("status")) for q in logged if q.get("status") is None][:5])
+
+        # Every container serve created, by its name: {name: (id, create request)}.
+        created = {}
+        for q in logged:
+            if q["method"] == "POST" and q["path"] == "/v1.41/containers/create":
+                cid = (q.get("response_json") or {}).get("Id")
+                created[container_of(q)] = (cid, q)
+
+        def requests_of(name):
+            cid = created.get(name, (None, None))[0]
+            refs = {name} | ({cid} if cid else set())
+            return [q for q in logged if container_of(q) in refs], refs
+
+        def step_of(q, refs):
+            key = (q["method"], path_template(q["target"], refs))
+            return next((k for k, v in described.items() if v == key), f"? {q['method']} {q['target']}")
+
+        # What serve sends beyond one request per described step (docs/runtimes.md
+        # "Verification" and "One run"): after the first create of the run (the
+        # canary's, at start, or a probe's), an inspect to see every field applied;
+        # after a kill, a bounded second wait; after the remove, an inspect that
+        # must answer 404.  Each is a described step's request.
+        first_create = next((container_of(q) for q in logged
+                             if q["method"] == "POST" and q["path"] == "/v1.41/containers/create"), None)
+        expect = {"answered": ["create", "start", "wait", "inspect", "remove", "inspect"],
+                  "timed_out": ["create", "start", "wait", "kill", "wait", "inspect", "remove", "inspect"]}
+        dry_subs = [(dry_out, "<BUNDLE>"), (dry_name, "<C>"), (dry_run_id, "<RUN>")]
+        # The containers: the canary's, which serve runs at start before it is
+        # ready (the run's first create; invocation 1 of the audit's count),
+        # then the two probes'.
+        probe_names = [f"sp-{run}-{S.audit_id_inv(rec)}" for rec in records[:2]]
+        canary = [n for n in created if n and n.startswith(f"sp-{run}-") and n not in probe_names]
+        tap.ok(len(canary) == 1 and first_create == canary[0]
+               and sorted(created) == sorted(canary + probe_names),
+               "serve creates three containers, by name: the canary's first, then the two probes'", sorted(created))
+        who = [(canary[0] if canary else f"sp-{run}-?", "canary", "answered")] + \
+            [(n, f"{rec['status']} probe", rec["status"]) for n, rec in zip(probe_names, records)]
+        for name, label, status in who:
+            inv = name.rsplit("-", 1)[1]
+            reqs, refs = requests_of(name)
+            want_seq = list(expect[status])
+            if name == first_create:
+                want_seq.insert(1, "inspect")
+            got_seq = [step_of(q, refs) for q in reqs]
+            tap.ok(got_seq == want_seq,
+                   f"serve's requests for the {label}: {' -> '.join(want_seq)}",
+                   [f"{q['method']} {q['target']} -> {q.get('status')}" for q in reqs])
+            statuses = [q.get("status") for q in reqs]
+            tap.ok(statuses and statuses[-1] == 404 and all(s is not None and s < 300 for s in statuses[:-1]),
+                   f"serve's requests for the {label} succeed; the last, after the remove, is 404",
+                   [f"{q['method']} {q['target']} -> {q.get('status')}" for q in reqs])
+            cid, create = created.get(name, (None, {}))
+            body = create.get("json") if create else None
+            bundle = os.path.join(S.B.run_root(state, run), inv, "bundle")
+            serve_binds = [m for m in ((body or {}).get("HostConfig") or {}).get("Mounts") or []
+                           if m.get("Type") == "bind"]
+            tap.ok(cid and re.fullmatch(r"[0-9a-f]{64}", cid) and serve_binds
+                   and all(m.get("Source", "").startswith(bundle + "/") for m in serve_binds),
+                   f"serve's create ({label}): by name, its bind sources under STATE/docker-work/<run>/<inv>/bundle",
+                   json.dumps(serve_binds))
+            want = with_invocation(substitute(dry_body, dry_subs), "0")
+            got = with_invocation(substitute(body, [(bundle, "<BUNDLE>"), (name, "<C>"), (run, "<RUN>")]), inv)
+            diffs = json_diff(want, got)
+            tap.ok(body is not None and diffs == [],
+                   f"serve's create body ({label}) is the dry run's, up to run, invocation and bundle",
+                   "\n".join(diffs[:30]) or json.dumps(body)[:800])
+        image_gets = [q for q in logged if q["method"] == "GET" and q["path"].startswith("/v1.41/images/")]
+        used = {(q.get("json") or {}).get("Image") for _, (_, q) in created.items()
+                if container_of(q) and container_of(q).startswith(f"sp-{run}-") and q.get("json")}
+        tap.ok(image_gets and all(q["target"] == dry["image"]["path"] for q in image_gets) and used == {image},
+               "serve's image step is the dry run's GET of the image it creates every container from",
+               [q["target"] for q in image_gets] + sorted(str(u) for u in used))
+        pulls = [q["target"] for q in logged if "fromImage" in q.get("query", {})
+                 or (q["path"].startswith("/v1.41/images/create") and q.get("query", {}).get("fromSrc") != ["-"])]
+        tap.ok(pulls == [], "serve never asks for a registry pull (fromImage); an import is fromSrc=- only", pulls)
+        smuggled = [x for x in (MARKER,) + DOCKER_SMUGGLED
+                    if any(x in q["target"] or x in json.dumps(q.get("json")) for q in logged)]
+        privileged = [container_of(q) for _, (_, q) in created.items()
+                      if ((q.get("json") or {}).get("HostConfig") or {}).get("Privileged") is not False]
+        tap.ok(smuggled == [] and privileged == [],
+               "serve: nothing of the request's script in any request; every create has Privileged false",
+               smuggled + privileged)
+        kinds = [(r"GET /_ping", r"GET /version", r"GET /v1\.41/info"),
+                 (r"GET /v1\.41/images/[^/?]+/[^/?]+/json", r"POST /v1\.41/images/create\?fromSrc=-&.*",
+                  r"GET /v1\.41/containers/json\?all=1&filters=.*", r"POST /v1\.41/containers/create\?name=sp-.*",
+                  r"(POST|GET|DELETE) /v1\.41/containers/[^/?]+(/(start|wait|json|kill\?signal=KILL)|\?force=1&v=1)")]
+        others = [f"{q['method']} {q['target']}" for q in logged
+                  if not any(re.fullmatch(k, f"{q['method']} {q['target']}") for group in kinds for k in group)]
+        tap.ok(others == [], "serve asks only for verify, the image, orphans, and its containers' create, start, "
+               "wait, kill, inspect and remove", others[:5])
+        stray = [f"{q['method']} {q['target']}" for q in logged
+                 if container_of(q) not in (None,) + tuple(created) + tuple(c for c, _ in created.values())]
+        tap.ok(stray == [], "serve names no container but those it created", stray[:5])
+        audit = S.audit_raw(state).decode("utf-8", "replace")
+        tap.ok(not any(x in audit or x in serve_err for x in socket_texts),
+               "the socket's path is in neither the audit log nor serve's stderr",
+               [x for x in socket_texts if x in audit or x in serve_err])
+        left = B.leftover_containers(state)
+        tap.ok(left == [] and S.cgroup_dirs(run or "none") == [], "nothing of the run is left", left)
+    finally:
+        rc = proxy.stop()
+        proxy_err = proxy.stderr()
+        if state:
+            B.force_delete(state)
+        work.close()
+        shutil.rmtree(proxy_dir, ignore_errors=True)
+    tap.ok(rc == 0 and proxy_err == "" and not os.path.lexists(proxy_dir),
+           "the proxy stops cleanly, printed nothing, and its directory is removed", f"{rc} {proxy_err[-800:]}")
+    tap.finish()
+
+
+def json_diff(want, got, at=""):
+    """Where two JSON values differ: one line per difference, by path."""
+    if isinstance(want, dict) and isinstance(got, dict):
+        out = []
+        for k in sorted(set(want) | set(got)):
+            if k not in got:
+                out.append(f"{at}.{k}: only in the dry run: {json.dumps(want[k])[:200]}")
+            elif k not in want:
+                out.append(f"{at}.{k}: only in serve's: {json.dumps(got[k])[:200]}")
+            else:
+                out += json_diff(want[k], got[k], f"{at}.{k}")
+        return out
+    if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
+        return [d for i, (w, g) in enumerate(zip(want, got)) for d in json_diff(w, g, f"{at}[{i}]")]
+    return [] if want == got and type(want) is type(got) else \
+        [f"{at or '.'}: dry run {json.dumps(want)[:200]}, serve {json.dumps(got)[:200]}"]
+
+
+if B.BACKEND == "docker":
+    docker_main()
 
 try:
     clone = work.make_clone("one", {"README.md": b"commands\n"})
