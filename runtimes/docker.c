@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "backends.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -15,9 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sealed-probe/bounds.h>
+#include <sealed-probe/bundle.h>
 #include <sealed-probe/cgroup_stats.h>
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/clock.h>
@@ -222,6 +225,44 @@ remove_container (const struct docker *d, const char *id, sp_error_t *err)
   return 0;
 }
 
+/* rmdir of the cgroup at path (below SP_CGROUP_ROOT) in every hierarchy,
+   once its container is gone; briefly retried while the daemon's own
+   cleanup of the container's cgroup below it finishes.  */
+static int
+remove_cgroup (const char *path, sp_error_t *err)
+{
+  cleanup_dir DIR *root = opendir (SP_CGROUP_ROOT);
+  struct dirent *de;
+
+  if (root == NULL)
+    return sp_make_error (err, errno, "open `%s`", SP_CGROUP_ROOT);
+  while ((de = readdir (root)) != NULL)
+    {
+      char dir[512];
+
+      if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+        continue;
+      snprintf (dir, sizeof (dir), "%s/%s%s", SP_CGROUP_ROOT, de->d_name, path);
+      for (int tries = 0;; tries++)
+        {
+          if (rmdir (dir) == 0 || errno == ENOENT || errno == ENOTDIR)
+            break;
+          if (errno != EBUSY || tries >= 200)
+            return sp_make_error (err, errno, "remove the cgroup `%s`", dir);
+          struct timespec nap = { 0, 10 * 1000 * 1000 };
+          nanosleep (&nap, NULL);
+        }
+    }
+  /* A v2-only host has no hierarchies below the root: the path is direct.  */
+  {
+    char dir[512];
+    snprintf (dir, sizeof (dir), "%s%s", SP_CGROUP_ROOT, path);
+    if (rmdir (dir) < 0 && errno != ENOENT && errno != ENOTDIR && errno != EBUSY)
+      return sp_make_error (err, errno, "remove the cgroup `%s`", dir);
+  }
+  return 0;
+}
+
 static int
 kill_container (const struct docker *d, const char *id, sp_error_t *err)
 {
@@ -332,20 +373,23 @@ docker_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, str
     facts->signal = SIGKILL;
   else if (sp_json_integer (sp_json_object_get (st, "ExitCode"), 0, 255, &code) == 0)
     facts->exit_code = (int)code;
-  {
-    char cgroup[160];
-    snprintf (cgroup, sizeof (cgroup), "%s/%s", DOCKER_CGROUP_PARENT, id);
-    if (sp_cgroup_stats_read (cgroup, &stats, &ignored) == 0)
-      {
-        facts->peak_memory_bytes = stats.peak_memory_bytes;
-        facts->cpu_ns = stats.cpu_ns;
-        facts->oom = facts->oom || stats.oom_kills > 0;
-      }
-    sp_error_release (&ignored);
-  }
+  /* The container's parent cgroup (the bundle's cgroupsPath) holds its
+     whole account, and outlives it.  */
+  if (job->cgroup_path != NULL)
+    {
+      if (sp_cgroup_stats_read (job->cgroup_path, &stats, &ignored) == 0)
+        {
+          facts->peak_memory_bytes = stats.peak_memory_bytes;
+          facts->cpu_ns = stats.cpu_ns;
+          facts->oom = facts->oom || stats.oom_kills > 0;
+        }
+      sp_error_release (&ignored);
+    }
 
 cleanup:
   if (remove_container (d, id, *err ? &ignored : err) < 0)
+    return -1;
+  if (job->cgroup_path != NULL && remove_cgroup (job->cgroup_path, *err ? &ignored : err) < 0)
     return -1;
   return *err ? -1 : 0;
 }
@@ -389,7 +433,21 @@ docker_cleanup_orphans (struct sp_runtime_backend *rt, bool include_current, sp_
       if (!include_current && run && run->type == SP_JSON_STRING
           && strcmp (run->u.string.data, d->run_id) == 0)
         continue;
-      if (remove_container (d, cid->u.string.data, &e) < 0)
+      if (remove_container (d, cid->u.string.data, &e) == 0)
+        {
+          /* And its parent cgroup, named by its labels.  */
+          const struct sp_json *inv
+              = sp_json_object_get (sp_json_object_get (c, "Labels"), "org.sealed-probe.invocation");
+          if (run && run->type == SP_JSON_STRING && sp_bundle_id_valid (run->u.string.data) && inv
+              && inv->type == SP_JSON_STRING && sp_bundle_id_valid (inv->u.string.data))
+            {
+              char cg[160];
+              snprintf (cg, sizeof (cg), "%s/%s-%s", DOCKER_CGROUP_PARENT, run->u.string.data,
+                        inv->u.string.data);
+              remove_cgroup (cg, &e);
+            }
+        }
+      if (e != NULL)
         {
           if (first == NULL)
             first = e;
@@ -442,15 +500,15 @@ docker_describe (struct sp_runtime_backend *rt, const struct sp_runtime_job *job
   fprintf (f, "{\n  \"runtime\": \"docker\",\n  \"image\": \"%s\",\n  \"requests\": [", image);
   bad |= gen_request (f, true, "image", "GET", path, NULL);
   bad |= gen_request (f, false, "create", "POST", create, body);
-  container_path (path, sizeof (path), "ID", "/start");
+  container_path (path, sizeof (path), job->container_id, "/start");
   bad |= gen_request (f, false, "start", "POST", path, NULL);
-  container_path (path, sizeof (path), "ID", "/wait");
+  container_path (path, sizeof (path), job->container_id, "/wait");
   bad |= gen_request (f, false, "wait (under the timeout)", "POST", path, NULL);
-  container_path (path, sizeof (path), "ID", "/kill?signal=KILL");
+  container_path (path, sizeof (path), job->container_id, "/kill?signal=KILL");
   bad |= gen_request (f, false, "kill (on timeout or stop)", "POST", path, NULL);
-  container_path (path, sizeof (path), "ID", "/json");
+  container_path (path, sizeof (path), job->container_id, "/json");
   bad |= gen_request (f, false, "inspect", "GET", path, NULL);
-  container_path (path, sizeof (path), "ID", "?force=1&v=1");
+  container_path (path, sizeof (path), job->container_id, "?force=1&v=1");
   bad |= gen_request (f, false, "remove", "DELETE", path, NULL);
   fprintf (f, "\n  ]\n}\n");
   if (fclose (f) != 0 || bad)

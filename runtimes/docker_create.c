@@ -452,8 +452,18 @@ gen_linux (yajl_gen g, const struct sp_json *lx, sp_error_t *err)
   }
   G (gen_str (g, "PidsLimit"));
   G (gen_num (g, get (pids, "limit")));
-  G (gen_str (g, "CgroupParent"));
-  G (gen_str (g, DOCKER_CGROUP_PARENT));
+  /* The bundle's cgroup is the container's parent: Docker puts the
+     container's own below it, and the parent outlives the container, so
+     its (hierarchical) statistics can be read after the exit.  */
+  {
+    const char *cg = str (get (lx, "cgroupsPath"));
+    size_t n = strlen (DOCKER_CGROUP_PARENT);
+
+    if (cg == NULL || strncmp (cg, DOCKER_CGROUP_PARENT, n) != 0 || cg[n] != '/' || strstr (cg, "..") != NULL)
+      return sp_make_error (err, 0, "bundle: `linux.cgroupsPath` is not under %s", DOCKER_CGROUP_PARENT);
+    G (gen_str (g, "CgroupParent"));
+    G (gen_str (g, cg));
+  }
   G (gen_str (g, "MaskedPaths"));
   if (gen_str_array (g, get (lx, "maskedPaths"), "linux.maskedPaths", err) < 0)
     return -1;

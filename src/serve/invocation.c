@@ -608,6 +608,13 @@ static const char canary_body[]
       "            return False\n"
       "    elif not os.statvfs('/').f_flag & os.ST_RDONLY:\n"
       "        return False\n"
+      "    # A loginuid the probe could set once would write an id into the host's\n"
+      "    # audit trail: the runtime must hand it a set one.  serve pins its own,\n"
+      "    # which runc's sandboxes inherit (and a user namespace shows it unmapped,\n"
+      "    # as unset); a Docker daemon must run with one, and without a user\n"
+      "    # namespace it reads as it is.\n"
+      "    if NO_USER_NS and open('/proc/self/loginuid').read() == '4294967295':\n"
+      "        return False\n"
       "    if os.access('/probe/probe.py', os.W_OK):\n"
       "        return False\n"
       "    probe = os.path.join('/probe/repo', '.sealed-probe-canary')\n"
@@ -645,8 +652,9 @@ sp_serve_canary (struct sp_serve *s, sp_error_t *err)
       ids_low = s->opt->probe_id_base;
       ids_high = s->opt->probe_id_base + SP_PROBE_ID_RANGE;
     }
-  len = asprintf (&script, "EXPECT_GVISOR = %s\nPROBE_IDS = (%" PRIu32 ", %" PRIu32 ")\n%s",
-                  gvisor ? "True" : "False", ids_low, ids_high, canary_body);
+  len = asprintf (&script, "EXPECT_GVISOR = %s\nNO_USER_NS = %s\nPROBE_IDS = (%" PRIu32 ", %" PRIu32 ")\n%s",
+                  gvisor ? "True" : "False", ids_low != SP_PROBE_UID ? "True" : "False", ids_low, ids_high,
+                  canary_body);
   if (len < 0)
     {
       script = NULL;

@@ -515,6 +515,15 @@ def docker_replay(bundle, name=None, socket_path=None, out=None, err=None):
     # After a failure the container may never have run: its wait gets a
     # bounded time once the container was removed.
     collect(10 if failed else None)
+    # The container's parent cgroup (the create body's CgroupParent, the
+    # bundle's cgroupsPath) outlives it, as serve removes it after a run.
+    for req in requests:
+        parent = ((req.get("body") or {}).get("HostConfig") or {}).get("CgroupParent") \
+            if isinstance(req.get("body"), dict) else None
+        if parent and parent.startswith("/sealed-probe/") and ".." not in parent:
+            for hier in glob.glob("/sys/fs/cgroup/*/"):
+                with contextlib.suppress(OSError):
+                    os.rmdir(hier.rstrip("/") + parent)
     if failed:
         return 125
     if status_code[0] is None:

@@ -205,16 +205,22 @@ class Dockerd:
     containerd and shims, found by this directory in their argv), unmounts
     anything under the directory and removes it."""
 
-    def __init__(self, prelude=None):
+    def __init__(self, prelude=None, pin_loginuid=True):
         self.dir = tempfile.mkdtemp(prefix="sp-dd-", dir="/tmp")
         self.sock = os.path.join(self.dir, "docker.sock")
         self.log_path = os.path.join(self.dir, "log")
         argv = [DOCKERD, "--data-root", os.path.join(self.dir, "data"), "--exec-root",
                 os.path.join(self.dir, "exec"), "--host", f"unix://{self.sock}", "--pidfile",
                 os.path.join(self.dir, "docker.pid"), "--bridge", "none", "--iptables=false", "--ip-masq=false"]
+        # A set loginuid, which its containers inherit: serve's canary refuses
+        # a daemon whose probes could set one (docs/runtimes.md, "Docker").
+        pin = ('if [ "$(cat /proc/self/loginuid)" = 4294967295 ]; then echo 0 >/proc/self/loginuid; fi\n'
+               if pin_loginuid else "")
         if prelude:
             argv = [_find("unshare"), "-m", "--propagation", "unchanged", "sh", "-ec",
-                    prelude + '\nexec "$@"', "sh"] + argv
+                    pin + prelude + '\nexec "$@"', "sh"] + argv
+        else:
+            argv = ["/bin/sh", "-ec", pin + 'exec "$@"', "sh"] + argv
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
                                      env=ENV, start_new_session=True)
@@ -682,6 +688,25 @@ try:
                (rc, [ln for ln in outputs.decode("utf-8", "replace").splitlines() if dk.sock in ln][:3]))
     finally:
         srv.cleanup()
+
+    # ==== 4. a daemon whose containers could set their loginuid: refused ========
+    with open("/proc/self/loginuid") as f:
+        own_loginuid = f.read()
+    name = "loginuid: check refuses a daemon whose probes could set their loginuid (its canary answers UNCONFINED)"
+    if own_loginuid != "4294967295":
+        tap.n += 1
+        print(f"ok {tap.n} - {name} # SKIP this test's own loginuid is set ({own_loginuid}), so no daemon it "
+              "starts can hand its containers an unset one", flush=True)
+    else:
+        dk = Dockerd(pin_loginuid=False)
+        daemons.append(dk)
+        if tap.ok(dk.wait_ready(), "loginuid: a dockerd with an unset loginuid answers /_ping", dk.log_tail()):
+            state4 = stage_clone(work, stage_config, alpha)
+            r = subprocess.run([S.PROXY, "check", "--config", config, "--state", state4, "--docker-socket", dk.sock,
+                                "--probe-ids", str(S.probe_ids())], capture_output=True, text=True,
+                               stdin=subprocess.DEVNULL, timeout=300)
+            tap.ok(r.returncode == 1 and "canary" in r.stderr and "not confined" in r.stderr
+                   and dk.sock not in r.stderr, name, r.stderr[-400:])
 finally:
     for d in daemons:
         with contextlib.suppress(Exception):
