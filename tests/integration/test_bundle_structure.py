@@ -273,14 +273,14 @@ if B.docker:
     cref = container[0][0] if container[0] else None
     tap.ok(byname.get("image", {}).get("path") == f"/v1.41/images/{IMAGE}/json"
            and byname.get("create", {}).get("path") == f"/v1.41/containers/create?name=sp-{run}-0"
-           and cref and all(c == [cref] for c in container)
+           and cref == f"sp-{run}-0" and all(c == [cref] for c in container)
            and byname.get("start", {}).get("path") == f"/v1.41/containers/{cref}/start"
            and byname.get("wait (under the timeout)", {}).get("path") == f"/v1.41/containers/{cref}/wait"
            and byname.get("kill (on timeout or stop)", {}).get("path") == f"/v1.41/containers/{cref}/kill?signal=KILL"
            and byname.get("inspect", {}).get("path") == f"/v1.41/containers/{cref}/json"
            and byname.get("remove", {}).get("path") == f"/v1.41/containers/{cref}?force=1&v=1",
            f"docker: the image is looked up by its tag, the container is created as sp-{run}-0 (the dry run's "
-           "container), and start, wait, kill with SIGKILL, inspect and a forced remove all name one container",
+           "container), and start, wait, kill with SIGKILL, inspect and a forced remove all name it",
            [q.get("path") for q in reqs])
     body = byname.get("create", {}).get("body") or {}
     hc = body.get("HostConfig") or {}
@@ -296,6 +296,9 @@ if B.docker:
     tap.ok(hc.get("CapDrop") == ["ALL"] and not hc.get("CapAdd") and hc.get("Privileged") is False,
            "docker: HostConfig.CapDrop is ALL, no CapAdd, and Privileged is false",
            (hc.get("CapDrop"), hc.get("CapAdd"), hc.get("Privileged")))
+    tap.ok(hc.get("CgroupParent") == lx["cgroupsPath"] and lx["cgroupsPath"] == f"/sealed-probe/{run}-0",
+           "docker: HostConfig.CgroupParent is the bundle's cgroupsPath, /sealed-probe/<run>-<inv> (the container's "
+           "own cgroup below it)", (hc.get("CgroupParent"), lx["cgroupsPath"]))
     tap.ok(hc.get("PidsLimit") == HOST_PIDS, f"docker: HostConfig.PidsLimit is {HOST_PIDS}", hc.get("PidsLimit"))
     tap.ok(hc.get("Memory") == MEMORY and hc.get("MemorySwap") == MEMORY,
            "docker: HostConfig.Memory is the config's limit and MemorySwap equals it (no swap)",

@@ -300,7 +300,7 @@ try:
             tap.ok(rc == 0, f"{mode}: SIGTERM: serve exits 0", f"exit {rc}: {srv.stderr()[-500:]}")
             left = S.leaks(state, run, after_exit=True, srv=srv)
             tap.ok(not left, f"{mode}: after SIGTERM nothing is left (containers, cgroups, mounts, work, "
-                             f"{B.binary_name} root, socket, ready file)", left)
+                             f"{B.binary_name or B.state_subdir} root, socket, ready file)", left)
         finally:
             srv.cleanup()
             notify.close()
