@@ -602,13 +602,18 @@ def gvisor_sandboxes(state):
     return found
 
 
-def leaks(state, run, serve_pid=None, after_exit=False, srv=None):
+def leaks(state, run, serve_pid=None, after_exit=False, srv=None, running_run=None):
     """Everything of run that is left; [] when nothing is.  While serve runs
     (serve_pid), its own mount namespace is checked for mounts below its
     work directory (work_dir) as well.  after_exit: also the backend's
     STATE/runc/<run> (STATE/runsc/<run>, STATE/docker-work/<run>), the socket
     and the ready file must be gone.  Containers: any of the state directory
-    (B.leftover_containers; for docker, by the org.sealed-probe.state label)."""
+    (B.leftover_containers; for docker, by the org.sealed-probe.state label).
+    running_run: the run of a serve still running on this state (a restart
+    after a kill -9): on docker its private rootfs copy and workspaces are in
+    the host's mount namespace under STATE/docker-work/<running_run>, by
+    design, and are not run's leftovers (on runc and gvisor they are in that
+    serve's own namespace, which this never reads)."""
     found = B.leftover_containers(state)
     found += [f"cgroup {d}" for d in cgroup_dirs(run)] if run else []
     pids = processes_in_run_cgroups(run) if run else []
@@ -622,6 +627,9 @@ def leaks(state, run, serve_pid=None, after_exit=False, srv=None):
         # (one directory for docker: its work directory is STATE/docker-work)
         for base in dict.fromkeys((work_dir(state), os.path.join(state, B.state_subdir))):
             m = [p for p in mounts_under(base, mi) if p != private_rootfs]
+            if B.docker and running_run:
+                live = os.path.join(work_dir(state), running_run)
+                m = [p for p in m if p != live and not p.startswith(live + "/")]
             if m:
                 found.append(f"mounts in {mi}: {m}")
     if work_run and os.path.isdir(work_run):

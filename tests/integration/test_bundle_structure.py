@@ -86,8 +86,16 @@ tap.ok(c["domainname"] == "(none)", "domainname is fixed to the kernel's default
 tap.ok(p["args"] == ["/usr/bin/python3", "-I", "-S", "-B", "/probe/probe.py"],
        "process.args is python3 -I -S -B /probe/probe.py", p["args"])
 tap.ok(p["cwd"] == "/probe/repo", "process.cwd is /probe/repo")
-tap.ok(p["user"] == {"uid": 65534, "gid": 65534, "additionalGids": []},
-       "process.user is 65534:65534 with no additional groups", p["user"])
+PROBE_ROOT_ID, PROBE_ID = 2_100_000_000, 2_100_000_001  # slot 0 of the default --probe-ids range
+if B.docker:
+    # No user namespace under Docker: the probe runs as its slot's host probe
+    # id directly (docs/runtimes.md, "The probe's identity").
+    tap.ok(p["user"] == {"uid": PROBE_ID, "gid": PROBE_ID, "additionalGids": []},
+           f"docker: process.user is slot 0's host probe id {PROBE_ID}:{PROBE_ID} with no additional groups",
+           p["user"])
+else:
+    tap.ok(p["user"] == {"uid": 65534, "gid": 65534, "additionalGids": []},
+           "process.user is 65534:65534 with no additional groups", p["user"])
 tap.ok(p["env"] == ["PATH=/usr/bin", "LANG=C.UTF-8", "HOME=/tmp"], "process.env is the fixed minimal set", p["env"])
 tap.ok(p["terminal"] is False, "process.terminal is false")
 tap.ok(p["noNewPrivileges"] is True, "process.noNewPrivileges is true")
@@ -109,14 +117,24 @@ tap.ok("apparmorProfile" not in p and "selinuxLabel" not in p and "consoleSize" 
        "process has no LSM label or console settings to loosen")
 
 ns = lx["namespaces"]
-tap.ok(sorted(n["type"] for n in ns) == sorted(["pid", "network", "ipc", "uts", "mount", "cgroup", "user"]),
-       "linux.namespaces: pid network ipc uts mount cgroup user", ns)
+if B.docker:
+    tap.ok(sorted(n["type"] for n in ns) == sorted(["pid", "network", "ipc", "uts", "mount", "cgroup"]),
+           "docker: linux.namespaces: pid network ipc uts mount cgroup, no user namespace", ns)
+else:
+    tap.ok(sorted(n["type"] for n in ns) == sorted(["pid", "network", "ipc", "uts", "mount", "cgroup", "user"]),
+           "linux.namespaces: pid network ipc uts mount cgroup user", ns)
 tap.ok(all(set(n) == {"type"} for n in ns), "no namespace joins an existing one (no path)", ns)
-PROBE_ROOT_ID, PROBE_ID = 2_100_000_000, 2_100_000_001  # slot 0 of the default --probe-ids range
 MAPS = [{"containerID": 0, "hostID": PROBE_ROOT_ID, "size": 1}, {"containerID": 65534, "hostID": PROBE_ID, "size": 1}]
-tap.ok(lx.get("uidMappings") == MAPS and lx.get("gidMappings") == MAPS,
-       "user-namespace mappings: only root and the probe, each onto a host id of the probe range",
-       (lx.get("uidMappings"), lx.get("gidMappings")))
+if B.docker:
+    B.not_applicable(tap, "user-namespace mappings: only root and the probe, each onto a host id of the probe range",
+                     "Docker has no per-container user namespace (userns-remap is daemon-wide), so the bundle has "
+                     "none and the probe runs as its host probe id directly (process.user, checked above)")
+    tap.ok("uidMappings" not in lx and "gidMappings" not in lx,
+           "docker: no uidMappings or gidMappings at all", (lx.get("uidMappings"), lx.get("gidMappings")))
+else:
+    tap.ok(lx.get("uidMappings") == MAPS and lx.get("gidMappings") == MAPS,
+           "user-namespace mappings: only root and the probe, each onto a host id of the probe range",
+           (lx.get("uidMappings"), lx.get("gidMappings")))
 tap.ok(res["memory"] == {"limit": MEMORY, "swap": MEMORY}, "memory limit is the config's, swap equal to it",
        res["memory"])
 tap.ok(res["pids"] == {"limit": HOST_PIDS}, f"pids limit is {HOST_PIDS}", res["pids"])
@@ -137,9 +155,13 @@ tap.ok(sorted(lx["readonlyPaths"]) == sorted(["/proc/bus", "/proc/fs", "/proc/ir
                                               "/proc/sysrq-trigger"]),
        "readonlyPaths are runc's defaults", lx["readonlyPaths"])
 tap.ok(lx["rootfsPropagation"] == "private", "rootfsPropagation is private")
-tap.ok(set(lx) == {"namespaces", "uidMappings", "gidMappings", "resources", "cgroupsPath", "maskedPaths",
-                   "readonlyPaths", "rootfsPropagation", "seccomp"},
-       "linux holds nothing else (no devices, no sysctl)", sorted(lx))
+LINUX_KEYS = {"namespaces", "uidMappings", "gidMappings", "resources", "cgroupsPath", "maskedPaths",
+              "readonlyPaths", "rootfsPropagation", "seccomp"}
+if B.docker:
+    tap.ok(set(lx) == LINUX_KEYS - {"uidMappings", "gidMappings"},
+           "docker: linux holds nothing else (no mappings, no devices, no sysctl)", sorted(lx))
+else:
+    tap.ok(set(lx) == LINUX_KEYS, "linux holds nothing else (no devices, no sysctl)", sorted(lx))
 
 sc = lx["seccomp"]
 tap.ok(sc["defaultAction"] == "SCMP_ACT_ERRNO", "seccomp default action denies", sc.get("defaultAction"))
@@ -218,24 +240,118 @@ expected_names += ["tmp"] if B.gvisor else []
 tap.ok(names == expected_names, f"the bundle holds {' '.join(expected_names)}", names)
 with open(os.path.join(base_dir, "runtime-commands.json")) as f:
     commands = json.load(f)
-steps = [c["step"] for c in commands["commands"]]
-tap.ok(commands["runtime"] == B.runtime and steps == ["create", "start", "kill (on timeout or stop)", "delete"]
-       and all(c["argv"][1] == "--root" and os.path.basename(c["argv"][0]) == B.binary_name
+if B.docker:
+    # Docker has no command line: runtime-commands.json holds the Engine API
+    # requests serve would send (docs/runtimes.md, "Dry run").
+    ARGV_NA = ("docker has no runtime command line: runtime-commands.json holds the Engine API requests serve "
+               "would send, checked under names of their own")
+    B.not_applicable(tap, "runtime-commands.json names the binary's create, start, kill and delete, each with its "
+                     "--root", ARGV_NA)
+    B.not_applicable(tap, "every line carries exactly the binary's global flags between --root and the verb", ARGV_NA)
+    reqs = commands.get("requests") or []
+    steps = [q.get("step") for q in reqs]
+    IMAGE = "sealed-probe/rootfs:" + ROOTFS_DIGEST.split(":", 1)[-1][:12]
+    tap.ok(set(commands) == {"runtime", "image", "requests"} and commands["runtime"] == "docker"
+           and commands["image"] == IMAGE,
+           f"docker: runtime-commands.json is {{runtime: docker, image: {IMAGE}, requests}} and nothing else",
+           {k: v for k, v in commands.items() if k != "requests"})
+    tap.ok(steps == ["image", "create", "start", "wait (under the timeout)", "kill (on timeout or stop)", "inspect",
+                     "remove"],
+           "docker: the requests are image, create, start, wait (under the timeout), kill (on timeout or stop), "
+           "inspect, remove, in that order", steps)
+    tap.ok(all(set(q) <= {"step", "method", "path", "body"} and {"step", "method", "path"} <= set(q)
+               and (("body" in q) == (q.get("step") == "create")) for q in reqs),
+           "docker: each request is {step, method, path}, and only create carries a body", reqs)
+    tap.ok([q.get("method") for q in reqs] == ["GET", "POST", "POST", "POST", "POST", "GET", "DELETE"],
+           "docker: the methods are GET, POST, POST, POST, POST, GET, DELETE", [q.get("method") for q in reqs])
+    tap.ok(reqs and all(str(q.get("path", "")).startswith("/v1.41/") for q in reqs),
+           "docker: every path is under the pinned API version, /v1.41", [q.get("path") for q in reqs])
+    byname = dict(zip(steps, reqs))
+    run = ann["org.sealed-probe.run"]
+    container = [str(byname.get(k, {}).get("path", "")).split("/")[3:4]
+                 for k in ("start", "wait (under the timeout)", "kill (on timeout or stop)", "inspect")]
+    cref = container[0][0] if container[0] else None
+    tap.ok(byname.get("image", {}).get("path") == f"/v1.41/images/{IMAGE}/json"
+           and byname.get("create", {}).get("path") == f"/v1.41/containers/create?name=sp-{run}-0"
+           and cref == f"sp-{run}-0" and all(c == [cref] for c in container)
+           and byname.get("start", {}).get("path") == f"/v1.41/containers/{cref}/start"
+           and byname.get("wait (under the timeout)", {}).get("path") == f"/v1.41/containers/{cref}/wait"
+           and byname.get("kill (on timeout or stop)", {}).get("path") == f"/v1.41/containers/{cref}/kill?signal=KILL"
+           and byname.get("inspect", {}).get("path") == f"/v1.41/containers/{cref}/json"
+           and byname.get("remove", {}).get("path") == f"/v1.41/containers/{cref}?force=1&v=1",
+           f"docker: the image is looked up by its tag, the container is created as sp-{run}-0 (the dry run's "
+           "container), and start, wait, kill with SIGKILL, inspect and a forced remove all name it",
+           [q.get("path") for q in reqs])
+    body = byname.get("create", {}).get("body") or {}
+    hc = body.get("HostConfig") or {}
+    tap.ok(body.get("Image") == IMAGE and body.get("Cmd") == p["args"] and body.get("Entrypoint") == []
+           and body.get("WorkingDir") == p["cwd"] and body.get("Env") == p["env"]
+           and body.get("User") == f"{PROBE_ID}:{PROBE_ID}",
+           "docker: the create body runs the bundle's args, cwd and env (no entrypoint) on the image, as the host "
+           "probe id", {k: body.get(k) for k in ("Image", "Cmd", "Entrypoint", "WorkingDir", "Env", "User")})
+    tap.ok(hc.get("NetworkMode") == "none" and body.get("NetworkDisabled") is True,
+           "docker: HostConfig.NetworkMode is none and the network is disabled",
+           (hc.get("NetworkMode"), body.get("NetworkDisabled")))
+    tap.ok(hc.get("ReadonlyRootfs") is True, "docker: HostConfig.ReadonlyRootfs is true", hc.get("ReadonlyRootfs"))
+    tap.ok(hc.get("CapDrop") == ["ALL"] and not hc.get("CapAdd") and hc.get("Privileged") is False,
+           "docker: HostConfig.CapDrop is ALL, no CapAdd, and Privileged is false",
+           (hc.get("CapDrop"), hc.get("CapAdd"), hc.get("Privileged")))
+    tap.ok(hc.get("CgroupParent") == lx["cgroupsPath"] and lx["cgroupsPath"] == f"/sealed-probe/{run}-0",
+           "docker: HostConfig.CgroupParent is the bundle's cgroupsPath, /sealed-probe/<run>-<inv> (the container's "
+           "own cgroup below it)", (hc.get("CgroupParent"), lx["cgroupsPath"]))
+    tap.ok(hc.get("PidsLimit") == HOST_PIDS, f"docker: HostConfig.PidsLimit is {HOST_PIDS}", hc.get("PidsLimit"))
+    tap.ok(hc.get("Memory") == MEMORY and hc.get("MemorySwap") == MEMORY,
+           "docker: HostConfig.Memory is the config's limit and MemorySwap equals it (no swap)",
+           (hc.get("Memory"), hc.get("MemorySwap")))
+    tap.ok(hc.get("Runtime") == "runc", "docker: HostConfig.Runtime is runc, stated", hc.get("Runtime"))
+    tap.ok(hc.get("LogConfig") == {"Type": "none"},
+           "docker: HostConfig.LogConfig is none: nothing the probe prints is kept on the daemon's disk",
+           hc.get("LogConfig"))
+    tap.ok(not body.get("Tty") and not body.get("OpenStdin") and not any(body.get(k) for k in
+                                                                     ("AttachStdin", "AttachStdout", "AttachStderr")),
+           "docker: no TTY, no stdin, nothing attached", body)
+    tap.ok(sorted((m.get("Type"), m.get("Source"), m.get("Target"), m.get("ReadOnly")) for m in hc.get("Mounts") or [])
+           == sorted([("bind", os.path.join(bundle, "repo"), "/probe/repo", False),
+                      ("bind", os.path.join(bundle, "probe.py"), "/probe/probe.py", True),
+                      ("bind", os.path.join(bundle, "out"), "/probe/out", False)])
+           and not hc.get("Binds") and not body.get("Volumes"),
+           "docker: the only mounts are binds of this bundle's repo, probe.py (read-only) and out", hc.get("Mounts"))
+    tap.ok(all(k in (body.get("Labels") or {}) and body["Labels"][k] == v for k, v in ann.items()),
+           "docker: the container's labels carry the bundle's annotations", body.get("Labels"))
+    with open(os.path.join(base_dir, "runtime-commands.json"), "rb") as f:
+        described = f.read()
+    sock = B.socket.encode()
+    tap.ok(sock not in described and os.path.realpath(B.socket).encode() not in described
+           and b"docker.sock" not in described and b"/var/run/docker" not in described,
+           "docker: no Docker socket path anywhere in runtime-commands.json (given --docker-socket, it names none)",
+           [w for w in (sock, b"docker.sock") if w in described])
+    bundle_bytes = b""
+    for dirpath, dirnames, filenames in os.walk(base_dir):
+        dirnames[:] = [d for d in dirnames if os.path.join(dirpath, d) != os.path.join(base_dir, "rootfs")]
+        for fn in filenames:
+            with open(os.path.join(dirpath, fn), "rb") as f:
+                bundle_bytes += f.read()
+    tap.ok(sock not in bundle_bytes and b"docker.sock" not in bundle_bytes,
+           "docker: no file of the bundle (outside the rootfs copy) names the Docker socket")
+else:
+    steps = [c["step"] for c in commands["commands"]]
+    tap.ok(commands["runtime"] == B.runtime and steps == ["create", "start", "kill (on timeout or stop)", "delete"]
+           and all(c["argv"][1] == "--root" and os.path.basename(c["argv"][0]) == B.binary_name
+                   for c in commands["commands"]),
+           f"runtime-commands.json names {B.binary_name}'s create, start, kill and delete, each with its --root",
+           commands)
+    verbs = {"create": "create", "start": "start", "kill (on timeout or stop)": "kill", "delete": "delete"}
+    tap.ok(all(c["argv"][3:3 + len(B.flags)] == list(B.flags) and c["argv"][3 + len(B.flags)] == verbs.get(c["step"])
                for c in commands["commands"]),
-       f"runtime-commands.json names {B.binary_name}'s create, start, kill and delete, each with its --root",
-       commands)
-verbs = {"create": "create", "start": "start", "kill (on timeout or stop)": "kill", "delete": "delete"}
-tap.ok(all(c["argv"][3:3 + len(B.flags)] == list(B.flags) and c["argv"][3 + len(B.flags)] == verbs.get(c["step"])
-           for c in commands["commands"]),
-       f"every line carries exactly {B.binary_name}'s global flags ({' '.join(B.flags) or 'none'}) between --root "
-       "and the verb", commands)
-forbidden = ("--allow-flag-override", "--debug", "--debug-log", "--strace", "--profile")
-tap.ok(not [a for c in commands["commands"] for a in c["argv"] if a.split("=", 1)[0] in forbidden],
-       "no line carries a flag-override, debug, strace or profile flag", commands)
-tap.ok(commands["commands"][0]["argv"][-5:-1] == ["--bundle", base_dir, "--pid-file",
-                                                  commands["commands"][0]["argv"][-2]]
-       and commands["commands"][0]["argv"][-1].startswith("sp-dry-"),
-       "the create line names this bundle and a dry-run container id", commands["commands"][0]["argv"])
+           f"every line carries exactly {B.binary_name}'s global flags ({' '.join(B.flags) or 'none'}) between --root "
+           "and the verb", commands)
+    forbidden = ("--allow-flag-override", "--debug", "--debug-log", "--strace", "--profile")
+    tap.ok(not [a for c in commands["commands"] for a in c["argv"] if a.split("=", 1)[0] in forbidden],
+           "no line carries a flag-override, debug, strace or profile flag", commands)
+    tap.ok(commands["commands"][0]["argv"][-5:-1] == ["--bundle", base_dir, "--pid-file",
+                                                      commands["commands"][0]["argv"][-2]]
+           and commands["commands"][0]["argv"][-1].startswith("sp-dry-"),
+           "the create line names this bundle and a dry-run container id", commands["commands"][0]["argv"])
 
 
 def owner_mode(path):
@@ -338,10 +454,24 @@ tap.ok(r.returncode == 1 and b"not searchable by others" in r.stderr and hidden.
        "an --out below a directory others cannot search is refused, naming it (the sandbox's root could not "
        "reach the bundle), and leaves nothing", r.stderr.decode(errors="replace"))
 r = dry_run(os.path.join(work, "other-range"), extra=["--probe-ids", "1000000000"])
-tap.ok(r.returncode == 0 and load(os.path.join(work, "other-range"))["linux"]["uidMappings"]
-       == [{"containerID": 0, "hostID": 1_000_000_000, "size": 1},
-           {"containerID": 65534, "hostID": 1_000_000_001, "size": 1}],
-       "--probe-ids moves the bundle's identity to slot 0 of the range it names", r.stderr.decode(errors="replace"))
+if B.docker:
+    moved = load(os.path.join(work, "other-range")) if r.returncode == 0 else {}
+    with open(os.path.join(work, "other-range", "runtime-commands.json")) if r.returncode == 0 else \
+            open(os.devnull) as f:
+        moved_reqs = json.loads(f.read() or "{}").get("requests", [])
+    moved_body = next((q.get("body") or {} for q in moved_reqs if q.get("step") == "create"), {})
+    tap.ok(r.returncode == 0 and moved["process"]["user"] == {"uid": 1_000_000_001, "gid": 1_000_000_001,
+                                                             "additionalGids": []}
+           and moved_body.get("User") == "1000000001:1000000001" and "uidMappings" not in moved["linux"],
+           "docker: --probe-ids moves the bundle's identity (process.user and the create's User) to slot 0's probe "
+           "id of the range it names", r.stderr.decode(errors="replace") or (moved.get("process", {}).get("user"),
+                                                                             moved_body.get("User")))
+else:
+    tap.ok(r.returncode == 0 and load(os.path.join(work, "other-range"))["linux"]["uidMappings"]
+           == [{"containerID": 0, "hostID": 1_000_000_000, "size": 1},
+               {"containerID": 65534, "hostID": 1_000_000_001, "size": 1}],
+           "--probe-ids moves the bundle's identity to slot 0 of the range it names",
+           r.stderr.decode(errors="replace"))
 r = subprocess.run([PROXY, "bundle", "--config", CONFIG, "--repo", "acme/widgets", "--script", "/dev/null",
                     "--out", os.path.join(work, "no-dry-run"), *B.proxy_args()], capture_output=True,
                    stdin=subprocess.DEVNULL)

@@ -7,6 +7,7 @@ mode and owner; SIGTERM leaves nothing; and each preflight refusal."""
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -58,6 +59,19 @@ with open("/probe/out", "w") as f:
     json.dump({"result": "YES" if ok else "NO"}, f)
 """
 SCRIPT_CANARY = f"SCRIPT-CANARY-{nonce}"
+
+
+def mount_lines(prefix, mountinfo="/proc/self/mountinfo"):
+    """[(mount point, fstype, {mount and super options})] at or below prefix."""
+    out = []
+    with open(mountinfo) as f:
+        for line in f:
+            fields = line.split()
+            mp = S.unescape_mountinfo(fields[4])
+            if mp == prefix or mp.startswith(prefix.rstrip("/") + "/"):
+                sep = fields.index("-")
+                out.append((mp, fields[sep + 1], set(fields[5].split(",")) | set(fields[sep + 3].split(","))))
+    return out
 
 
 def preflight_refusal(name, needle, config, state, **kw):
@@ -148,13 +162,43 @@ try:
             result = {}
             t = threading.Thread(target=lambda: result.setdefault("r", srv.probe(SLOW, "acme/alpha")))
             t.start()
-            work_mounts = S.wait_for(lambda: S.mounts_under(os.path.join(S.work_dir(state), srv.run),
-                                                            f"/proc/{srv.pid}/mountinfo"), timeout=20)
-            ours = S.mounts_under(S.work_dir(state), "/proc/self/mountinfo")
-            t.join(timeout=60)
-            tap.ok(work_mounts and not ours,
-                   f"{mode}: the invocation's mounts are in serve's mount namespace only",
-                   f"serve's {work_mounts} ours {ours}")
+            if B.docker:
+                # Docker: dockerd resolves bind sources in the host's mount
+                # namespace, so serve unshares none; the workspaces are in
+                # ours, under the root-only state directory (docs/runtimes.md,
+                # "The snapshot: what the daemon mounts").
+                run_dir = os.path.join(S.work_dir(state), srv.run)
+                rootfs_mp = os.path.join(run_dir, "rootfs")
+                inv_mounts = S.wait_for(lambda: [m for m in mount_lines(run_dir) if m[0] != rootfs_mp], timeout=20)
+                same_ns = os.readlink(f"/proc/{srv.pid}/ns/mnt") == os.readlink("/proc/self/ns/mnt")
+                t.join(timeout=60)
+                B.not_applicable(tap, f"{mode}: the invocation's mounts are in serve's mount namespace only",
+                                 "dockerd resolves bind sources in the host's mount namespace, so serve unshares "
+                                 "none: the workspaces are mounted in the host's, under the root-only state "
+                                 "directory (checked next)")
+                invs = {os.path.relpath(m[0], run_dir).split("/")[0] for m in inv_mounts or []}
+                ws = [m for m in inv_mounts or [] if os.path.dirname(m[0]) == run_dir]
+                tap.ok(same_ns and inv_mounts and all(m[0].startswith(run_dir + "/") for m in inv_mounts)
+                       and len(invs) == 1 and invs.pop().isdigit()
+                       and ws and all(m[1] == "tmpfs" and {"nosuid", "nodev", "noexec"} <= m[2] for m in ws),
+                       f"{mode}: docker: serve shares the host's mount namespace, and the invocation's mounts are "
+                       f"all under STATE/{B.state_subdir}/<run>/<inv>, its workspace a nosuid nodev noexec tmpfs",
+                       f"same namespace {same_ns}; {inv_mounts}")
+                st_state = os.stat(state)
+                st_work = os.stat(S.work_dir(state))
+                tap.ok(st_state.st_uid == 0 and stat.S_IMODE(st_state.st_mode) == 0o700 and st_work.st_uid == 0,
+                       f"{mode}: docker: the state directory is root's and 0700, and STATE/{B.state_subdir} "
+                       "root's: no other host user reaches the workspaces",
+                       f"state {st_state.st_uid} {oct(st_state.st_mode)}, work {st_work.st_uid} "
+                       f"{oct(st_work.st_mode)}")
+            else:
+                work_mounts = S.wait_for(lambda: S.mounts_under(os.path.join(S.work_dir(state), srv.run),
+                                                                f"/proc/{srv.pid}/mountinfo"), timeout=20)
+                ours = S.mounts_under(S.work_dir(state), "/proc/self/mountinfo")
+                t.join(timeout=60)
+                tap.ok(work_mounts and not ours,
+                       f"{mode}: the invocation's mounts are in serve's mount namespace only",
+                       f"serve's {work_mounts} ours {ours}")
             tap.ok(result.get("r") == S.answer("YES"), f"{mode}: the slow probe answers", result)
 
             # A raw frame naming a repository outside privateRepos.
@@ -256,7 +300,7 @@ try:
             tap.ok(rc == 0, f"{mode}: SIGTERM: serve exits 0", f"exit {rc}: {srv.stderr()[-500:]}")
             left = S.leaks(state, run, after_exit=True, srv=srv)
             tap.ok(not left, f"{mode}: after SIGTERM nothing is left (containers, cgroups, mounts, work, "
-                             f"{B.binary_name} root, socket, ready file)", left)
+                             f"{B.binary_name or B.state_subdir} root, socket, ready file)", left)
         finally:
             srv.cleanup()
             notify.close()
@@ -266,15 +310,26 @@ try:
                       work.write_config(["acme/alpha", "acme/beta"], runtime="sbx", timeout=5, maxInvocations=1000), state)
     preflight_refusal("sealedProbes disabled", "sealedProbes.enabled",
                       work.write_config(["acme/alpha", "acme/beta"], enabled=False, timeout=5, maxInvocations=1000), state)
-    # A runtime binary that is too old (B.old_version: what its --version prints).
-    fake = os.path.join(work.dir, f"fake-{B.binary_name}")
-    with open(fake, "w") as f:
-        f.write("#!/bin/sh\ncat <<'EOF'\n" + B.old_version + "EOF\nexit 0\n")
-    os.chmod(fake, 0o755)
-    preflight_refusal(f"{B.option} printing version {B.old_version.split()[2]}", B.option, config, state,
-                      binary=fake)
-    preflight_refusal(f"{B.option} naming no file", B.option, config, state,
-                      binary=os.path.join(work.dir, f"no-{B.binary_name}"))
+    if B.docker:
+        # A daemon that is too old (B.old_version: what its /version answers):
+        # the fake Engine API's old-api mode, on a socket of the test's own.
+        from sp_fake_docker import FakeDocker
+        fake_sock = os.path.join(work.dir, "fake-docker.sock")
+        with FakeDocker(fake_sock, "old-api", os.path.join(work.dir, "fake-docker.log")):
+            preflight_refusal(f"{B.option} naming a daemon whose Engine API is 1.40", B.option, config, state,
+                              binary=fake_sock)
+        preflight_refusal(f"{B.option} naming no file", B.option, config, state,
+                          binary=os.path.join(work.dir, "no-docker.sock"))
+    else:
+        # A runtime binary that is too old (B.old_version: what its --version prints).
+        fake = os.path.join(work.dir, f"fake-{B.binary_name}")
+        with open(fake, "w") as f:
+            f.write("#!/bin/sh\ncat <<'EOF'\n" + B.old_version + "EOF\nexit 0\n")
+        os.chmod(fake, 0o755)
+        preflight_refusal(f"{B.option} printing version {B.old_version.split()[2]}", B.option, config, state,
+                          binary=fake)
+        preflight_refusal(f"{B.option} naming no file", B.option, config, state,
+                          binary=os.path.join(work.dir, f"no-{B.binary_name}"))
     # Another backend's binary option, with this backend's config: refused,
     # never silently unused (docs/operations.md).
     for other in other_backends(B.name):

@@ -3,12 +3,22 @@
 the same ERROR bytes for each: the runtime (runc, runsc) failing to create
 the sandbox is `runtime`, a runtime binary made unusable under a running
 serve is `environment`, and the probe's own exit 1 (the status runc itself
-exits with when it fails) is `probe`."""
+exits with when it fails) is `probe`.
 
+Under docker there is no binary: the daemon refusing the create (a
+container of the test's own already holds the name serve gives, so the
+Engine API answers 409) is `runtime`, and the unusable runtime is the daemon
+going away under a running serve: serve talks to it through a forwarding
+socket the test owns, which stops answering (its listener closed, as a dead
+daemon leaves its socket file) for one request."""
+
+import contextlib
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import threading
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -26,6 +36,68 @@ EXIT1 = "import sys\nsys.exit(1)\n"
 # The runtime binary's copy lives where verify accepts it: every directory up
 # to / root's and not writable by others (/tmp is not).
 bindir = f"/run/sp-causes-{uuid.uuid4().hex[:12]}"
+
+
+class Forwarder:
+    """A Unix socket that forwards every connection to the daemon's socket
+    (upstream) while it is up; down() closes its listener, so that a connect
+    is refused, as at a dead daemon's socket file; up() listens again."""
+
+    def __init__(self, path, upstream):
+        self.path, self.upstream = path, upstream
+        self.listener = None
+        self.up()
+
+    def up(self):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+        ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        ls.bind(self.path)
+        os.chmod(self.path, 0o600)
+        ls.listen(64)
+        self.listener = ls
+        threading.Thread(target=self._accept, args=(ls,), daemon=True).start()
+
+    def down(self):
+        ls, self.listener = self.listener, None
+        if ls is not None:
+            with contextlib.suppress(OSError):
+                ls.shutdown(socket.SHUT_RDWR)
+            ls.close()
+
+    def _accept(self, ls):
+        while True:
+            try:
+                conn, _ = ls.accept()
+            except OSError:
+                return
+            try:
+                up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                up.connect(self.upstream)
+            except OSError:
+                conn.close()
+                continue
+            for a, b in ((conn, up), (up, conn)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                dst.shutdown(socket.SHUT_WR)
+
+    def close(self):
+        self.down()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
 
 
 def last_result(state, run):
@@ -47,10 +119,16 @@ try:
     config = work.write_config(["acme/alpha"], timeout=10, maxInvocations=1000)
     state = work.staged_state(config, [("acme/alpha", alpha)])
     os.makedirs(os.path.join(bindir, "bin"), mode=0o755)
-    runtime = os.path.join(bindir, "bin", B.binary_name)
-    shutil.copy2(B.binary, runtime)
-    os.chmod(runtime, 0o755)
-    name = B.binary_name
+    if B.docker:
+        # The daemon, through a socket of the test's own that can go away.
+        runtime = os.path.join(bindir, "docker.sock")
+        forwarder = Forwarder(runtime, B.socket)
+        name = "docker"
+    else:
+        runtime = os.path.join(bindir, "bin", B.binary_name)
+        shutil.copy2(B.binary, runtime)
+        os.chmod(runtime, 0o755)
+        name = B.binary_name
     errors = set()
     with S.serving(work, config, state, binary=runtime) as srv:
         tap.ok(srv.probe(QUICK, "acme/alpha") == YES, "control: a probe answers")
@@ -74,29 +152,58 @@ try:
             B.release(t)
         tap.ok(line == S.ERROR_LINE.encode() and raw == S.ERROR_FRAME, f"{name} create fails: the agent gets ERROR",
                (line, raw))
-        tap.ok(rec and rec["status"] == "runtime" and f"{name} create" in (rec["reason"] or "")
+        # (docker's reason: "docker: create `sp-<run>-<inv>`: ...", the daemon's 409)
+        create_words = "docker: create" if B.docker else f"{name} create"
+        tap.ok(rec and rec["status"] == "runtime" and create_words in (rec["reason"] or "")
                and rec["exit"] is None,
                f"{name} create fails: audited status runtime, naming {name} create, with no exit status of a probe",
                rec)
         tap.ok(srv.probe(QUICK, "acme/alpha") == YES, f"{name} create fails: the next probe answers")
 
-        # The runtime binary is made unusable under the running serve.
-        os.chmod(runtime, 0o644)
-        try:
-            line, raw, rec = ask(srv, EXIT1)
-        finally:
-            os.chmod(runtime, 0o755)
-        errors |= {line, raw}
-        tap.ok(line == S.ERROR_LINE.encode() and raw == S.ERROR_FRAME,
-               "runtime binary unusable: the agent gets ERROR", (line, raw))
-        tap.ok(rec and rec["status"] == "environment" and runtime in (rec["reason"] or "") and not rec["launched"],
-               "runtime binary unusable: audited status environment, naming the binary, nothing launched", rec)
-        tap.ok(srv.probe(QUICK, "acme/alpha") == YES, "runtime binary usable again: the next probe answers")
+        if B.docker:
+            # The daemon goes away under the running serve: its socket stops
+            # answering (connections refused) for one request.
+            forwarder.down()
+            try:
+                line, raw, rec = ask(srv, EXIT1)
+            finally:
+                forwarder.up()
+            errors |= {line, raw}
+            tap.ok(line == S.ERROR_LINE.encode() and raw == S.ERROR_FRAME,
+                   "docker: the daemon stops answering: the agent gets ERROR", (line, raw))
+            # The docker form of "the runtime binary cannot be executed any
+            # more" (docs/audit.md, "environment"): the host's, not the
+            # runtime's; and as there, nothing reached the runtime.
+            tap.ok(rec and rec["status"] == "environment" and "environment:" in (rec["reason"] or "")
+                   and "daemon" in (rec["reason"] or "") and rec["exit"] is None,
+                   "docker: the daemon stops answering: audited status environment, the reason naming the daemon, "
+                   "no exit status of a probe", rec)
+            tap.ok(rec and rec["launched"] is False,
+                   "docker: the daemon stops answering: nothing launched (no request reached it)", rec)
+            tap.ok(rec and runtime not in (rec["reason"] or "") and B.socket not in (rec["reason"] or ""),
+                   "docker: the daemon stops answering: the reason names no socket path", rec)
+            tap.ok(srv.probe(QUICK, "acme/alpha") == YES, "docker: the daemon answers again: the next probe answers")
+        else:
+            # The runtime binary is made unusable under the running serve.
+            os.chmod(runtime, 0o644)
+            try:
+                line, raw, rec = ask(srv, EXIT1)
+            finally:
+                os.chmod(runtime, 0o755)
+            errors |= {line, raw}
+            tap.ok(line == S.ERROR_LINE.encode() and raw == S.ERROR_FRAME,
+                   "runtime binary unusable: the agent gets ERROR", (line, raw))
+            tap.ok(rec and rec["status"] == "environment" and runtime in (rec["reason"] or "")
+                   and not rec["launched"],
+                   "runtime binary unusable: audited status environment, naming the binary, nothing launched", rec)
+            tap.ok(srv.probe(QUICK, "acme/alpha") == YES, "runtime binary usable again: the next probe answers")
         tap.ok(errors == {S.ERROR_LINE.encode(), S.ERROR_FRAME},
                "every cause gives the agent the same bytes (one client line, one raw frame)", errors)
         rc = srv.stop()
         tap.ok(rc == 0, "serve stops cleanly", srv.stderr()[-400:])
 finally:
+    if B.docker and "forwarder" in globals():
+        forwarder.close()
     shutil.rmtree(bindir, ignore_errors=True)
     work.close()
 tap.finish()

@@ -18,8 +18,10 @@ checks that cannot apply are SKIP lines naming that reason, and what does
 hold is checked instead (docs/runtimes.md, "The probe's identity under
 gVisor")."""
 
+import contextlib
 import json
 import os
+import pwd
 import subprocess
 import sys
 import threading
@@ -86,6 +88,12 @@ def probe_pids(base, count):
 GVISOR_IDENTITY = ("runsc runs every sandbox (the sentry) as host uid and gid 65534 in a user namespace of its own, "
                    "whatever the bundle says; the slot's ids are the gofer's and the files' (docs/runtimes.md, "
                    "\"The probe's identity under gVisor\")")
+DOCKER_IDENTITY = ("there is no user namespace under Docker (userns-remap is daemon-wide): the probe runs as its "
+                   "slot's host probe id directly, so that id, which no other host process or account may hold "
+                   "(checked at start, and next), is the only way in (docs/runtimes.md, \"The probe's identity\")")
+DOCKER_WORKSPACES = ("under docker serve unshares no mount namespace (dockerd resolves bind sources in the host's): "
+                     "the workspaces live in the host's, under the root-only state directory (docs/runtimes.md, "
+                     "\"The snapshot: what the daemon mounts\"); checked next")
 # The doors that reach a probe's repository (the others show a process's
 # own bookkeeping: its fd numbers, environment, maps).
 REPO_DOORS = {"read root", "list root", "write root", "read cwd", "read mem", "list snapshot via serve",
@@ -247,20 +255,50 @@ try:
                     got = doors_as(other, pid, srv.pid, snap)
                     tap.ok(got == [], f"{mode}: a host process as {who} ({other}) gets through no door into a "
                            "running probe (root, cwd, fds, environ, maps, mem, its snapshot directory)", got)
-                got = doors_as(uid, pid, srv.pid, snap)
-                tap.ok(not {"read root", "list root", "write root", "read cwd", "read mem", "list snapshot via serve",
-                            "read snapshot on the host"} & set(got),
-                       f"{mode}: even as the probe's own host id, which nothing else may hold, the repository "
-                       "cannot be reached (the sandbox's user namespace is root's)", got)
+                own_name = (f"{mode}: even as the probe's own host id, which nothing else may hold, the repository "
+                            "cannot be reached (the sandbox's user namespace is root's)")
+                if B.docker:
+                    B.not_applicable(tap, own_name, DOCKER_IDENTITY)
+                    # What holds instead: no other host process and no
+                    # account holds an id of serve's range.
+                    ours = os.readlink("/proc/self/ns/pid")
+                    in_range = S.probe_processes(base, 64)
+                    outside = {p: u for p, (u, _) in in_range.items()
+                               if not os.path.exists(f"/proc/{p}/ns/pid") or os.readlink(f"/proc/{p}/ns/pid") == ours}
+                    accounts = []
+                    for i in range(64):
+                        with contextlib.suppress(KeyError):
+                            accounts.append(pwd.getpwuid(base + i).pw_name)
+                    tap.ok(in_range and not outside and not accounts and set(held) <= set(in_range),
+                           f"{mode}: docker: the probe's own host id is the only way in, and nothing else holds one "
+                           "of serve's range: every host process running as one is a probe in a pid namespace of "
+                           "its own, and no account has one", {"outside": outside, "accounts": accounts,
+                                                               "in range": sorted(in_range)})
+                else:
+                    got = doors_as(uid, pid, srv.pid, snap)
+                    tap.ok(not {"read root", "list root", "write root", "read cwd", "read mem",
+                                "list snapshot via serve", "read snapshot on the host"} & set(got), own_name, got)
                 with open(f"/proc/{pid}/status") as f:
                     ids = {ln.split(":")[0]: ln.split()[1:] for ln in f if ln.startswith(("Uid:", "Gid:"))}
                 tap.ok(ids["Uid"] == [str(uid)] * 4 and ids["Gid"] == [str(uid)] * 4,
                        f"{mode}: the probe's real, effective, saved and filesystem uid and gid are its host id",
                        ids)
                 snap = os.path.join(S.work_dir(state), srv.run)
-                host_view = [os.path.join(d, n) for d, ds, fs in os.walk(snap) for n in ds + fs]
-                tap.ok(not any("held.txt" in p for p in host_view),
-                       f"{mode}: in the host's mount namespace the snapshot directories are empty", host_view[:10])
+                empty_name = f"{mode}: in the host's mount namespace the snapshot directories are empty"
+                if B.docker:
+                    B.not_applicable(tap, empty_name, DOCKER_WORKSPACES)
+                    st = os.stat(state)
+                    host_view = [os.path.join(d, n) for d, ds, fs in os.walk(snap) for n in ds + fs]
+                    tap.ok(any(p.endswith("/bundle/repo/held.txt") for p in host_view)
+                           and all(p.startswith(os.path.realpath(state) + "/") for p in host_view)
+                           and st.st_uid == 0 and st.st_mode & 0o7777 == 0o700,
+                           f"{mode}: docker: the snapshot directories, which the host's namespace does show, are "
+                           f"under STATE/{B.state_subdir}/<run>, and the state directory is root's and 0700 "
+                           "(the neighbouring ids and 65534 read nothing there, above)",
+                           (oct(st.st_mode), st.st_uid, host_view[:10]))
+                else:
+                    host_view = [os.path.join(d, n) for d, ds, fs in os.walk(snap) for n in ds + fs]
+                    tap.ok(not any("held.txt" in p for p in host_view), empty_name, host_view[:10])
                 for p in held:
                     release(srv, p)
             for t in threads:
@@ -377,7 +415,14 @@ with open("/probe/out", "w") as f:
         seen = r.stderr
     control_name = ("control: the same bundle run by hand in that namespace sees the secret (runc 1.1 ignores "
                     "config.json's domainname, which is why serve pins it in its own UTS namespace)")
-    if B.gvisor:
+    if B.docker:
+        B.not_applicable(tap, control_name, "under docker the container is made by dockerd, in a UTS namespace of "
+                         "Docker's own with the create body's Domainname; the test's UTS namespace holds only the "
+                         "replay client, so no bundle run by hand can see its domain name; checked next")
+        tap.ok(seen.startswith("{") and json.loads(seen).get("result") == "YES",
+               "docker: the same bundle run by hand (replayed through the daemon) sees the fixed `(none)`, not the "
+               "secret", seen)
+    elif B.gvisor:
         B.not_applicable(tap, control_name, "the sentry's UTS namespace is its own, so no bundle run by hand sees the "
                          "host's domain name; checked next")
         tap.ok(seen.startswith("{") and json.loads(seen).get("result") == "YES",
@@ -426,7 +471,7 @@ with open("/probe/out", "w") as f:
         with open(os.path.join(bundle, "out")) as f:
             out = f.read()
         tap.ok(run.returncode == 0 and json.loads(out or "{}").get("result") == "NO",
-               f"the same probe in a dry-run bundle run by hand with {B.binary_name} finds no host path either",
+               f"the same probe in a dry-run bundle run by hand with {B.binary_name or 'docker (the replay of its requests)'} finds no host path either",
                run.stderr + out)
         remove_bundle(bundle)
 finally:

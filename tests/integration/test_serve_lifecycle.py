@@ -27,6 +27,7 @@ nonce = uuid.uuid4().hex[:12]
 GH_CANARY = f"ghp_LIFECANARY{nonce}abcdef0123"
 SECRET_CANARY = f"SECRET-X-LIFE-{nonce}"
 YES = S.answer("YES")
+RT = B.binary_name or B.state_subdir  # what names the backend's root in a test name (docker: docker-work)
 QUICK = S.answer_script("YES")
 SLEEPY = "import time, json\ntime.sleep(%s)\njson.dump({'result': 'YES'}, open('/probe/out', 'w'))\n"
 WELL_FORMED = {YES.encode(), S.ERROR_LINE.encode()}
@@ -117,8 +118,8 @@ try:
         answered = sum(1 for o in outs if o and o[0] == YES.encode())
         tap.ok(answered >= 1, "storm: some requests were answered before the SIGTERM", answered)
         left = S.leaks(state, run, after_exit=True, srv=srv)
-        tap.ok(not left, f"storm: nothing is left (containers, cgroups, mounts, work, {B.binary_name} root, socket, "
-                         f"ready file, {B.binary_name} processes)", left)
+        tap.ok(not left, f"storm: nothing is left (containers, cgroups, mounts, work, {RT} root, socket, "
+                         f"ready file, {RT} processes)", left)
         problems = [S.audit_key_problems(rec) for rec in S.audit_lines(state, run) if S.audit_key_problems(rec)]
         tap.ok(len(S.audit_lines(state, run)) <= 50 and not problems, "storm: the audit lines are well-formed",
                problems[:3])
@@ -159,9 +160,9 @@ try:
         ok = srv2.start()
         tap.ok(ok, "orphans: a new serve on the same state becomes ready", srv2.stderr())
         if ok:
-            left = S.leaks(state, old_run, after_exit=True)
+            left = S.leaks(state, old_run, after_exit=True, running_run=srv2.run)
             tap.ok(srv2.run != old_run and not left and not os.path.exists(os.path.join(S.work_dir(state), old_run)),
-                   f"orphans: once ready, the old run's containers, cgroups, processes, {B.binary_name} root and work "
+                   f"orphans: once ready, the old run's containers, cgroups, processes, {RT} root and work "
                    "dir are gone",
                    left)
             tap.ok(srv2.probe(QUICK, "acme/alpha") == YES, "orphans: a probe works after the restart")
@@ -196,6 +197,7 @@ time.sleep(2)
         sampled, hits = [], []
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and th.is_alive():
+            docker_side = {p for p, _ in B.host_processes(state)} if B.docker else set()
             for pid in os.listdir("/proc"):
                 if not pid.isdigit() or int(pid) == os.getpid():
                     continue
@@ -206,7 +208,13 @@ time.sleep(2)
                         env_bytes = f.read()
                 except OSError:
                     continue
-                if B.is_process(cmd.split(b"\0")) and state.encode() in cmd:
+                if B.docker:
+                    # The daemon starts a container's processes, not serve:
+                    # its shim (argv: the container id) and the probe (its
+                    # host id, of serve's range).
+                    if int(pid) in docker_side or int(pid) in S.probe_processes(srv.probe_id_base, 64):
+                        sampled.append(pid)
+                elif B.is_process(cmd.split(b"\0")) and state.encode() in cmd:
                     sampled.append(pid)
                 if any(c in env_bytes or c in cmd for c in canaries):
                     hits.append((pid, cmd[:80]))
@@ -215,10 +223,19 @@ time.sleep(2)
             # gofer and sandbox live as long as the probe.)
             time.sleep(0.002)
         th.join(timeout=60)
-        tap.ok(sampled, f"canary: control: {B.binary_name} processes of this serve were sampled while a probe ran",
-               sampled[:5])
-        tap.ok(not hits, f"canary: no process's environ or cmdline ({B.binary_name}'s included) holds a canary while "
-                         "a probe runs", hits)
+        if B.docker:
+            B.not_applicable(tap, "canary: control: runtime processes of this serve were sampled while a probe ran",
+                             "serve starts no runtime process under docker: the daemon's containerd starts each "
+                             "container's shim (dockerd and containerd are the daemon's, not the proxy's), and no "
+                             "argv names the state directory; the container's own processes are sampled instead")
+            tap.ok(sampled, "canary: control: docker: the probe's container processes (its containerd shim, by "
+                   "the state's container ids, and the probe, by its host id) were sampled while a probe ran",
+                   sampled[:5])
+        else:
+            tap.ok(sampled, f"canary: control: {B.binary_name} processes of this serve were sampled while a probe "
+                   "ran", sampled[:5])
+        tap.ok(not hits, f"canary: no process's environ or cmdline ({B.binary_name or 'the shims and the daemon'}'s "
+                         "included) holds a canary while a probe runs", hits)
         tap.ok(res.get("r") == S.answer("NOTSEEN"), "canary: the sandbox's environment and every /proc/*/environ it "
                                                     "can read hold no canary", res)
         rc = srv.stop()

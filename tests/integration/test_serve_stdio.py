@@ -6,14 +6,28 @@ still alive (none may be relaying, and none may be spending CPU on it).
 Under gVisor the probe has no host process of its own: it runs inside the
 sandbox process (runsc-sandbox, the sentry), whose fds 0-2 are the probe's
 stdio; those are looked at instead, and the sandbox itself, which does the
-probe's writes within the sandbox's own limits, is not counted as a relay."""
+probe's writes within the sandbox's own limits, is not counted as a relay.
 
+Under Docker fds 1 and 2 are pipes to the container's containerd shim
+(docs/runtimes.md, "What this backend does not give"): that line is a named
+not-applicable one, and what must hold is checked instead: stdin is
+/dev/null, only the shim holds the pipes' other ends, the container's
+LogConfig is none and nothing the probe prints reaches the daemon's disk
+(its data root, /var/lib/sealed-probe-test/docker, and its logs); and no
+process of the daemon's (dockerd, containerd, the shims) spends CPU on the
+flood, as no runtime process may under runc."""
+
+DOCKER_DATA_ROOT = "/var/lib/sealed-probe-test/docker"   # scripts/dockerd's
+DOCKER_DAEMON_LOGS = ("/run/sealed-probe-test/dockerd.log", "/run/sealed-probe-test/containerd.log")
+
+import contextlib
+import glob
 import os
 import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, backend, require_root_and  # noqa: E402
+from sp_harness import Tap, backend, docker_api, docker_shims, docker_state_containers, require_root_and  # noqa: E402
 
 B = backend()
 require_root_and("git")
@@ -43,6 +57,10 @@ def relay_candidate(argv0):
     name = os.path.basename(argv0)
     if B.gvisor:
         return name.startswith(b"runsc") and name != b"runsc-sandbox"
+    if B.docker:
+        # The daemon's processes: its dockerd and containerd (their
+        # pidfiles), every containerd shim and runc they start.
+        return name.startswith((b"containerd", b"runc")) or name == b"dockerd"
     return name.startswith(b"runc")
 
 
@@ -75,6 +93,43 @@ def sandbox_pid(state):
     return pids[0] if len(pids) == 1 else None
 
 
+def docker_while_running(state, pid):
+    """Under docker, while the probe pid runs: (container id, the API's
+    inspect of it, {pid: [fds]} of the host processes other than the probe
+    holding the other end of its fd 1 or 2, the pids of its shims)."""
+    ids = sorted(docker_state_containers(state, socket_path=B.socket).values())
+    cid = ids[0] if len(ids) == 1 else None
+    info = None
+    if cid:
+        status, value = docker_api("GET", f"/containers/{cid}/json", socket_path=B.socket)
+        info = value if status == 200 and isinstance(value, dict) else None
+    pipes = set()
+    for fd in (1, 2):
+        with contextlib.suppress(OSError):
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if link.startswith("pipe:"):
+                pipes.add(link)
+    holders = {}
+    for other in os.listdir("/proc"):
+        if not other.isdigit() or int(other) == pid:
+            continue
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{other}/fd"):
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"/proc/{other}/fd/{fd}") in pipes:
+                        holders.setdefault(int(other), []).append(int(fd))
+    shims = {p for p, _ in docker_shims([cid])} if cid else set()
+    return cid, info, holders, shims
+
+
+def file_has(path, needle):
+    try:
+        with open(path, "rb") as f:
+            return needle in f.read()
+    except OSError:
+        return False
+
+
 try:
     clone = work.make_clone("app", {"README.md": b"app\n"})
     config = work.write_config(["acme/app"], timeout=30)
@@ -94,12 +149,28 @@ try:
                     fds[fd] = os.readlink(f"/proc/{pid}/fd/{fd}")
                 except OSError as e:
                     fds[fd] = str(e)
+        docker_facts = docker_while_running(state, pid) if B.docker else None
         before = runtime_processes()
         S.wait_for(lambda: False, timeout=1.5)
         after = runtime_processes()
         t.join(timeout=60)
         null_fds = pid is not None and fds == {0: "/dev/null", 1: "/dev/null", 2: "/dev/null"}
-        if B.gvisor:
+        if B.docker:
+            B.not_applicable(tap, "while it floods, the probe's fds 0, 1 and 2 are /dev/null itself, not pipes to a "
+                             "host process", "Docker gives a container's fds 1 and 2 as pipes to its containerd "
+                             "shim, and no create field makes them /dev/null (LogConfig none only makes the daemon "
+                             "discard what comes); what must hold is checked next")
+            cid, info, holders, shims = docker_facts
+            tap.ok(pid is not None and fds.get(0) == "/dev/null",
+                   "docker: while it floods, the probe's fd 0 is /dev/null itself", fds)
+            tap.ok(cid and holders and set(holders) <= shims,
+                   "docker: the other ends of the probe's fd 1 and 2 pipes are held by its container's containerd "
+                   "shim alone", {"holders": holders, "shims": shims})
+            log = ((info or {}).get("HostConfig") or {}).get("LogConfig") or {}
+            tap.ok(log.get("Type") == "none" and not (info or {}).get("LogPath"),
+                   "docker: while it runs, the container's HostConfig.LogConfig.Type is none (the API's inspect) and "
+                   "it has no LogPath", (log, (info or {}).get("LogPath")))
+        elif B.gvisor:
             B.not_applicable(tap, "while it floods, the probe's fds 0, 1 and 2 are /dev/null itself, not pipes to a "
                              "host process", "the probe has no host process; it runs inside runsc-sandbox, whose "
                              "fds are checked next")
@@ -111,13 +182,25 @@ try:
         busy = {p: (before[p][0], after[p][1] - before[p][1]) for p in before if p in after
                 and after[p][1] - before[p][1] > 10}
         tap.ok(not busy, "no runtime process spends CPU while the probe floods (nothing relays its output)"
-               + (" (runsc and its gofer; the sandbox is the probe)" if B.gvisor else ""),
+               + (" (runsc and its gofer; the sandbox is the probe)" if B.gvisor else "")
+               + (" (dockerd, containerd and the shims)" if B.docker else ""),
                {"busy": busy, "alive": before})
         tap.ok(result.get("r") == YES, "the flooding probe still answers", result)
         with open(os.path.join(state, "audit", "audit.jsonl"), "rb") as f:
             audit = f.read()
         tap.ok(b"FLOOD-STDIO-CANARY" not in audit and b"FLOOD-STDIO-CANARY" not in open(srv.stderr_path, "rb").read(),
                "the flood reaches neither the audit log nor serve's output")
+        if B.docker:
+            cid = docker_facts[0]
+            cdir = os.path.join(DOCKER_DATA_ROOT, "containers", cid or "?")
+            json_logs = glob.glob(os.path.join(DOCKER_DATA_ROOT, "containers", "*", f"{cid}-json.log*")) if cid else []
+            hits = [p for p in DOCKER_DAEMON_LOGS if file_has(p, b"FLOOD-STDIO-CANARY")]
+            hits += [os.path.join(d, n) for d, _, fs in os.walk(cdir) for n in fs
+                     if file_has(os.path.join(d, n), b"FLOOD-STDIO-CANARY")]
+            tap.ok(cid and not json_logs and not hits,
+                   "docker: nothing the probe printed reaches the daemon's disk: no json log file of the container "
+                   "under the data root, and the flood in no file of its container directory nor in dockerd's or "
+                   "containerd's log", {"json logs": json_logs, "hits": hits})
 finally:
     work.close()
 tap.finish()
