@@ -308,6 +308,18 @@ docker_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, str
   if (docker_api_json (d->socket, "POST", create_path, body, OK_201, CALL_TIMEOUT_MS, &created, NULL, err)
       < 0)
     {
+      struct docker_response ping;
+
+      /* A daemon that does not answer at all ran nothing: the host's
+         failure, as a runtime binary that cannot be executed is.  */
+      if (docker_api_call (d->socket, "GET", "/_ping", NULL, -1, CALL_TIMEOUT_MS, &ping, &ignored) < 0)
+        {
+          sp_error_release (&ignored);
+          facts->launched = false;
+          facts->stage = SP_RUN_STAGE_NONE;
+          return sp_error_wrap (err, "docker: create `%s`", job->container_id);
+        }
+      docker_response_release (&ping);
       sp_error_wrap (err, "docker: create `%s`", job->container_id);
       remove_container (d, job->container_id, &ignored);
       return -1;

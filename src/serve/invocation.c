@@ -151,7 +151,8 @@ failure_status (struct invocation *inv, const char *rootfs_root, sp_error_t *err
     return SP_AUDIT_STATUS_ENVIRONMENT;
   if (inv->ran && f->stage == SP_RUN_STAGE_NONE)
     {
-      sp_error_wrap (err, "environment: the runtime binary cannot be executed");
+      sp_error_wrap (err, "environment: the runtime cannot be reached (its binary cannot be executed, or its "
+                          "daemon does not answer)");
       return SP_AUDIT_STATUS_ENVIRONMENT;
     }
   if (statvfs (inv->s->state_path, &vfs) == 0
