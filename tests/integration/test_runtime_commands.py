@@ -151,10 +151,16 @@ def substitute(value, subs):
 
 
 def with_invocation(body, inv):
-    """body with its invocation label inv (the dry run's is 0) as <INV>."""
+    """body with its invocation inv (the dry run's is 0) as <INV>: in its
+    label and in its cgroup parent, the bundle's cgroupsPath
+    /sealed-probe/<run>-<inv>."""
     labels = body.get("Labels") if isinstance(body, dict) else None
     if isinstance(labels, dict) and labels.get(INVOCATION_LABEL) == inv:
         body = dict(body, Labels=dict(labels, **{INVOCATION_LABEL: "<INV>"}))
+    host = body.get("HostConfig") if isinstance(body, dict) else None
+    if isinstance(host, dict) and isinstance(host.get("CgroupParent"), str) \
+            and host["CgroupParent"].endswith(f"-{inv}"):
+        body = dict(body, HostConfig=dict(host, CgroupParent=host["CgroupParent"][:-len(inv)] + "<INV>"))
     return body
 
 
