@@ -146,28 +146,34 @@ runtime_bounded (const char *binary, char *const argv[], const char *what, sp_er
   return 0;
 }
 
+/* One short verb on a container (kill, delete), bounded; what names it in
+   an error.  */
 static int
-kill_id (const struct oci_cli *r, const char *root, const char *id, sp_error_t *err)
+container_verb (const struct oci_cli *r, const char *root, char *const words[], const char *id,
+                sp_error_t *err)
 {
   char what[64 + CONTAINER_ID_MAX];
-  char *words[] = KILL_WORDS (id);
   char *argv[ARGV_MAX];
 
   command_line (r, root, words, argv);
-  snprintf (what, sizeof (what), "%s kill `%s`", r->flavor->binary_name, id);
+  snprintf (what, sizeof (what), "%s %s `%s`", r->flavor->binary_name, words[0], id);
   return runtime_bounded (r->binary, argv, what, err);
+}
+
+static int
+kill_id (const struct oci_cli *r, const char *root, const char *id, sp_error_t *err)
+{
+  char *words[] = KILL_WORDS (id);
+
+  return container_verb (r, root, words, id, err);
 }
 
 static int
 delete_id (const struct oci_cli *r, const char *root, const char *id, sp_error_t *err)
 {
-  char what[64 + CONTAINER_ID_MAX];
   char *words[] = DELETE_WORDS (id);
-  char *argv[ARGV_MAX];
 
-  command_line (r, root, words, argv);
-  snprintf (what, sizeof (what), "%s delete `%s`", r->flavor->binary_name, id);
-  return runtime_bounded (r->binary, argv, what, err);
+  return container_verb (r, root, words, id, err);
 }
 
 /* Looks for the binary in SP_RUNTIME_SEARCH_PATH: the first executable

@@ -236,8 +236,10 @@ gen_process (yajl_gen g, const struct sp_bundle_spec *spec)
   st |= yajl_gen_bool (g, 0);
   st |= gen_str (g, "user");
   st |= yajl_gen_map_open (g);
-  st |= gen_int_member (g, "uid", spec->host_ids_direct ? (long long)spec->host_probe_id : SP_PROBE_UID);
-  st |= gen_int_member (g, "gid", spec->host_ids_direct ? (long long)spec->host_probe_id : SP_PROBE_GID);
+  st |= gen_int_member (g, "uid",
+                        spec->rules.host_ids_direct ? (long long)spec->host_probe_id : SP_PROBE_UID);
+  st |= gen_int_member (g, "gid",
+                        spec->rules.host_ids_direct ? (long long)spec->host_probe_id : SP_PROBE_GID);
   st |= gen_str (g, "additionalGids");
   st |= yajl_gen_array_open (g) | yajl_gen_array_close (g);
   st |= yajl_gen_map_close (g);
@@ -269,7 +271,7 @@ gen_process (yajl_gen g, const struct sp_bundle_spec *spec)
       st |= yajl_gen_map_open (g);
       unsigned long long value = rlimits[i].value;
 
-      if (spec->tasks_counted_by_kernel && strcmp (rlimits[i].type, "RLIMIT_NPROC") == 0)
+      if (spec->rules.tasks_counted_by_kernel && strcmp (rlimits[i].type, "RLIMIT_NPROC") == 0)
         value = SP_SANDBOX_PIDS_MAX;
       st |= gen_str_member (g, "type", rlimits[i].type);
       st |= gen_int_member (g, "hard", (long long)value);
@@ -294,7 +296,7 @@ gen_mounts (yajl_gen g, const struct sp_bundle_spec *spec)
       cleanup_free char *source = NULL;
       struct mount_entry m = mounts[i];
 
-      if (spec->tmp_on_host && strcmp (m.destination, "/tmp") == 0)
+      if (spec->rules.tmp_on_host && strcmp (m.destination, "/tmp") == 0)
         m = (struct mount_entry){ "/tmp", "bind", NULL, SP_BUNDLE_TMP, rw_bind_options };
       if (m.source == NULL && asprintf (&source, "%s/%s", spec->bundle_dir, m.bundle_file) < 0)
         return yajl_gen_invalid_string;
@@ -338,7 +340,7 @@ gen_resources (yajl_gen g, const struct sp_bundle_spec *spec)
   st |= gen_str (g, "pids");
   st |= yajl_gen_map_open (g);
   st |= gen_int_member (g, "limit",
-                        spec->tasks_counted_by_kernel ? SP_GVISOR_HOST_TASKS_MAX : SP_SANDBOX_PIDS_MAX);
+                        spec->rules.tasks_counted_by_kernel ? SP_GVISOR_HOST_TASKS_MAX : SP_SANDBOX_PIDS_MAX);
   st |= yajl_gen_map_close (g);
   return st | yajl_gen_map_close (g);
 }
@@ -383,14 +385,14 @@ gen_linux (yajl_gen g, const struct sp_bundle_spec *spec)
   st |= yajl_gen_array_open (g);
   for (const char *const *ns = namespaces; *ns; ns++)
     {
-      if (spec->host_ids_direct && strcmp (*ns, "user") == 0)
+      if (spec->rules.host_ids_direct && strcmp (*ns, "user") == 0)
         continue;
       st |= yajl_gen_map_open (g);
       st |= gen_str_member (g, "type", *ns);
       st |= yajl_gen_map_close (g);
     }
   st |= yajl_gen_array_close (g);
-  if (!spec->host_ids_direct)
+  if (!spec->rules.host_ids_direct)
     {
       st |= gen_id_mappings (g, "uidMappings", spec);
       st |= gen_id_mappings (g, "gidMappings", spec);
@@ -404,8 +406,8 @@ gen_linux (yajl_gen g, const struct sp_bundle_spec *spec)
   /* Mounts made inside never propagate back to the host.  */
   st |= gen_str_member (g, "rootfsPropagation", "private");
   st |= gen_str (g, "seccomp");
-  if ((spec->seccomp_enosys_by_kernel ? sp_seccomp_profile_gen_enosys_by_kernel (spec->seccomp, g)
-                                      : sp_seccomp_profile_gen (spec->seccomp, g))
+  if ((spec->rules.seccomp_enosys_by_kernel ? sp_seccomp_profile_gen_enosys_by_kernel (spec->seccomp, g)
+                                            : sp_seccomp_profile_gen (spec->seccomp, g))
       < 0)
     return yajl_gen_invalid_string;
   return st | yajl_gen_map_close (g);

@@ -23,7 +23,7 @@
 #define SP_BUNDLE_SCRIPT "probe.py"
 #define SP_BUNDLE_REPO   "repo"
 #define SP_BUNDLE_OUT    "out"
-#define SP_BUNDLE_TMP    "tmp" /* only with tmp_on_host */
+#define SP_BUNDLE_TMP    "tmp" /* only with rules.tmp_on_host */
 
 /* The sandbox's domain name: the kernel's own default, so that no NIS domain
    name of the host's shows inside.  config.json says so, for runtimes that
@@ -37,6 +37,43 @@
 #define SP_ANNOTATION_INVOCATION "org.sealed-probe.invocation"
 #define SP_ANNOTATION_ROOTFS     "org.sealed-probe.rootfs.digest"
 #define SP_ANNOTATION_VERSION    "org.sealed-probe.version"
+
+/* What a backend needs of the bundle and its mounts, beyond the one policy
+   every backend runs: the runtime chooses them (runtime.h,
+   sp_runtime_bundle_rules_for), the bundle and serve follow them.  */
+struct sp_bundle_rules
+{
+  /* The rootfs's host mount may carry nosuid and nodev.  runsc 2022's gofer
+     remounts the root read-only without repeating them, which a user
+     namespace refuses as an attempt to clear locked flags; under gVisor the
+     host never executes or opens a device from that mount (the sentry
+     does, with its own nosuid and nodev), so the runsc backend asks for a
+     rootfs mount without them.  */
+  bool rootfs_nosuid_nodev;
+  /* /tmp is a bind of a host tmpfs the proxy mounts per invocation, rather
+     than a tmpfs the runtime makes: gVisor's own tmpfs enforces size= but
+     not nr_inodes=, and a host tmpfs enforces both.  */
+  bool tmp_on_host;
+  /* runsc 2022 ignores a seccomp rule's `errnoRet` (every errno becomes
+     EPERM), and its sentry has no clone3: the profile's ENOSYS rule is
+     written as an allow, so that the sentry's own ENOSYS reaches glibc,
+     which then falls back to clone (sp_seccomp_profile_gen_enosys_by_kernel;
+     the canary checks the ENOSYS).  */
+  bool seccomp_enosys_by_kernel;
+  /* The sentry counts the probe's tasks itself: the bundle's task limit
+     goes into RLIMIT_NPROC, and the host pids cgroup, which also counts
+     the sentry's own threads and ptrace stubs, gets the outer bound
+     SP_GVISOR_HOST_TASKS_MAX (bounds.h).  */
+  bool tasks_counted_by_kernel;
+  /* Docker has no per-container user namespace: the bundle has none, and
+     the probe runs as its slot's host id directly (sp_bundle_spec).  */
+  bool host_ids_direct;
+  /* The daemon resolves bind sources in its own mount namespace, which is
+     the host's: the proxy keeps its workspaces there (under the state
+     directory, STATE/docker-work), not in a namespace of its own, and mounts
+     them noexec, since a Docker bind cannot add a flag its source lacks.  */
+  bool workspaces_on_host;
+};
 
 struct sp_bundle_spec
 {
@@ -54,23 +91,15 @@ struct sp_bundle_spec
      (sp_bundle_slot_ids).  */
   uint32_t host_root_id;
   uint32_t host_probe_id;
-  /* The sandbox's /tmp is a bind of bundle_dir/tmp, a tmpfs the proxy
-     mounts there (sp_bundle_mount_tmp) with /tmp's size and inode caps,
-     instead of a tmpfs the runtime makes: for a runtime whose own tmpfs
-     does not enforce them all (runtime.h, sp_runtime_bundle_rules).  */
-  bool tmp_on_host;
-  /* linux.seccomp is written by sp_seccomp_profile_gen_enosys_by_kernel:
-     for a runtime that ignores errnoRet (runtime.h).  */
-  bool seccomp_enosys_by_kernel;
-  /* RLIMIT_NPROC is SP_SANDBOX_PIDS_MAX and the pids cgroup
-     SP_GVISOR_HOST_TASKS_MAX, for a kernel that counts the probe's tasks
-     itself (runtime.h); otherwise the pids cgroup is SP_SANDBOX_PIDS_MAX and
-     RLIMIT_NPROC the coarse SP_SANDBOX_NPROC.  */
-  bool tasks_counted_by_kernel;
-  /* No user namespace: the probe runs as host_probe_id itself, inside as
-     outside (docker, which has no per-container user namespace; runtime.h).
-     The identity is the same slot's, so no other host process has it.  */
-  bool host_ids_direct;
+  /* The backend's needs (sp_bundle_rules): with tmp_on_host, /tmp is a
+     bind of bundle_dir/tmp, which the caller mounts (sp_bundle_mount_tmp);
+     with seccomp_enosys_by_kernel, linux.seccomp is written by
+     sp_seccomp_profile_gen_enosys_by_kernel; with tasks_counted_by_kernel,
+     RLIMIT_NPROC is SP_SANDBOX_PIDS_MAX and the pids cgroup
+     SP_GVISOR_HOST_TASKS_MAX (else the pids cgroup is SP_SANDBOX_PIDS_MAX and
+     RLIMIT_NPROC the coarse SP_SANDBOX_NPROC); with host_ids_direct, no user
+     namespace, and the probe runs as host_probe_id itself.  */
+  struct sp_bundle_rules rules;
 };
 
 /* The two host ids of slot K of the range that starts at base.  */

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sealed-probe/bundle.h>
 #include <sealed-probe/config.h>
 #include <sealed-probe/error.h>
 
@@ -69,65 +70,30 @@ enum sp_sandbox_kernel
   SP_SANDBOX_KERNEL_GVISOR, /* gVisor's sentry, a kernel in user space (runsc) */
 };
 
-/* What a backend needs of the bundle and its mounts (bundle.h), beyond the
-   one policy every backend runs.  */
-struct sp_runtime_bundle_rules
-{
-  /* The rootfs's host mount may carry nosuid and nodev.  runsc 2022's gofer
-     remounts the root read-only without repeating them, which a user
-     namespace refuses as an attempt to clear locked flags; under gVisor the
-     host never executes or opens a device from that mount (the sentry
-     does, with its own nosuid and nodev), so the runsc backend asks for a
-     rootfs mount without them.  */
-  bool rootfs_nosuid_nodev;
-  /* /tmp is a bind of a host tmpfs the proxy mounts per invocation, rather
-     than a tmpfs the runtime makes: gVisor's own tmpfs enforces size= but
-     not nr_inodes=, and a host tmpfs enforces both.  */
-  bool tmp_on_host;
-  /* runsc 2022 ignores a seccomp rule's `errnoRet` (every errno becomes
-     EPERM), and its sentry has no clone3: the profile's ENOSYS rule is
-     written as an allow, so that the sentry's own ENOSYS reaches glibc,
-     which then falls back to clone (sp_seccomp_profile_gen_enosys_by_kernel;
-     the canary checks the ENOSYS).  */
-  bool seccomp_enosys_by_kernel;
-  /* The sentry counts the probe's tasks itself: the bundle's task limit
-     goes into RLIMIT_NPROC, and the host pids cgroup, which also counts
-     the sentry's own threads and ptrace stubs, gets the outer bound
-     SP_GVISOR_HOST_TASKS_MAX (bounds.h).  */
-  bool tasks_counted_by_kernel;
-  /* Docker has no per-container user namespace: the bundle has none, and
-     the probe runs as its slot's host id directly (bundle.h).  */
-  bool host_ids_direct;
-  /* The daemon resolves bind sources in its own mount namespace, which is
-     the host's: the proxy keeps its workspaces there (under the state
-     directory, STATE/docker-work), not in a namespace of its own, and mounts
-     them noexec, since a Docker bind cannot add a flag its source lacks.  */
-  bool workspaces_on_host;
-};
-
-static inline struct sp_runtime_bundle_rules
+/* What the backend of kind needs of its bundles (bundle.h).  */
+static inline struct sp_bundle_rules
 sp_runtime_bundle_rules_for (enum sp_runtime kind)
 {
   if (kind == SP_RUNTIME_GVISOR)
-    return (struct sp_runtime_bundle_rules){ .rootfs_nosuid_nodev = false,
-                                             .tmp_on_host = true,
-                                             .seccomp_enosys_by_kernel = true,
-                                             .tasks_counted_by_kernel = true,
-                                             .host_ids_direct = false,
-                                             .workspaces_on_host = false };
+    return (struct sp_bundle_rules){ .rootfs_nosuid_nodev = false,
+                                     .tmp_on_host = true,
+                                     .seccomp_enosys_by_kernel = true,
+                                     .tasks_counted_by_kernel = true,
+                                     .host_ids_direct = false,
+                                     .workspaces_on_host = false };
   if (kind == SP_RUNTIME_DOCKER)
-    return (struct sp_runtime_bundle_rules){ .rootfs_nosuid_nodev = true,
-                                             .tmp_on_host = false,
-                                             .seccomp_enosys_by_kernel = false,
-                                             .tasks_counted_by_kernel = false,
-                                             .host_ids_direct = true,
-                                             .workspaces_on_host = true };
-  return (struct sp_runtime_bundle_rules){ .rootfs_nosuid_nodev = true,
-                                           .tmp_on_host = false,
-                                           .seccomp_enosys_by_kernel = false,
-                                           .tasks_counted_by_kernel = false,
-                                           .host_ids_direct = false,
-                                           .workspaces_on_host = false };
+    return (struct sp_bundle_rules){ .rootfs_nosuid_nodev = true,
+                                     .tmp_on_host = false,
+                                     .seccomp_enosys_by_kernel = false,
+                                     .tasks_counted_by_kernel = false,
+                                     .host_ids_direct = true,
+                                     .workspaces_on_host = true };
+  return (struct sp_bundle_rules){ .rootfs_nosuid_nodev = true,
+                                   .tmp_on_host = false,
+                                   .seccomp_enosys_by_kernel = false,
+                                   .tasks_counted_by_kernel = false,
+                                   .host_ids_direct = false,
+                                   .workspaces_on_host = false };
 }
 
 /* The fixed PATH a backend's binary is looked up in, and that a runtime is

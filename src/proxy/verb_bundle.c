@@ -249,8 +249,8 @@ check_reachable (const char *bundle_path, uint32_t host_root_id, sp_error_t *err
    from the host's filesystems, so its mountinfo names no host path, and the
    user namespace's root can reach every mount source.  */
 static int
-make_bundle_fs (const char *path, const struct sp_runtime_bundle_rules *rules,
-                const struct sp_rootfs_info *rootfs, struct sp_rootfs_info *copy, int *dirfd, sp_error_t *err)
+make_bundle_fs (const char *path, const struct sp_bundle_rules *rules, const struct sp_rootfs_info *rootfs,
+                struct sp_rootfs_info *copy, int *dirfd, sp_error_t *err)
 {
   cleanup_close int rootfs_fd = -1;
   cleanup_free char *rootfs_path = NULL;
@@ -295,7 +295,7 @@ sp_verb_bundle (int argc, char **argv)
   cleanup_close int dirfd = -1;
   cleanup_close int seed_fd = -1;
   cleanup_runtime struct sp_runtime_backend *backend = NULL;
-  struct sp_runtime_bundle_rules rules;
+  struct sp_bundle_rules rules;
   struct sp_rootfs_info rootfs = { 0 };
   struct sp_rootfs_info copy = { 0 };
   struct bundle_args a = { 0 };
@@ -363,13 +363,10 @@ sp_verb_bundle (int argc, char **argv)
     .seccomp = seccomp,
     .host_root_id = host_root_id,
     .host_probe_id = host_probe_id,
-    .tmp_on_host = rules.tmp_on_host,
-    .seccomp_enosys_by_kernel = rules.seccomp_enosys_by_kernel,
-    .tasks_counted_by_kernel = rules.tasks_counted_by_kernel,
-    .host_ids_direct = rules.host_ids_direct,
+    .rules = rules,
   };
   ret = sp_bundle_write (dirfd, &spec, script, script_len, &err);
-  if (ret == 0 && spec.tmp_on_host)
+  if (ret == 0 && spec.rules.tmp_on_host)
     ret = sp_bundle_mount_tmp (dirfd, bundle_path, &err);
   if (ret == 0)
     ret = write_commands (dirfd, backend, &spec, config->timeout_seconds, &err);

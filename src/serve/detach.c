@@ -78,7 +78,7 @@ sp_serve_detach (bool private_mounts, sp_error_t *err)
   if (loopback_up (err) < 0)
     return -1;
   /* Docker's daemon resolves bind sources in the host's mount namespace:
-     there the workspaces must be (runtime.h, workspaces_on_host).  */
+     there the workspaces must be (bundle.h, sp_bundle_rules.workspaces_on_host).  */
   if (!private_mounts)
     return 0;
   /* The per-invocation tmpfs and overlay mounts live in this namespace only:

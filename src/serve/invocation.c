@@ -127,7 +127,7 @@ workspace_limits (const struct sp_serve *s, const struct sp_serve_seed *seed, st
 {
   l->tmpfs_bytes = s->opt->scratch_bytes + SP_SERVE_WORKSPACE_OVERHEAD_BYTES;
   l->tmpfs_inodes = SP_SERVE_SCRATCH_INODES + 64;
-  l->noexec = sp_runtime_bundle_rules_for (s->config->runtime).workspaces_on_host;
+  l->noexec = s->rules.workspaces_on_host;
   if (s->opt->snapshot == SP_SNAPSHOT_COPY)
     {
       l->tmpfs_bytes += seed->bytes;
@@ -211,10 +211,7 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
     .memory_limit_bytes = s->config->memory_limit_bytes,
     .interpreter = s->config->interpreter,
     .seccomp = s->seccomp,
-    .tmp_on_host = sp_runtime_bundle_rules_for (s->config->runtime).tmp_on_host,
-    .seccomp_enosys_by_kernel = sp_runtime_bundle_rules_for (s->config->runtime).seccomp_enosys_by_kernel,
-    .tasks_counted_by_kernel = sp_runtime_bundle_rules_for (s->config->runtime).tasks_counted_by_kernel,
-    .host_ids_direct = sp_runtime_bundle_rules_for (s->config->runtime).host_ids_direct,
+    .rules = s->rules,
   };
   container_id = sp_bundle_container_id (&spec);
   if (container_id == NULL)
@@ -244,7 +241,7 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
     sp_make_error (err, errno, "allocate the invocation");
   else if (sp_bundle_write (ws.bundle_dirfd, &spec, inv->script, inv->script_len, err) < 0)
     sp_error_wrap (err, "bundle");
-  else if (spec.tmp_on_host && sp_bundle_mount_tmp (ws.bundle_dirfd, ws.bundle_path, err) < 0)
+  else if (spec.rules.tmp_on_host && sp_bundle_mount_tmp (ws.bundle_dirfd, ws.bundle_path, err) < 0)
     sp_error_wrap (err, "bundle");
   else if (sp_workspace_snapshot (&ws, s->opt->snapshot, seed_fd, &copy_limits, id, err) < 0)
     sp_error_wrap (err, "snapshot");
@@ -648,7 +645,7 @@ sp_serve_canary (struct sp_serve *s, sp_error_t *err)
     return sp_make_error (err, 0, "canary: no repository to snapshot");
   /* Who the probe is inside: 65534, or under docker (no user namespace) its
      slot's host id, one of the range's.  */
-  if (sp_runtime_bundle_rules_for (s->config->runtime).host_ids_direct)
+  if (s->rules.host_ids_direct)
     {
       ids_low = s->opt->probe_id_base;
       ids_high = s->opt->probe_id_base + SP_PROBE_ID_RANGE;

@@ -116,7 +116,7 @@ open_work (struct sp_serve *s, sp_error_t *err)
   if (fstat (s->state_fd, &st) < 0)
     return sp_make_error (err, errno, "--state: stat");
   snprintf (key, sizeof (key), "%jx-%jx", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino);
-  if (sp_runtime_bundle_rules_for (s->config->runtime).workspaces_on_host)
+  if (s->rules.workspaces_on_host)
     {
       /* Docker: in the host's mount namespace, under the state directory,
          where --docker-state-dir maps every path for the daemon.  */
@@ -352,7 +352,8 @@ sp_serve_setup (struct sp_serve *s, const struct sp_serve_options *opt, struct s
                 sp_error_t *err)
 {
   s->config = config;
-  if (sp_serve_detach (!sp_runtime_bundle_rules_for (config->runtime).workspaces_on_host, err) < 0)
+  s->rules = sp_runtime_bundle_rules_for (config->runtime);
+  if (sp_serve_detach (!s->rules.workspaces_on_host, err) < 0)
     return -1;
   if (sp_serve_preflight (s, opt, err) < 0)
     return -1;

@@ -42,9 +42,8 @@ sp_serve_rootfs_private (struct sp_serve *s, sp_error_t *err)
             (long long)SP_ROOTFS_COPY_TMPFS_BYTES, (long long)SP_ROOTFS_COPY_TMPFS_INODES);
   /* Mounted in serve's private mount namespace (sp_serve_detach): the host
      never sees it.  nosuid and nodev where the backend allows them
-     (sp_runtime_bundle_rules: runsc's gofer cannot remount a root that has them).  */
-  unsigned long flags
-      = sp_runtime_bundle_rules_for (s->config->runtime).rootfs_nosuid_nodev ? MS_NOSUID | MS_NODEV : 0;
+     (sp_bundle_rules: runsc's gofer cannot remount a root that has them).  */
+  unsigned long flags = s->rules.rootfs_nosuid_nodev ? MS_NOSUID | MS_NODEV : 0;
 
   if (mount ("sealed-probe-rootfs", s->rootfs_mount, "tmpfs", flags, options) < 0)
     {

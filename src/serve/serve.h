@@ -60,8 +60,9 @@ struct sp_serve
 {
   const struct sp_serve_options *opt;
   struct sp_config *config;
-  bool runtime_verified; /* its verify passed: it may be asked to clean up */
-  char *state_path;      /* absolute */
+  bool runtime_verified;        /* its verify passed: it may be asked to clean up */
+  struct sp_bundle_rules rules; /* the runtime's needs of its bundles, from the config */
+  char *state_path;             /* absolute */
   int state_fd;
   struct sp_staged staged;
   struct sp_serve_seed *seeds; /* parallel to config->private_repos */

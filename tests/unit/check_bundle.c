@@ -128,7 +128,7 @@ START_TEST (test_render_tmp_on_host_binds_the_bundles_tmp)
   ck_assert_int_eq (sp_bundle_render_config (&spec, &plain, &plain_len, &err), 0);
   ck_assert_msg (strstr (plain, tmpfs_entry) != NULL, "%s", plain);
   ck_assert_ptr_null (strstr (plain, "inv/abc/tmp"));
-  spec.tmp_on_host = true;
+  spec.rules.tmp_on_host = true;
   ck_assert_int_eq (sp_bundle_render_config (&spec, &bound, &bound_len, &err), 0);
   ck_assert_msg (strstr (bound, bind_entry) != NULL, "%s", bound);
   ck_assert_ptr_null (strstr (bound, tmpfs_entry));
@@ -151,7 +151,7 @@ START_TEST (test_render_enosys_by_kernel_allows_only_clone3)
 
   ck_assert_int_eq (sp_bundle_render_config (&spec, &plain, &plain_len, &err), 0);
   ck_assert_msg (strstr (plain, errno_rule) != NULL, "%s", plain);
-  spec.seccomp_enosys_by_kernel = true;
+  spec.rules.seccomp_enosys_by_kernel = true;
   ck_assert_int_eq (sp_bundle_render_config (&spec, &gvisor, &gvisor_len, &err), 0);
   ck_assert_msg (strstr (gvisor, allow_rule) != NULL, "%s", gvisor);
   ck_assert_ptr_null (strstr (gvisor, "\"errnoRet\": 38"));
