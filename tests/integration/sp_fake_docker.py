@@ -335,6 +335,45 @@ def json_reply(status, obj):
     return status, "application/json", (json.dumps(obj) + "\n").encode()
 
 
+
+def body_chunks(rfile, headers, chunked):
+    """A request body read from rfile, piece by piece: chunked (trailers
+    skipped) or by Content-Length; over BODY_MAX, or cut short, is an
+    error."""
+    length = 0
+    if chunked:
+        while True:
+            line = rfile.readline(1024)
+            if not line:
+                raise ConnectionError("the connection closed inside a chunked body")
+            size = int(line.split(b";", 1)[0].strip(), 16)
+            if size == 0:
+                while True:  # trailers, up to the empty line
+                    t = rfile.readline(8192)
+                    if t in (b"\r\n", b"\n", b""):
+                        break
+                return
+            if length + size > BODY_MAX:
+                raise ConnectionError("body too large")
+            left = size
+            while left:
+                data = rfile.read(min(left, 1 << 16))
+                if not data:
+                    raise ConnectionError("the connection closed inside a chunk")
+                left -= len(data)
+                length += len(data)
+                yield data
+            rfile.readline(16)  # the CRLF after the chunk
+    left = int(headers.get("Content-Length") or 0)
+    if left < 0 or left > BODY_MAX:
+        raise ConnectionError("bad Content-Length")
+    while left:
+        data = rfile.read(min(left, 1 << 16))
+        if not data:
+            raise ConnectionError("the connection closed inside the body")
+        left -= len(data)
+        yield data
+
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "Docker/20.10.24 (linux)"
@@ -353,48 +392,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         h = hashlib.sha256()
         head = bytearray()
         length = 0
-
-        def take(data):
-            nonlocal length
+        chunked = "chunked" in (self.headers.get("Transfer-Encoding") or "").lower()
+        for data in body_chunks(self.rfile, self.headers, chunked):
             h.update(data)
             length += len(data)
             if len(head) < JSON_LOG_MAX:
                 head.extend(data[:JSON_LOG_MAX - len(head)])
-
-        te = (self.headers.get("Transfer-Encoding") or "").lower()
-        if "chunked" in te:
-            while True:
-                line = self.rfile.readline(1024)
-                if not line:
-                    raise ConnectionError("the connection closed inside a chunked body")
-                size = int(line.split(b";", 1)[0].strip(), 16)
-                if size == 0:
-                    while True:  # trailers, up to the empty line
-                        t = self.rfile.readline(8192)
-                        if t in (b"\r\n", b"\n", b""):
-                            break
-                    break
-                if length + size > BODY_MAX:
-                    raise ConnectionError("body too large")
-                left = size
-                while left:
-                    data = self.rfile.read(min(left, 1 << 16))
-                    if not data:
-                        raise ConnectionError("the connection closed inside a chunk")
-                    take(data)
-                    left -= len(data)
-                self.rfile.readline(16)  # the CRLF after the chunk
-            return h.hexdigest(), length, bytes(head), True
-        left = int(self.headers.get("Content-Length") or 0)
-        if left > BODY_MAX:
-            raise ConnectionError("body too large")
-        while left:
-            data = self.rfile.read(min(left, 1 << 16))
-            if not data:
-                raise ConnectionError("the connection closed inside the body")
-            take(data)
-            left -= len(data)
-        return h.hexdigest(), length, bytes(head), False
+        return h.hexdigest(), length, bytes(head), chunked
 
     def handle_any(self):
         engine = self.server.engine
@@ -521,35 +525,7 @@ class ForwardHandler(http.server.BaseHTTPRequestHandler):
 
     def body_chunks(self, chunked):
         """The request body, piece by piece (by Content-Length or chunked)."""
-        if chunked:
-            while True:
-                line = self.rfile.readline(1024)
-                if not line:
-                    raise ConnectionError("the connection closed inside a chunked body")
-                size = int(line.split(b";", 1)[0].strip(), 16)
-                if size == 0:
-                    while True:  # trailers, up to the empty line
-                        t = self.rfile.readline(8192)
-                        if t in (b"\r\n", b"\n", b""):
-                            break
-                    return
-                left = size
-                while left:
-                    data = self.rfile.read(min(left, 1 << 16))
-                    if not data:
-                        raise ConnectionError("the connection closed inside a chunk")
-                    left -= len(data)
-                    yield data
-                self.rfile.readline(16)  # the CRLF after the chunk
-        left = int(self.headers.get("Content-Length") or 0)
-        if left < 0 or left > BODY_MAX:
-            raise ConnectionError("bad Content-Length")
-        while left:
-            data = self.rfile.read(min(left, 1 << 16))
-            if not data:
-                raise ConnectionError("the connection closed inside the body")
-            left -= len(data)
-            yield data
+        return body_chunks(self.rfile, self.headers, chunked)
 
     def handle_any(self):
         log = self.server.forward_log
