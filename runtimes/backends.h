@@ -12,4 +12,7 @@ int sp_docker_open (const struct sp_runtime_settings *settings, struct sp_runtim
 int sp_runsc_open (const struct sp_runtime_settings *settings, struct sp_runtime_backend **out,
                    sp_error_t *err);
 
+int sp_sbx_open (const struct sp_runtime_settings *settings, struct sp_runtime_backend **out,
+                 sp_error_t *err);
+
 #endif

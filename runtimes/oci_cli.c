@@ -7,6 +7,8 @@
 #define _GNU_SOURCE
 #include "oci_cli.h"
 
+#include "binary_check.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -176,32 +178,6 @@ delete_id (const struct oci_cli *r, const char *root, const char *id, sp_error_t
   return container_verb (r, root, words, id, err);
 }
 
-/* Looks for the binary in SP_RUNTIME_SEARCH_PATH: the first executable
-   regular file.  */
-static char *
-find_in_search_path (const char *name)
-{
-  const char *p = SP_RUNTIME_SEARCH_PATH;
-
-  while (*p)
-    {
-      size_t n = strcspn (p, ":");
-      char *candidate = NULL;
-      struct stat st;
-
-      if (asprintf (&candidate, "%.*s/%s", (int)n, p, name) < 0)
-        return NULL;
-      if (stat (candidate, &st) == 0 && S_ISREG (st.st_mode) && access (candidate, X_OK) == 0)
-        return candidate;
-      free (candidate);
-      p += n;
-      if (*p == ':')
-        p++;
-    }
-  errno = ENOENT;
-  return NULL;
-}
-
 void
 oci_cli_close (struct sp_runtime_backend *rt)
 {
@@ -217,35 +193,6 @@ oci_cli_close (struct sp_runtime_backend *rt)
   for (size_t i = 0; i < OCI_CLI_FLAGS_MAX; i++)
     free (r->flags[i]);
   free (r);
-}
-
-/* Each directory from path's parent up to / must be root's (or the
-   caller's) and not writable by group or others: else someone else could
-   swap the binary.  */
-static int
-check_parents (const char *real, sp_error_t *err)
-{
-  char dir[PATH_MAX];
-  char *slash;
-
-  snprintf (dir, sizeof (dir), "%s", real);
-  while ((slash = strrchr (dir, '/')) != NULL)
-    {
-      struct stat st;
-
-      if (slash == dir)
-        slash[1] = '\0';
-      else
-        *slash = '\0';
-      if (stat (dir, &st) < 0)
-        return sp_make_error (err, errno, "stat `%s`", dir);
-      if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))
-        return sp_make_error (
-            err, 0, "runtime binary `%s`: directory `%s` is not root's or is writable by others", real, dir);
-      if (slash == dir)
-        break;
-    }
-  return 0;
 }
 
 int
@@ -295,27 +242,14 @@ int
 oci_cli_verify (struct sp_runtime_backend *rt, sp_error_t *err)
 {
   struct oci_cli *r = (struct oci_cli *)rt;
-  cleanup_free char *real = realpath (r->binary, NULL);
+  cleanup_free char *real = NULL;
   char out[SP_RUNTIME_VERSION_MAX_BYTES + 1];
   size_t len = 0;
   int status = 0;
-  struct stat st;
   char why[160];
   char desc[64];
 
-  if (real == NULL)
-    return sp_make_error (err, errno, "runtime binary `%s`", r->binary);
-  if (stat (real, &st) < 0)
-    return sp_make_error (err, errno, "runtime binary `%s`: stat", real);
-  if (!S_ISREG (st.st_mode))
-    return sp_make_error (err, 0, "runtime binary `%s`: not a regular file", real);
-  if (st.st_uid != 0)
-    return sp_make_error (err, 0, "runtime binary `%s`: not owned by root", real);
-  if (st.st_mode & (S_IWGRP | S_IWOTH))
-    return sp_make_error (err, 0, "runtime binary `%s`: writable by group or others", real);
-  if (!(st.st_mode & S_IXUSR))
-    return sp_make_error (err, 0, "runtime binary `%s`: not executable", real);
-  if (check_parents (real, err) < 0)
+  if (runtime_binary_check (r->binary, &real, err) < 0)
     return -1;
 
   char *argv[] = { real, (char *)"--version", NULL };
@@ -1053,7 +987,7 @@ oci_cli_open (const struct oci_flavor *flavor, const struct sp_runtime_ops *ops,
           return sp_make_error (err, i == OCI_CLI_FLAGS_MAX ? 0 : ENOMEM, "%s: too many flags", name);
         }
     }
-  r->binary = settings->binary ? strdup (settings->binary) : find_in_search_path (name);
+  r->binary = settings->binary ? strdup (settings->binary) : runtime_binary_find (name);
   if (r->binary == NULL)
     {
       int e = errno;

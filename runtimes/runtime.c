@@ -16,6 +16,7 @@ sp_runtime_binary_name (enum sp_runtime kind)
     case SP_RUNTIME_DOCKER:
       return ""; /* driven over a socket: no binary of its own here */
     case SP_RUNTIME_SBX:
+      return ""; /* serve's --sbx names it; serve verifies it, not stage */
     default:
       return NULL;
     }
@@ -35,8 +36,7 @@ sp_runtime_open (enum sp_runtime kind, const struct sp_runtime_settings *setting
     case SP_RUNTIME_DOCKER:
       return sp_docker_open (settings, out, err);
     case SP_RUNTIME_SBX:
-      return sp_make_error (err, 0, "runtime `%s` is not available in this build yet",
-                            sp_runtime_name (kind));
+      return sp_sbx_open (settings, out, err);
     default:
       return sp_make_error (err, 0, "unknown runtime %d", (int)kind);
     }

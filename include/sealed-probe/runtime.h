@@ -53,7 +53,12 @@ struct sp_runtime_settings
   const char *gvisor_platform;  /* gvisor only: runsc's --platform; NULL: SP_GVISOR_PLATFORM_DEFAULT */
   const char *docker_socket;    /* docker only: the daemon's Unix socket; NULL: /var/run/docker.sock */
   const char *docker_state_dir; /* docker only: the daemon's path for state_dir; NULL: the same */
+  const char *sbx_template;     /* sbx only: the VM template, NAME@sha256:<64 hex> */
 };
+
+/* NAME@sha256:<64 lowercase hex>: an sbx template pinned by digest
+   (`--sbx-template`); a tag alone is refused.  */
+bool sp_sbx_template_pinned (const char *ref);
 
 /* The gVisor platforms an operator may pick (`serve --gvisor-platform`).
    ptrace is the default: these machines lack VMX, so kvm cannot run, and
@@ -66,8 +71,9 @@ bool sp_gvisor_platform_valid (const char *name);
    renamed runsc) is refused (docs/runtimes.md).  */
 enum sp_sandbox_kernel
 {
-  SP_SANDBOX_KERNEL_HOST,   /* the host's own Linux kernel (runc) */
-  SP_SANDBOX_KERNEL_GVISOR, /* gVisor's sentry, a kernel in user space (runsc) */
+  SP_SANDBOX_KERNEL_HOST,    /* the host's own Linux kernel (runc) */
+  SP_SANDBOX_KERNEL_GVISOR,  /* gVisor's sentry, a kernel in user space (runsc) */
+  SP_SANDBOX_KERNEL_MICROVM, /* a microVM's own Linux kernel (sbx); from inside, only "not gVisor" shows */
 };
 
 /* What the backend of kind needs of its bundles (bundle.h).  */
@@ -81,6 +87,15 @@ sp_runtime_bundle_rules_for (enum sp_runtime kind)
                                      .tasks_counted_by_kernel = true,
                                      .host_ids_direct = false,
                                      .workspaces_on_host = false };
+  /* sbx: sandboxd, like dockerd, resolves mount sources in the host's
+     mount namespace; the VM's user is 65534, as in a user namespace.  */
+  if (kind == SP_RUNTIME_SBX)
+    return (struct sp_bundle_rules){ .rootfs_nosuid_nodev = true,
+                                     .tmp_on_host = false,
+                                     .seccomp_enosys_by_kernel = false,
+                                     .tasks_counted_by_kernel = false,
+                                     .host_ids_direct = false,
+                                     .workspaces_on_host = true };
   if (kind == SP_RUNTIME_DOCKER)
     return (struct sp_bundle_rules){ .rootfs_nosuid_nodev = true,
                                      .tmp_on_host = false,
@@ -147,9 +162,10 @@ struct sp_runtime_backend
   const struct sp_runtime_ops *ops;
 };
 
-/* The executable a backend of this build drives ("runc", "runsc"; "" for
-   docker, which it reaches over a socket), or NULL for a runtime this build
-   does not have.  */
+/* The executable `stage` expects on PATH for a backend of this build
+   ("runc", "runsc"; "" for docker, which serve reaches over a socket, and
+   for sbx, whose binary serve's --sbx may name), or NULL for a runtime this
+   build does not have.  */
 const char *sp_runtime_binary_name (enum sp_runtime kind);
 
 /* Opens the backend the config names.  A backend this build does not have is

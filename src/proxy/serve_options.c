@@ -40,6 +40,8 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     { .name = "--gvisor-platform", .value = &opt->gvisor_platform },
     { .name = "--docker-socket", .value = &opt->docker_socket },
     { .name = "--docker-state-dir", .value = &opt->docker_state_dir },
+    { .name = "--sbx", .value = &opt->sbx },
+    { .name = "--sbx-template", .value = &opt->sbx_template },
     { .name = "--snapshot", .value = &snapshot },
     { .name = "--scratch-size", .value = &scratch },
     { .name = "--probe-ids", .value = &probe_ids },
@@ -50,7 +52,7 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     { .name = "--queue", .value = &queue },
     { .name = "--queue-wait", .value = &queue_wait },
   };
-  size_t n_options = with_serving ? sizeof (common) / sizeof (common[0]) : 11;
+  size_t n_options = with_serving ? sizeof (common) / sizeof (common[0]) : 13;
   int ret;
 
   *opt = (struct sp_serve_options){
@@ -78,6 +80,13 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
       || (opt->docker_state_dir != NULL && opt->docker_state_dir[0] != '/'))
     return sp_options_usage_error (verb, usage,
                                    "--docker-socket and --docker-state-dir must be absolute paths");
+  if (opt->sbx != NULL && opt->sbx[0] != '/')
+    return sp_options_usage_error (verb, usage, "--sbx must be an absolute path");
+  if (opt->sbx_template != NULL && !sp_sbx_template_pinned (opt->sbx_template))
+    return sp_options_usage_error (
+        verb, usage,
+        "--sbx-template: must be NAME@sha256:<64 lowercase hex>, pinned by digest; "
+        "a tag alone can change under you");
   if (snapshot != NULL && sp_snapshot_mode_parse (snapshot, &opt->snapshot) < 0)
     return sp_options_usage_error (verb, usage, "--snapshot: must be `overlay` or `copy`");
   if (scratch != NULL

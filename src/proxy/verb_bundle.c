@@ -37,7 +37,8 @@
   "usage: sealed-probe-proxy bundle --dry-run --config PATH|- --repo OWNER/NAME --script PATH|- --out DIR\n" \
   "                                 [--rootfs DIR] [--state DIR] [--probe-ids BASE]\n"                       \
   "                                 [--runc PATH | --runsc PATH [--gvisor-platform NAME]\n"                  \
-  "                                  | --docker-socket PATH [--docker-state-dir PATH]]"
+  "                                  | --docker-socket PATH [--docker-state-dir PATH]\n"                     \
+  "                                  | [--sbx PATH] --sbx-template NAME@sha256:HEX]"
 
 /* The bundle's own filesystem: room for the rootfs copy and a seed.  */
 #define BUNDLE_TMPFS_BYTES  (SP_ROOTFS_COPY_TMPFS_BYTES + SP_SEED_MAX_BYTES)
@@ -63,6 +64,8 @@ struct bundle_args
   const char *gvisor_platform;
   const char *docker_socket;
   const char *docker_state_dir;
+  const char *sbx;
+  const char *sbx_template;
   uint32_t probe_id_base;
 };
 
@@ -84,6 +87,8 @@ parse_args (int argc, char **argv, struct bundle_args *a)
     { .name = "--gvisor-platform", .value = &a->gvisor_platform },
     { .name = "--docker-socket", .value = &a->docker_socket },
     { .name = "--docker-state-dir", .value = &a->docker_state_dir },
+    { .name = "--sbx", .value = &a->sbx },
+    { .name = "--sbx-template", .value = &a->sbx_template },
   };
   const struct sp_option *required[] = { &options[1], &options[2], &options[3], &options[4] };
   int ret = sp_options_parse ("bundle", USAGE, argc, argv, options, sizeof (options) / sizeof (options[0]));
@@ -105,6 +110,13 @@ parse_args (int argc, char **argv, struct bundle_args *a)
   if (a->gvisor_platform != NULL && !sp_gvisor_platform_valid (a->gvisor_platform))
     return sp_options_usage_error ("bundle", USAGE,
                                    "--gvisor-platform: must be `ptrace`, `systrap` or `kvm`");
+  if (a->sbx != NULL && a->sbx[0] != '/')
+    return sp_options_usage_error ("bundle", USAGE, "--sbx must be an absolute path");
+  if (a->sbx_template != NULL && !sp_sbx_template_pinned (a->sbx_template))
+    return sp_options_usage_error (
+        "bundle", USAGE,
+        "--sbx-template: must be NAME@sha256:<64 lowercase hex>, pinned by digest; "
+        "a tag alone can change under you");
   return 0;
 }
 
@@ -116,12 +128,15 @@ open_backend (const struct bundle_args *a, enum sp_runtime kind, const char *run
               struct sp_runtime_backend **rt, sp_error_t *err)
 {
   struct sp_runtime_settings settings = {
-    .binary = kind == SP_RUNTIME_GVISOR ? a->runsc : a->runc,
+    .binary = kind == SP_RUNTIME_GVISOR ? a->runsc
+              : kind == SP_RUNTIME_SBX  ? a->sbx
+                                        : a->runc,
     .state_dir = a->state ? a->state : SP_DEFAULT_STATE,
     .run_id = run_id,
     .gvisor_platform = a->gvisor_platform,
     .docker_socket = a->docker_socket,
     .docker_state_dir = a->docker_state_dir,
+    .sbx_template = a->sbx_template,
   };
 
   if (a->runc != NULL && kind != SP_RUNTIME_RUNC)
@@ -132,6 +147,9 @@ open_backend (const struct bundle_args *a, enum sp_runtime kind, const char *run
   if ((a->docker_socket != NULL || a->docker_state_dir != NULL) && kind != SP_RUNTIME_DOCKER)
     return sp_make_error (err, 0, "--%s: sealedProbes.runtime is `%s`, not `docker`",
                           a->docker_socket ? "docker-socket" : "docker-state-dir", sp_runtime_name (kind));
+  if ((a->sbx != NULL || a->sbx_template != NULL) && kind != SP_RUNTIME_SBX)
+    return sp_make_error (err, 0, "--%s: sealedProbes.runtime is `%s`, not `sbx`",
+                          a->sbx ? "sbx" : "sbx-template", sp_runtime_name (kind));
   if (sp_runtime_open (kind, &settings, rt, err) < 0)
     return sp_error_wrap (err, "sealedProbes.runtime");
   return 0;

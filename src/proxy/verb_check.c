@@ -18,7 +18,8 @@
 #define USAGE                                                                                                \
   "usage: sealed-probe-proxy check --config PATH|- [--state DIR] [--rootfs DIR]\n"                           \
   "                                [--runc PATH | --runsc PATH [--gvisor-platform NAME]\n"                   \
-  "                                 | --docker-socket PATH [--docker-state-dir PATH]]\n"                     \
+  "                                 | --docker-socket PATH [--docker-state-dir PATH]\n"                      \
+  "                                 | [--sbx PATH] --sbx-template NAME@sha256:HEX]\n"                        \
   "                                [--snapshot overlay|copy] [--scratch-size SIZE] [--probe-ids BASE]"
 
 #define fail(...) (sp_verb_report ("check", __VA_ARGS__), SP_EXIT_FAIL)
@@ -37,7 +38,9 @@ report (const struct sp_serve *s)
   /* The evidence strings are the backend's own constants, plain ASCII
      without quotes or backslashes: what the canary checked, and found.  */
   printf ("],\"canary\":\"confined\",\"kernel\":\"%s\",\"kernel_evidence\":[",
-          s->runtime->ops->kernel == SP_SANDBOX_KERNEL_GVISOR ? "gvisor" : "host");
+          s->runtime->ops->kernel == SP_SANDBOX_KERNEL_GVISOR    ? "gvisor"
+          : s->runtime->ops->kernel == SP_SANDBOX_KERNEL_MICROVM ? "microvm"
+                                                                 : "host");
   for (size_t i = 0; s->runtime->ops->canary_evidence[i] != NULL; i++)
     printf ("%s\"%s\"", i ? "," : "", s->runtime->ops->canary_evidence[i]);
   printf ("]}\n");

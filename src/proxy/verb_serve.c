@@ -29,7 +29,8 @@
   "                                [--queue N] [--queue-wait SECONDS] [--snapshot overlay|copy]\n"           \
   "                                [--scratch-size SIZE] [--probe-ids BASE]\n"                               \
   "                                [--runc PATH | --runsc PATH [--gvisor-platform NAME]\n"                   \
-  "                                 | --docker-socket PATH [--docker-state-dir PATH]]"
+  "                                 | --docker-socket PATH [--docker-state-dir PATH]\n"                      \
+  "                                 | [--sbx PATH] --sbx-template NAME@sha256:HEX]"
 
 #define fail(...) (sp_verb_report ("serve", __VA_ARGS__), SP_EXIT_FAIL)
 

@@ -117,8 +117,8 @@ preflight (const struct sp_config *config, const struct sp_catalog *catalog, con
 
   if (binary == NULL)
     return sp_make_error (err, 0,
-                          "sealedProbes.runtime: `%s` is not supported by this build yet (supported: runc, "
-                          "gvisor); the proxy never falls back to another runtime",
+                          "sealedProbes.runtime: `%s` is not supported by this build; the proxy never falls "
+                          "back to another runtime",
                           sp_runtime_name (config->runtime));
   if (binary[0] != '\0' && !on_path (binary))
     return sp_make_error (err, 0, "sealedProbes.runtime: `%s` is not installed (no %s on PATH)",

@@ -542,7 +542,8 @@ done:
    property docs/runtimes.md lists, and KERNEL-MISMATCH when the kernel it
    runs on is not the one the backend promises (runtime.h,
    sp_sandbox_kernel): a runc renamed runsc is refused, never used.  The
-   first lines, EXPECT_GVISOR and PROBE_IDS, are set per backend.  */
+   first lines, EXPECT_GVISOR, EXPECT_VM, NO_USER_NS and PROBE_IDS, are set
+   per backend.  */
 static const char canary_body[]
     = "import os\n"
       "GVISOR_VERSION = 'Linux version 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016\\n'\n"
@@ -579,6 +580,13 @@ static const char canary_body[]
       "    import ctypes\n"
       "    libc = ctypes.CDLL(None, use_errno=True)\n"
       "    return libc.syscall(435, 0, 0) == -1 and ctypes.get_errno() == 38\n"
+      "# The probe is the sandbox's init; in a microVM, `sbx exec` starts it\n"
+      "# beside the VM's own init, and nothing else may run there.\n"
+      "def alone():\n"
+      "    if os.getpid() == 1:\n"
+      "        return True\n"
+      "    pids = {int(p) for p in os.listdir('/proc') if p.isdigit()}\n"
+      "    return EXPECT_VM and pids <= {1, os.getpid()}\n"
       "def confined():\n"
       "    st = status()\n"
       "    uid = os.getuid()\n"
@@ -593,7 +601,7 @@ static const char canary_body[]
       "        return False\n"
       "    if not no_new_privs(st) or st.get('Seccomp') != '2':\n"
       "        return False\n"
-      "    if os.getpid() != 1 or not clone3_enosys():\n"
+      "    if not alone() or not clone3_enosys():\n"
       "        return False\n"
       "    ifaces = [l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:]]\n"
       "    if ifaces != ['lo']:\n"
@@ -635,6 +643,7 @@ sp_serve_canary (struct sp_serve *s, sp_error_t *err)
     { (const uint8_t *)"KERNEL-MISMATCH", 15 },
   };
   bool gvisor = s->runtime->ops->kernel == SP_SANDBOX_KERNEL_GVISOR;
+  bool vm = s->runtime->ops->kernel == SP_SANDBOX_KERNEL_MICROVM;
   uint32_t ids_low = SP_PROBE_UID, ids_high = SP_PROBE_UID + 1;
   cleanup_free char *script = NULL;
   struct invocation inv;
@@ -650,9 +659,11 @@ sp_serve_canary (struct sp_serve *s, sp_error_t *err)
       ids_low = s->opt->probe_id_base;
       ids_high = s->opt->probe_id_base + SP_PROBE_ID_RANGE;
     }
-  len = asprintf (&script, "EXPECT_GVISOR = %s\nNO_USER_NS = %s\nPROBE_IDS = (%" PRIu32 ", %" PRIu32 ")\n%s",
-                  gvisor ? "True" : "False", ids_low != SP_PROBE_UID ? "True" : "False", ids_low, ids_high,
-                  canary_body);
+  len = asprintf (&script,
+                  "EXPECT_GVISOR = %s\nEXPECT_VM = %s\nNO_USER_NS = %s\nPROBE_IDS = (%" PRIu32 ", %" PRIu32
+                  ")\n%s",
+                  gvisor ? "True" : "False", vm ? "True" : "False",
+                  ids_low != SP_PROBE_UID ? "True" : "False", ids_low, ids_high, canary_body);
   if (len < 0)
     {
       script = NULL;
@@ -667,13 +678,15 @@ sp_serve_canary (struct sp_serve *s, sp_error_t *err)
     return sp_error_wrap (err, "canary");
   /* Answers are numbered from 1 (protocol.h); 0 is ERROR.  */
   if (index == 3)
-    return sp_make_error (err, 0,
-                          gvisor
-                              ? "canary: runtime `%s` ran the sandbox, but not on gVisor: its kernel showed "
-                                "none of gVisor's evidence (docs/runtimes.md)"
-                              : "canary: runtime `%s` ran the sandbox, but not on the host's kernel "
-                                "(docs/runtimes.md)",
-                          s->runtime->ops->name);
+    return sp_make_error (
+        err, 0,
+        gvisor ? "canary: runtime `%s` ran the sandbox, but not on gVisor: its kernel showed "
+                 "none of gVisor's evidence (docs/runtimes.md)"
+        : vm   ? "canary: runtime `%s` ran the sandbox on gVisor, not on a microVM's Linux kernel "
+                 "(docs/runtimes.md)"
+               : "canary: runtime `%s` ran the sandbox, but not on the host's kernel "
+                 "(docs/runtimes.md)",
+        s->runtime->ops->name);
   if (index != 1)
     return sp_make_error (err, 0, "canary: the sandbox is not confined as required (it answered %s)",
                           index == 2 ? "UNCONFINED" : "something else");

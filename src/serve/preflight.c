@@ -118,14 +118,16 @@ open_work (struct sp_serve *s, sp_error_t *err)
   snprintf (key, sizeof (key), "%jx-%jx", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino);
   if (s->rules.workspaces_on_host)
     {
-      /* Docker: in the host's mount namespace, under the state directory,
-         where --docker-state-dir maps every path for the daemon.  */
-      if (asprintf (&s->work_path, "%s/%s", s->state_path, SP_SERVE_DOCKER_WORK) < 0)
+      /* Docker and sbx: in the host's mount namespace, under the state
+         directory, where --docker-state-dir maps every path for dockerd.  */
+      const char *name = s->config->runtime == SP_RUNTIME_SBX ? SP_SERVE_SBX_WORK : SP_SERVE_DOCKER_WORK;
+
+      if (asprintf (&s->work_path, "%s/%s", s->state_path, name) < 0)
         {
           s->work_path = NULL;
           return sp_make_error (err, errno, "allocate a path");
         }
-      s->work_fd = open_work_dir (s->state_fd, SP_SERVE_DOCKER_WORK, s->work_path, err);
+      s->work_fd = open_work_dir (s->state_fd, name, s->work_path, err);
     }
   else
     {
@@ -208,6 +210,9 @@ runtime_options (enum sp_runtime kind, const struct sp_serve_options *opt,
   if ((opt->docker_socket != NULL || opt->docker_state_dir != NULL) && kind != SP_RUNTIME_DOCKER)
     return sp_make_error (err, 0, "--%s: sealedProbes.runtime is `%s`, not `docker`",
                           opt->docker_socket ? "docker-socket" : "docker-state-dir", sp_runtime_name (kind));
+  if ((opt->sbx != NULL || opt->sbx_template != NULL) && kind != SP_RUNTIME_SBX)
+    return sp_make_error (err, 0, "--%s: sealedProbes.runtime is `%s`, not `sbx`",
+                          opt->sbx ? "sbx" : "sbx-template", sp_runtime_name (kind));
   if (kind == SP_RUNTIME_RUNC)
     {
       settings->binary = opt->runc;
@@ -224,6 +229,12 @@ runtime_options (enum sp_runtime kind, const struct sp_serve_options *opt,
       settings->docker_socket = opt->docker_socket;
       settings->docker_state_dir = opt->docker_state_dir;
       *binary_option = "--docker-socket";
+    }
+  else if (kind == SP_RUNTIME_SBX)
+    {
+      settings->binary = opt->sbx;
+      settings->sbx_template = opt->sbx_template;
+      *binary_option = "--sbx";
     }
   return 0;
 }

@@ -38,6 +38,8 @@ struct sp_serve_options
   const char *gvisor_platform;  /* --gvisor-platform; NULL: SP_GVISOR_PLATFORM_DEFAULT */
   const char *docker_socket;    /* --docker-socket: runtime docker's daemon */
   const char *docker_state_dir; /* --docker-state-dir: the daemon's path for --state */
+  const char *sbx;              /* --sbx: runtime sbx's binary */
+  const char *sbx_template;     /* --sbx-template: runtime sbx's VM template, pinned by digest */
   unsigned concurrency;
   unsigned queue;
   unsigned queue_wait_seconds;
@@ -187,8 +189,11 @@ int sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t 
    exists.  */
 int sp_serve_detach (bool private_mounts, sp_error_t *err);
 
-/* Docker's workspaces, below the state directory (preflight.c, open_work).  */
+/* Docker's and sbx's workspaces, below the state directory (preflight.c,
+   open_work): their daemons resolve mount sources in the host's mount
+   namespace.  */
 #define SP_SERVE_DOCKER_WORK "docker-work"
+#define SP_SERVE_SBX_WORK    "sbx-work"
 
 /* A file this instance made (the socket, the ready file): removed on stop
    only while the path still names it, never another instance's.  */

@@ -625,6 +625,26 @@ BACKENDS = {
         # What /version answers for a daemon serve refuses (API older than 1.41).
         "old_version": '{"Version":"19.03.15","ApiVersion":"1.40","MinAPIVersion":"1.12","Os":"linux"}',
     },
+    # sbx (Docker Sandboxes, a microVM per sandbox) cannot run here: its
+    # tests run against the TEST DOUBLE tests/doubles/sbx/sbx, installed per
+    # test file by sp_sbx.SbxDouble, which runs each VM's workload under
+    # runc.  serve keeps each invocation's workspace in STATE/sbx-work/<run>/<inv>
+    # and names each VM sp-<run>-<inv>.<state key> (sp_sbx.vm_name).
+    "sbx": {
+        "runtime": "sbx",
+        "binary": "sbx",
+        "option": "--sbx",
+        "state": "sbx-work",
+        # Its host processes, each of whose argv names the VM: the sbx CLI
+        # serve runs (`sbx exec` lives as long as the probe; the double is
+        # a script, so its argv[0] is python3: Backend.is_process) and the
+        # double's runc.
+        "processes": ("sbx", "runc", "runc:[2:INIT]"),
+        "kernel": "microvm",
+        "flags": (),
+        # What `sbx version` prints for a release serve refuses (not audited).
+        "old_version": "Client:\n Version: v0.38.0\n",
+    },
 }
 
 
@@ -667,6 +687,11 @@ class Backend:
         self.runtime = spec["runtime"]
         self.binary_name = spec["binary"]
         self.docker = spec["binary"] is None
+        self.sbx = name == "sbx"
+        # sbx: binary_path is the installed test double (sp_sbx.SbxDouble).
+        self.double = binary_path if self.sbx else None
+        if self.sbx:
+            binary_path = self.double.path
         self.binary = None if self.docker else binary_path
         self.socket = binary_path if self.docker else None
         self.option = spec["option"]
@@ -690,15 +715,32 @@ class Backend:
         nothing for runc and runsc (serve finds them on its search path);
         the tests' daemon for docker, so that serve, check and bundle never
         fall back to the system's /var/run/docker.sock."""
+        if self.sbx:
+            return self.double.path
         return self.socket if self.docker else None
 
     def proxy_args(self, given=()):
         """The options every serve, check and bundle of a test carries on this
         backend: [] for runc and runsc; ["--docker-socket", SOCKET] for docker,
         unless given (the test's own arguments) names the option already."""
+        if self.sbx:
+            out = [] if self.option in given else [self.option, self.double.path]
+            return out + ([] if "--sbx-template" in given else ["--sbx-template", self.double.template])
         if self.option_default is None or self.option in given:
             return []
         return [self.option, self.option_default]
+
+    @property
+    def extra_args(self):
+        """Options beyond the backend's one that serve needs on it: sbx's
+        template."""
+        return ["--sbx-template", self.double.template] if self.sbx else []
+
+    @property
+    def workspaces_on_host(self):
+        """docker and sbx: serve keeps its workspaces under STATE, in the
+        host's mount namespace (STATE/docker-work, STATE/sbx-work)."""
+        return self.docker or self.sbx
 
     # ---- state ----
     def run_root(self, state, run):
@@ -711,7 +753,7 @@ class Backend:
         /run/sealed-probe/work/<device>-<inode> of it, in hex
         (src/serve/preflight.c); for docker STATE/docker-work, in the host's
         mount namespace, where dockerd resolves bind sources."""
-        if self.docker:
+        if self.workspaces_on_host:
             return os.path.join(state, self.state_subdir)
         st = os.stat(state)
         return f"/run/sealed-probe/work/{st.st_dev:x}-{st.st_ino:x}"
@@ -721,7 +763,7 @@ class Backend:
         keeps a directory per id; runsc keeps `<id>_sandbox:<id>.state` and
         `.lock` files.  For docker an entry of STATE/docker-work/<run> (root)
         is an invocation's workspace, <inv>, of container sp-<run>-<inv>."""
-        if self.docker:
+        if self.workspaces_on_host:
             if root and name.isdigit():
                 return f"sp-{os.path.basename(os.path.normpath(root))}-{name}"
             return None
@@ -736,6 +778,18 @@ class Backend:
         image, labelled with root's state and run, so that
         force_delete_state removes it too); the path returned is a marker
         file in root, and release() removes both."""
+        if self.sbx:
+            import sp_sbx
+            state = os.path.dirname(os.path.dirname(os.path.normpath(root)))
+            name = sp_sbx.vm_name(cid, state)
+            r = self.double.call("create", "shell", "--name", name, "--template", self.double.template, "--quiet",
+                                 "--mount-target", "/probe/repo", "--", "/")
+            if r.returncode != 0:
+                raise RuntimeError(f"occupying {name} failed: {r.stderr.strip()}")
+            path = os.path.join(root, f".occupied-{cid}")
+            with open(path, "w") as f:
+                f.write(name)
+            return path
         if self.docker:
             state, run = os.path.dirname(os.path.dirname(os.path.normpath(root))), os.path.basename(root)
             labels = {"org.sealed-probe.state": docker_state_key(state), "org.sealed-probe.run": run,
@@ -765,6 +819,9 @@ class Backend:
         if self.docker and os.path.isfile(path):
             with open(path) as f:
                 docker_remove(f.read().strip(), self.socket)
+        if self.sbx and os.path.isfile(path):
+            with open(path) as f:
+                self.double.remove_vm(f.read().strip())
         if os.path.isdir(path):
             os.rmdir(path)
         elif os.path.lexists(path):
@@ -795,8 +852,8 @@ class Backend:
         would exec) when there is one, else from the table above.  (Docker
         has no command line: run_argv, delete_argv and kill_argv call
         sp_harness.py's own helpers, _main.)"""
-        if self.docker:
-            raise RuntimeError("docker has no runtime command line: use run_argv, delete_argv, kill_argv")
+        if self.docker or self.sbx:
+            raise RuntimeError(f"{self.name} has no OCI runtime command line: use run_argv, delete_argv, kill_argv")
         commands = os.path.join(bundle, "runtime-commands.json") if bundle else None
         if commands and os.path.exists(commands):
             with open(commands) as f:
@@ -819,23 +876,39 @@ class Backend:
         return [self.binary, "--root", root, *self.flags]
 
     def _helper(self, verb, *args):
+        if self.sbx:
+            sbx_main = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sp_sbx.py")
+            return [sys.executable, "-I", sbx_main, verb, "--sbx", self.double.path, *args]
         return [sys.executable, "-I", os.path.abspath(__file__), verb, "--socket", self.socket, *args]
+
+    def _vm(self, root, cid):
+        """The VM of container cid whose workspaces are under root
+        (STATE/sbx-work/<run>), or of a dry-run whose --state is root's."""
+        import sp_sbx
+        state = os.path.dirname(os.path.dirname(os.path.normpath(root))) if root else None
+        return sp_sbx.vm_name(cid, state) if state and os.path.isdir(state) else cid
 
     def run_argv(self, root, bundle, cid):
         """runc's and runsc's `run`; for docker the replay of the bundle's
         runtime-commands.json (docker_replay), root unused."""
         if self.docker:
             return self._helper("docker-run", "--bundle", bundle, "--name", cid)
+        if self.sbx:
+            return self._helper("sbx-run", "--bundle", bundle, "--name", cid)
         return self.prefix(root, bundle) + ["run", "--bundle", bundle, cid]
 
     def delete_argv(self, root, cid, bundle=None):
         if self.docker:
             return self._helper("docker-rm", cid)
+        if self.sbx:
+            return self._helper("sbx-rm", cid)
         return self.prefix(root, bundle) + ["delete", "--force", cid]
 
     def kill_argv(self, root, cid, sig="KILL", bundle=None):
         if self.docker:
             return self._helper("docker-kill", cid, sig)
+        if self.sbx:
+            return self._helper("sbx-kill", cid)
         return self.prefix(root, bundle) + ["kill", cid, sig]
 
     def list_argv(self, root):
@@ -849,6 +922,9 @@ class Backend:
         if self.docker:
             state, run = os.path.dirname(os.path.dirname(os.path.normpath(root))), os.path.basename(root)
             return set(docker_state_containers(state, run, self.socket)) if run else set()
+        if self.sbx:
+            state, run = os.path.dirname(os.path.dirname(os.path.normpath(root))), os.path.basename(root)
+            return {n.rsplit(".", 1)[0] for n in self.state_vms(state) if run and n.startswith(f"sp-{run}-")}
         ids = set()
         if not os.path.isdir(root):
             return ids
@@ -863,9 +939,21 @@ class Backend:
                 ids.add(n)
         return ids
 
+    def state_vms(self, state):
+        """sbx: the double's VMs of state (named with its key), whatever their run."""
+        import sp_sbx
+        try:
+            key = sp_sbx.state_key(state)
+        except OSError:
+            return []
+        return [n for n in self.double.vms() if n.endswith("." + key)]
+
     def force_delete(self, root, cid, bundle=None):
         if self.docker:
             docker_remove(cid, self.socket)
+            return
+        if self.sbx:
+            self.double.remove_vm(self._vm(root, cid))
             return
         subprocess.run(self.kill_argv(root, cid, bundle=bundle), capture_output=True)
         subprocess.run(self.delete_argv(root, cid, bundle=bundle), capture_output=True)
@@ -882,6 +970,10 @@ class Backend:
             for cid in docker_state_containers(state, socket_path=self.socket):
                 docker_remove(cid, self.socket)
             return
+        if self.sbx:
+            for name in self.state_vms(state):
+                self.double.remove_vm(name)
+            return
         for root in glob.glob(os.path.join(state, self.state_subdir, "*")):
             self.force_delete_all(root)
 
@@ -893,6 +985,9 @@ class Backend:
             left = docker_state_containers(state, socket_path=self.socket)
             return [f"containers labelled org.sealed-probe.state={docker_state_key(state)}: {sorted(left)}"] \
                 if left else []
+        if self.sbx:
+            left = self.state_vms(state)
+            return [f"sbx VMs of this state directory: {left}"] if left else []
         found = []
         for root in glob.glob(os.path.join(state, self.state_subdir, "*")):
             ids = self.containers(root)
@@ -902,15 +997,36 @@ class Backend:
 
     # ---- host processes ----
     def is_process(self, argv):
-        """argv (a list of bytes) is one of this backend's host processes."""
-        return bool(argv) and os.path.basename(argv[0]) in self.process_names
+        """argv (a list of bytes) is one of this backend's host processes.
+        (sbx: the test double is a Python script, `python3 -I PATH ...`.)"""
+        if not argv:
+            return False
+        if os.path.basename(argv[0]) in self.process_names:
+            return True
+        return self.sbx and self.double.path.encode() in argv[1:3]
+
+    def process_mark(self, state):
+        """What the argv of a host process of state holds (runc, runsc):
+        the state directory; for sbx the suffix of its VMs' names,
+        `.<state key>`.  None when state is gone."""
+        if not self.sbx:
+            return state.encode()
+        try:
+            return ("." + docker_state_key(state)).encode()
+        except OSError:
+            return None
 
     def host_processes(self, state):
         """[(pid, argv)] of the backend's host processes that belong to state:
         runc's and runsc's whose argv names the state directory; for docker
-        the containerd shims of the containers labelled with its key."""
+        the containerd shims of the containers labelled with its key; for
+        sbx the sbx CLI's and the double's runc's whose argv names one of
+        its VMs (process_mark)."""
         if self.docker:
             return docker_shims(docker_state_containers(state, socket_path=self.socket).values())
+        mark = self.process_mark(state)
+        if mark is None:
+            return []
         out = []
         for pid in os.listdir("/proc"):
             if not pid.isdigit():
@@ -920,7 +1036,7 @@ class Backend:
                     argv = f.read().split(b"\0")
             except OSError:
                 continue
-            if self.is_process(argv) and state.encode() in b" ".join(argv):
+            if self.is_process(argv) and mark in b" ".join(argv):
                 out.append((int(pid), b" ".join(argv)[:200]))
         return out
 
@@ -964,6 +1080,23 @@ def backend():
                      "must run")
         skip_all(f"backend {name} not selected by SP_BACKENDS")
     binary_name = BACKENDS[name]["binary"]
+    if name == "sbx":
+        # The test double (sp_sbx.SbxDouble): this build must accept its
+        # version (meson -Dsbx_test_double=true, as scripts/test builds),
+        # and it runs each VM under runc.
+        import sp_sbx
+        why = None
+        if os.environ.get("SP_SBX_TEST_DOUBLE") != "1":
+            why = ("backend sbx: this build does not accept the sbx test double's version "
+                   "(configure it with meson -Dsbx_test_double=true, as scripts/test does)")
+        elif sp_sbx.find_runc() is None:
+            why = f"backend sbx: its test double runs VMs under runc, which is not installed in {RUNTIME_SEARCH_PATH}"
+        if why is not None:
+            if ci():
+                bail_out(why + "; under CI=true this is a failure, not a skip")
+            skip_all(why)
+        _backend.append(Backend(name, sp_sbx.SbxDouble(cached_rootfs())))
+        return _backend[0]
     if binary_name is None:
         # Docker: no binary; its presence is the tests' daemon answering.
         path = docker_socket()

@@ -237,7 +237,7 @@ class Serve:
                             ("--socket-group", socket_group)):
             if value is not None:
                 argv += [flag, str(value)]
-        self.argv = argv + list(extra)
+        self.argv = argv + list(extra) + [a for a in B.extra_args if "--sbx-template" not in extra]
         self.env = env if env is not None else {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
         self.proc = None
         self.run = None
@@ -610,10 +610,11 @@ def leaks(state, run, serve_pid=None, after_exit=False, srv=None, running_run=No
     and the ready file must be gone.  Containers: any of the state directory
     (B.leftover_containers; for docker, by the org.sealed-probe.state label).
     running_run: the run of a serve still running on this state (a restart
-    after a kill -9): on docker its private rootfs copy and workspaces are in
-    the host's mount namespace under STATE/docker-work/<running_run>, by
-    design, and are not run's leftovers (on runc and gvisor they are in that
-    serve's own namespace, which this never reads)."""
+    after a kill -9): on docker and sbx (B.workspaces_on_host) its private
+    rootfs copy and workspaces are in the host's mount namespace under
+    STATE/docker-work/<running_run> (STATE/sbx-work/...), by design, and are
+    not run's leftovers (on runc and gvisor they are in that serve's own
+    namespace, which this never reads)."""
     found = B.leftover_containers(state)
     found += [f"cgroup {d}" for d in cgroup_dirs(run)] if run else []
     pids = processes_in_run_cgroups(run) if run else []
@@ -627,7 +628,7 @@ def leaks(state, run, serve_pid=None, after_exit=False, srv=None, running_run=No
         # (one directory for docker: its work directory is STATE/docker-work)
         for base in dict.fromkeys((work_dir(state), os.path.join(state, B.state_subdir))):
             m = [p for p in mounts_under(base, mi) if p != private_rootfs]
-            if B.docker and running_run:
+            if B.workspaces_on_host and running_run:
                 live = os.path.join(work_dir(state), running_run)
                 m = [p for p in m if p != live and not p.startswith(live + "/")]
             if m:

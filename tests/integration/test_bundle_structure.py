@@ -7,6 +7,7 @@ command lines are runsc's), so it runs on every backend."""
 
 import json
 import os
+import pwd
 import shutil
 import stat
 import subprocess
@@ -16,6 +17,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sp_harness import (BACKENDS, Tap, backend, cached_rootfs, env_path, option_example,  # noqa: E402
                         other_backends, require_root_and, unmount_under)
+import sp_sbx  # noqa: E402
 
 PROXY = env_path("SP_PROXY")
 B = backend()
@@ -333,6 +335,82 @@ if B.docker:
                 bundle_bytes += f.read()
     tap.ok(sock not in bundle_bytes and b"docker.sock" not in bundle_bytes,
            "docker: no file of the bundle (outside the rootfs copy) names the Docker socket")
+elif B.sbx:
+    # sbx is a CLI without --root or global flags: runtime-commands.json
+    # holds the environment and the argv of create, exec, stop, rm and ls
+    # serve would exec (docs/runtimes.md, "Dry run"), each checked below.
+    ARGV_NA = ("sbx has no --root or global flags: runtime-commands.json holds its create, exec, stop, rm and ls "
+               "argv, each checked word for word under names of their own")
+    B.not_applicable(tap, "runtime-commands.json names the binary's create, start, kill and delete, each with its "
+                     "--root", ARGV_NA)
+    B.not_applicable(tap, "every line carries exactly the binary's global flags between --root and the verb", ARGV_NA)
+    SBX_STEPS = ["create", "exec", "stop", "rm", "ls (confirms the VM is gone)"]
+    cmds = commands.get("commands") or []
+    steps = [q.get("step") for q in cmds]
+    home = pwd.getpwuid(os.geteuid()).pw_dir
+    tap.ok(set(commands) == {"runtime", "environment", "commands"} and commands["runtime"] == "sbx"
+           and commands["environment"] == ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                                           f"HOME={home}", "LC_ALL=C"],
+           "sbx: runtime-commands.json is {runtime: sbx, environment, commands}, the environment exactly PATH (the "
+           "runtime search path), HOME (the proxy account's, root's) and LC_ALL=C",
+           {k: v for k, v in commands.items() if k != "commands"})
+    tap.ok(steps == SBX_STEPS and all(set(q) == {"step", "argv"} for q in cmds),
+           "sbx: the commands are create, exec, stop, rm and ls (confirms the VM is gone), in that order, each "
+           "{step, argv}", cmds)
+    tap.ok(cmds and all(q["argv"][0] == B.double.path for q in cmds),
+           "sbx: every command's argv[0] is the --sbx binary", [q["argv"][:1] for q in cmds])
+    argv = {q.get("step"): q.get("argv") or [] for q in cmds}
+    # Without --state the VM's name ends in the key of the default state
+    # directory, SP_DEFAULT_STATE (meson.build).
+    VM = f"sp-{ann['org.sealed-probe.run']}-0.{sp_sbx.state_key('/var/lib/sealed-probe/state')}"
+    create = argv.get("create", [])
+
+    def flag(words, name):
+        return [words[i + 1] for i, w in enumerate(words[:-1]) if w == name]
+
+    tap.ok(create[1:3] == ["create", "shell"] and flag(create, "--name") == [VM]
+           and flag(create, "--template") == [B.double.template] and "--network=none" in create
+           and not [w for w in create if w.startswith("--network") and w != "--network=none"]
+           and create.count("--quiet") == 1,
+           "sbx: create shell names the dry-run VM sp-<run>-0.<state key> (the default state directory's), the "
+           "template, --network=none and --quiet", (VM, create))
+    fsize = rl.get("RLIMIT_FSIZE", {}).get("hard")
+    tmp_size = [o[len("size="):] for o in tmp.get("options", []) if o.startswith("size=")]
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    disk = int(tmp_size[0][:-1]) * units[tmp_size[0][-1]] if tmp_size and tmp_size[0][-1] in units else \
+        (int(tmp_size[0]) if tmp_size else None)
+    quota, period = res["cpu"]["quota"], res["cpu"]["period"]
+    cpus = f"{quota // period}" if quota % period == 0 else f"{quota * 1000 // period / 1000:.3f}"
+    limits = {"--memory": str(res["memory"]["limit"]), "--pids-limit": str(res["pids"]["limit"]), "--cpus": cpus,
+              "--ulimit-fsize": str(fsize), "--disk-limit": str(disk)}
+    tap.ok(all(flag(create, k) == [v] for k, v in limits.items()),
+           "sbx: create's limits are config.json's: --memory the memory limit, --pids-limit the pids limit, --cpus "
+           "the cpu quota over its period, --ulimit-fsize RLIMIT_FSIZE, --disk-limit /tmp's size",
+           (limits, create))
+    sep = create.index("--") if "--" in create else len(create)
+    tap.ok(flag(create[:sep], "--mount-target") == ["/probe/repo", "/probe/probe.py", "/probe/out"]
+           and create[sep:] == ["--", os.path.join(bundle, "repo"), os.path.join(bundle, "probe.py") + ":ro",
+                                os.path.join(bundle, "out")],
+           "sbx: create's --mount-target's are /probe/repo, /probe/probe.py, /probe/out, and after -- this "
+           "bundle's repo, probe.py:ro and out, in that order", create)
+    tap.ok(create == [B.double.path, "create", "shell", "--name", VM, "--template", B.double.template,
+                      "--network=none", "--cpus", cpus, "--memory", limits["--memory"], "--pids-limit",
+                      limits["--pids-limit"], "--disk-limit", limits["--disk-limit"], "--ulimit-fsize",
+                      limits["--ulimit-fsize"], "--quiet", "--mount-target", "/probe/repo", "--mount-target",
+                      "/probe/probe.py", "--mount-target", "/probe/out", "--", os.path.join(bundle, "repo"),
+                      os.path.join(bundle, "probe.py") + ":ro", os.path.join(bundle, "out")],
+           "sbx: the create line holds those words and nothing else, in the documented order", create)
+    ex = argv.get("exec", [])
+    want_exec = [B.double.path, "exec", "--user", "65534:65534", "--workdir", p["cwd"]]
+    for e in p["env"]:
+        want_exec += ["--env", e]
+    want_exec += [VM, "--"] + p["args"]
+    tap.ok(p["cwd"] == "/probe/repo" and ex == want_exec,
+           "sbx: exec is --user 65534:65534 --workdir /probe/repo, one --env per process.env entry, the VM, --, "
+           "then exactly process.args", f"want {want_exec}\ngot  {ex}")
+    tap.ok(argv.get("stop") == [B.double.path, "stop", VM] and argv.get("rm") == [B.double.path, "rm", VM]
+           and argv.get("ls (confirms the VM is gone)") == [B.double.path, "ls", "-q"],
+           "sbx: stop and rm name only the VM; the last step is ls -q", cmds[2:])
 else:
     steps = [c["step"] for c in commands["commands"]]
     tap.ok(commands["runtime"] == B.runtime and steps == ["create", "start", "kill (on timeout or stop)", "delete"]
@@ -370,12 +448,14 @@ with open(os.path.join(base_dir, "probe.py"), "rb") as f:
 tap.ok(owner_mode(os.path.join(base_dir, "config.json"))[:3] == (0, 0, 0o444), "config.json is root's and read-only")
 
 
-# ---- nothing from a request reaches config.json -----------------------------
+# ---- nothing from a request reaches config.json or runtime-commands.json ----
 def normalized(out):
-    """config.json with the two values the proxy chooses per bundle (its
-    directory and its run id) replaced by placeholders."""
+    """config.json and runtime-commands.json with the two values the proxy
+    chooses per bundle (its directory and its run id) replaced by
+    placeholders."""
     text = open(os.path.join(out, "config.json")).read()
     run = json.loads(text)["annotations"]["org.sealed-probe.run"]
+    text += "\n" + open(os.path.join(out, "runtime-commands.json")).read()
     return text.replace(os.path.realpath(out), "@BUNDLE@").replace(run, "@RUN@")
 
 
@@ -395,12 +475,14 @@ for name, script in smuggles.items():
     ok = r.returncode == 0 and normalized(out) == baseline
     with open(os.path.join(out, "probe.py"), "rb") if r.returncode == 0 else open(os.devnull, "rb") as f:
         ok = ok and f.read() == script
-    tap.ok(ok, f"a script carrying {name} changes only probe.py's bytes", r.stderr.decode(errors="replace"))
+    tap.ok(ok, f"a script carrying {name} changes only probe.py's bytes (not config.json, not "
+           "runtime-commands.json)", r.stderr.decode(errors="replace"))
 for repo in REPOS[1:]:
     out = os.path.join(work, "repo-" + repo.replace("/", "-"))
     r = dry_run(out, script=b"print('hello')\n", repo=repo)
-    tap.ok(r.returncode == 0 and normalized(out) == baseline and repo not in open(os.path.join(out, "config.json")).read(),
-           f"choosing repository {repo} changes nothing in config.json", r.stderr.decode(errors="replace"))
+    tap.ok(r.returncode == 0 and normalized(out) == baseline and repo not in normalized(out),
+           f"choosing repository {repo} changes nothing in config.json or runtime-commands.json",
+           r.stderr.decode(errors="replace"))
 
 # ---- no network, no credentials ---------------------------------------------
 out = os.path.join(work, "offline")

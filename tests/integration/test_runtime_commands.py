@@ -15,8 +15,18 @@ to run, invocation and bundle paths, each container's requests in the
 documented order with the described paths up to its name or id, the image
 step the image serve uses, no pull, nothing of the script in any request,
 and the socket's path in neither the dry run, the audit log nor serve's
-stderr."""
+stderr.
 
+On sbx the binary is the test double of the sbx CLI (tests/doubles/sbx/sbx),
+which logs every call's argv and whole environment itself.  serve, started
+with DOCKER_SANDBOXES_PROXY, XDG_CONFIG_HOME, GH_TOKEN, HOME and SP_* of its
+own, answers a probe whose script, outcomes and repository name carry
+canaries: its calls are verify's, the orphan sweeps' and create, exec, stop,
+rm, ls for each invocation, each argv the dry run's word for word up to the
+VM name and the workspace, every environment exactly PATH, root's HOME and
+LC_ALL=C, and no canary in any of them."""
+
+import contextlib
 import json
 import os
 import re
@@ -27,7 +37,7 @@ import tempfile
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, remove_bundle, require_root_and  # noqa: E402
+from sp_harness import RUNTIME_SEARCH_PATH, Tap, find_runtime, remove_bundle, require_root_and  # noqa: E402
 
 require_root_and("git")
 import sp_backend as B  # noqa: E402
@@ -51,14 +61,17 @@ work = S.Work(f"sp-runtime-commands-{B.BACKEND}-")
 bins = B.FakeBins()
 
 
-def dry_run(config, state, script_text, *extra):
+def dry_run(config, state, script_text, *extra, repo="acme/one", backend_args=True):
+    """`bundle --dry-run` with extra, and the backend's own options unless
+    extra names them (or backend_args is false): (result, parsed
+    runtime-commands.json, the --out bundle, removed)."""
     script = work.path("script") + ".py"
     with open(script, "w") as f:
         f.write(script_text)
     out = work.path("bundle")
-    r = subprocess.run([S.PROXY, "bundle", "--dry-run", "--config", config, "--repo", "acme/one", "--script",
+    r = subprocess.run([S.PROXY, "bundle", "--dry-run", "--config", config, "--repo", repo, "--script",
                         script, "--out", out, "--rootfs", work.rootfs, "--state", state, *extra,
-                        *S.B.proxy_args(extra)],
+                        *(S.B.proxy_args(extra) if backend_args else ())],
                        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
     doc = None
     try:
@@ -410,8 +423,203 @@ def json_diff(want, got, at=""):
         [f"{at or '.'}: dry run {json.dumps(want)[:200]}, serve {json.dumps(got)[:200]}"]
 
 
+# ---- sbx: the argv and environment serve gives the CLI, through its double ----
+#
+# sbx is a CLI, like runc, but its test double (tests/doubles/sbx/sbx, not
+# Docker Sandboxes) logs every call itself: its argv and its whole
+# environment (SbxDouble.argv_log).  So serve is started with the double as
+# its --sbx, and with a hostile environment of its own (the variables that
+# would redirect sbx's daemon or its credential lookup, a token, SP_*), and
+# given a probe whose script, outcomes and repository carry canaries; then
+# each invocation's argv is compared with what `bundle --dry-run` wrote,
+# step by step, and every call's environment with the fixed one.
+
+SBX_STEPS = ["create", "exec", "stop", "rm", "ls (confirms the VM is gone)"]
+
+
+def sbx_word(argv):
+    """What a logged call (argv without argv[0]) is: `create`, `exec`, `stop`,
+    `rm`, or the whole argv of a query (`version`, `ls -q`, `create --help`)."""
+    if argv and argv[0] in ("create", "exec", "stop", "rm") and "--help" not in argv:
+        return argv[0]
+    return " ".join(argv)
+
+
+def sbx_template(argv, vm, ws):
+    """argv with the VM name as <VM> and the workspace directory as <WS>
+    (a whole word, or the start of a path word)."""
+    out = []
+    for a in argv:
+        if a == vm:
+            a = "<VM>"
+        elif a == ws or a.startswith(ws + "/"):
+            a = "<WS>" + a[len(ws):]
+        out.append(a)
+    return out
+
+
+def sbx_main():
+    import pwd
+    import sp_sbx
+
+    double = S.B.double
+    tag = os.urandom(5).hex()
+    repo = f"acme/sbx-canary-repo-{tag}"
+    script_canary = f"CANARY-SCRIPT-{tag}"
+    outcomes = (f"CANARY-OUT-A-{tag}", f"CANARY-OUT-B-{tag}", f"CANARY-OUT-C-{tag}")
+    script_text = f"# {script_canary} {MARKER} " + " ".join(SMUGGLED) + "\n" + S.answer_script(outcomes[1])
+    sleeper = f"# {script_canary} " + " ".join(SMUGGLED) + "\nimport time\ntime.sleep(600)\n"
+    fixed_env = {"PATH": sp_sbx.PROXY_ENV["PATH"], "HOME": pwd.getpwuid(os.geteuid()).pw_dir, "LC_ALL": "C"}
+    fixed_list = [f"{k}={v}" for k, v in fixed_env.items()]
+    # serve's own environment: everything sbx must never see.
+    hostile = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+               "DOCKER_SANDBOXES_PROXY": f"http://127.0.0.1:9/CANARY-PROXY-{tag}",
+               "XDG_CONFIG_HOME": f"/tmp/CANARY-XDG-{tag}", "GH_TOKEN": f"ghp_CANARY{tag}",
+               "GITHUB_TOKEN": f"ghp_CANARY{tag}", "SP_CANARY": f"CANARY-SP-{tag}",
+               "HOME": f"/tmp/CANARY-HOME-{tag}", "LANG": "C.UTF-8", "DOCKER_HOST": f"unix:///CANARY-{tag}"}
+    never = (script_canary, MARKER, repo, repo.split("/", 1)[1]) + outcomes + \
+        tuple(v for k, v in hostile.items() if "CANARY" in v)
+    state = None
+    try:
+        clone = work.make_clone(repo.split("/", 1)[1], {"README.md": b"commands\n"})
+        staged_config = work.write_config([repo])
+        config = work.write_config([repo], runtime=B.RUNTIME, timeout=5, maxInvocations=50)
+        state = work.staged_state(staged_config, [(repo, clone)])
+        key = sp_sbx.state_key(state)
+
+        # ---- the dry run ----
+        double.clear_log()
+        r, doc, dry_out = dry_run(config, state, script_text, repo=repo)
+        tap.ok(r.returncode == 0 and doc is not None, "dry run writes runtime-commands.json beside config.json",
+               r.stderr)
+        tap.ok(double.argv_log() == [], "dry run: no sbx command is run", double.argv_log()[:3])
+        doc = doc or {"commands": []}
+        steps = [c.get("step") for c in doc.get("commands", [])]
+        tap.ok(doc.get("runtime") == "sbx" and steps == SBX_STEPS,
+               "runtime-commands.json names runtime sbx and the steps create, exec, stop, rm, ls in order",
+               json.dumps(doc)[:1500])
+        tap.ok(doc.get("environment") == fixed_list,
+               "dry run: the environment is exactly PATH (the runtime search path), root's HOME and LC_ALL=C",
+               doc.get("environment"))
+        dry = {c["step"]: c["argv"] for c in doc.get("commands", []) if "step" in c and "argv" in c}
+        create = dry.get("create", [])
+        dry_vm = after(create, "--name") or ""
+        dry_run_id = dry_vm[len("sp-"):].rsplit(".", 1)[0].rsplit("-", 1)[0] if dry_vm.startswith("sp-dry-") else ""
+        tap.ok(dry_run_id.startswith("dry-") and dry_vm == f"sp-{dry_run_id}-0.{key}"
+               and create[-4:] == ["--", f"{dry_out}/repo", f"{dry_out}/probe.py:ro", f"{dry_out}/out"]
+               and dry.get("exec", [])[-7:-5] == [dry_vm, "--"] and dry.get("stop", [])[1:] == ["stop", dry_vm]
+               and dry.get("rm", [])[1:] == ["rm", dry_vm] and dry.get("ls (confirms the VM is gone)", [])[1:]
+               == ["ls", "-q"],
+               "dry run: VM sp-dry-XXXX-0.<state key> in create, exec, stop and rm; the --out bundle's repo, "
+               "probe.py (read-only) and out after create's --; ls -q", json.dumps(dry)[:1500])
+        tap.ok(all(argv and argv[0] == double.path for argv in dry.values()) and len(dry) == len(SBX_STEPS),
+               f"dry run: every command runs the {B.BINARY_OPTION} binary", json.dumps(dry)[:1500])
+        bad = forbidden_in(dry.values())
+        tap.ok(bad == [] and not any(x in json.dumps(doc) for x in never),
+               "dry run: nothing of the request (script, repository) in any argv; never --allow-flag-override, "
+               "--debug, --strace or --profile", bad + [x for x in never if x in json.dumps(doc)])
+        installed = find_runtime("sbx")
+        r2, doc2, out2 = dry_run(config, state, "print(1)\n", "--sbx-template", double.template, repo=repo,
+                                 backend_args=False)
+        if installed is None:
+            tap.ok(r2.returncode != 0 and f"no `sbx` in {RUNTIME_SEARCH_PATH}" in r2.stderr and doc2 is None
+                   and not os.path.lexists(out2),
+                   f"dry run without {B.BINARY_OPTION}, and no sbx in the search path: refused, naming the path, "
+                   "and no bundle", f"exit {r2.returncode}: {r2.stderr}")
+        else:
+            argv0 = {c["argv"][0] for c in (doc2 or {}).get("commands", [])}
+            tap.ok(r2.returncode == 0 and {os.path.realpath(a) for a in argv0} == {os.path.realpath(installed)},
+                   f"dry run without {B.BINARY_OPTION}: the installed sbx, {installed}", json.dumps(doc2)[:800])
+        r3, doc3, out3 = dry_run(config, state, "print(2)\n", repo=repo)
+        vm3 = after(((doc3 or {}).get("commands") or [{}])[0].get("argv", []), "--name") or "?"
+        tap.ok(r3.returncode == 0 and vm3 != dry_vm
+               and [sbx_template(c["argv"], vm3, out3) for c in doc3["commands"]]
+               == [sbx_template(c["argv"], dry_vm, dry_out) for c in doc["commands"]]
+               and doc3.get("environment") == doc.get("environment"),
+               "dry run of another script: the same command lines and environment, up to VM name and --out",
+               json.dumps(doc3)[:800] + r3.stderr)
+
+        # ---- serve, with the double logging every call ----
+        double.clear_log()
+        with S.serving(work, config, state, env=hostile) as srv:
+            yes = srv.probe(script_text, repo, outcomes)
+            tap.ok(yes == S.answer(outcomes[1]), "serve answers a probe with canary outcomes through the double",
+                   yes + srv.stderr()[-400:])
+            slept = srv.probe(sleeper, repo, outcomes)
+            tap.ok(slept == S.ERROR_LINE, "a probe past the timeout answers ERROR", slept)
+            rc = srv.stop()
+            tap.ok(rc == 0, "serve stops cleanly", srv.stderr()[-400:])
+        logged = double.argv_log()
+        records = S.audit_lines(state)
+        run = records[0].get("run") if records else None
+        tap.ok(run is not None and [x["status"] for x in records] == ["answered", "timed_out"],
+               "the audit log holds the answered probe and the timed-out one", records)
+
+        # (4) The calls, in order: verify, the orphan sweep, the canary's
+        # invocation, the two probes', the sweep at stop.
+        probe_invs = [S.audit_id_inv(rec) for rec in records[:2]]
+        creates = [after(a, "--name") for a, _ in logged if sbx_word(a) == "create"]
+        canary_inv = None
+        if creates and creates[0] and creates[0].startswith(f"sp-{run}-"):
+            with contextlib.suppress(ValueError):
+                canary_inv = int(creates[0][len(f"sp-{run}-"):].rsplit(".", 1)[0])
+        invocation = ["create", "exec", "stop", "rm", "ls -q"]
+        want = ["version", "ls -q", "create --help", "exec --help", "ls -q"] + invocation * 3 + ["ls -q"]
+        got = [sbx_word(a) for a, _ in logged]
+        tap.ok(got == want,
+               "serve's sbx calls: version, ls -q, create --help, exec --help (verify); ls -q (the orphan sweep); "
+               "create, exec, stop, rm, ls -q for the canary, then for each probe; ls -q (the sweep at stop)",
+               "\n".join(" ".join(a) for a, _ in logged))
+        vms = [f"sp-{run}-{i}.{key}" for i in [canary_inv] + probe_invs]
+        tap.ok(canary_inv is not None and canary_inv not in probe_invs and creates == vms,
+               "serve creates three VMs, sp-<run>-<inv>.<state key>: the canary's first, then the two probes'",
+               creates)
+
+        # (1) Each invocation's argv is the dry run's, up to VM name and workspace.
+        want_lines = [sbx_template(dry[s][1:], dry_vm, dry_out) for s in SBX_STEPS]
+        for label, inv in zip(("canary", "answered probe", "timed_out probe"), [canary_inv] + probe_invs):
+            vm = f"sp-{run}-{inv}.{key}"
+            at = next((i for i, (a, _) in enumerate(logged) if sbx_word(a) == "create" and after(a, "--name") == vm),
+                      None)
+            calls = [a for a, _ in logged[at:at + len(SBX_STEPS)]] if at is not None else []
+            ws = os.path.join(S.B.run_root(state, run), str(inv), "bundle")
+            tap.ok(calls and calls[0][-4:] == ["--", f"{ws}/repo", f"{ws}/probe.py:ro", f"{ws}/out"],
+                   f"serve's create ({label}): the workspace is STATE/sbx-work/<run>/<inv>/bundle", calls[:1])
+            for n, step in enumerate(SBX_STEPS):
+                got_argv = sbx_template(calls[n], vm, ws) if n < len(calls) else None
+                tap.ok(got_argv == want_lines[n],
+                       f"serve's {step.split()[0]} ({label}) is the dry run's, word for word, up to VM name and "
+                       "workspace", f"dry:   {want_lines[n]}\nserve: {got_argv}")
+
+        # (2) The environment of every call is exactly the fixed one.
+        envs = [e for _, e in logged]
+        tap.ok(logged and all(e == fixed_env for e in envs),
+               "every sbx call's environment is exactly PATH, root's HOME and LC_ALL=C: nothing of serve's own "
+               "(DOCKER_SANDBOXES_PROXY, XDG_CONFIG_HOME, GH_TOKEN, HOME, SP_*)",
+               [e for e in envs if e != fixed_env][:3])
+        # (3) Nothing from the request, or serve's environment, in any argv.
+        leaked = sorted({x for a, _ in logged for w in a for x in never if x in w})
+        bad = forbidden_in(a for a, _ in logged)
+        tap.ok(leaked == [] and bad == [],
+               "serve: no sbx argv word holds the script's canary, an outcome, the repository, a flag from the "
+               "request or a value of serve's environment", leaked + bad)
+        tap.ok(not any(x in json.dumps(e) for _, e in logged for x in never),
+               "serve: no sbx call's environment holds the script's canary, an outcome, the repository or a value "
+               "of serve's environment")
+        left = S.B.leftover_containers(state)
+        tap.ok(left == [] and S.B.host_processes(state) == [], "nothing of the run is left: no VM, no process",
+               left)
+    finally:
+        if state:
+            S.B.force_delete_state(state)
+        work.close()
+    tap.finish()
+
+
 if B.BACKEND == "docker":
     docker_main()
+if B.BACKEND == "sbx":
+    sbx_main()
 
 try:
     clone = work.make_clone("one", {"README.md": b"commands\n"})

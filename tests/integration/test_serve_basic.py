@@ -162,18 +162,21 @@ try:
             result = {}
             t = threading.Thread(target=lambda: result.setdefault("r", srv.probe(SLOW, "acme/alpha")))
             t.start()
-            if B.docker:
-                # Docker: dockerd resolves bind sources in the host's mount
-                # namespace, so serve unshares none; the workspaces are in
-                # ours, under the root-only state directory (docs/runtimes.md,
-                # "The snapshot: what the daemon mounts").
+            if B.workspaces_on_host:
+                # Docker and sbx: their daemons (dockerd, sandboxd) resolve
+                # mount sources in the host's mount namespace, so serve
+                # unshares none; the workspaces are in ours, under the
+                # root-only state directory (docs/runtimes.md, docker's "The
+                # snapshot: what the daemon mounts", sbx's "How the snapshot
+                # gets in").
+                daemon = "dockerd" if B.docker else "sandboxd (sbx's daemon)"
                 run_dir = os.path.join(S.work_dir(state), srv.run)
                 rootfs_mp = os.path.join(run_dir, "rootfs")
                 inv_mounts = S.wait_for(lambda: [m for m in mount_lines(run_dir) if m[0] != rootfs_mp], timeout=20)
                 same_ns = os.readlink(f"/proc/{srv.pid}/ns/mnt") == os.readlink("/proc/self/ns/mnt")
                 t.join(timeout=60)
                 B.not_applicable(tap, f"{mode}: the invocation's mounts are in serve's mount namespace only",
-                                 "dockerd resolves bind sources in the host's mount namespace, so serve unshares "
+                                 f"{daemon} resolves mount sources in the host's mount namespace, so serve unshares "
                                  "none: the workspaces are mounted in the host's, under the root-only state "
                                  "directory (checked next)")
                 invs = {os.path.relpath(m[0], run_dir).split("/")[0] for m in inv_mounts or []}
@@ -181,13 +184,13 @@ try:
                 tap.ok(same_ns and inv_mounts and all(m[0].startswith(run_dir + "/") for m in inv_mounts)
                        and len(invs) == 1 and invs.pop().isdigit()
                        and ws and all(m[1] == "tmpfs" and {"nosuid", "nodev", "noexec"} <= m[2] for m in ws),
-                       f"{mode}: docker: serve shares the host's mount namespace, and the invocation's mounts are "
+                       f"{mode}: {B.name}: serve shares the host's mount namespace, and the invocation's mounts are "
                        f"all under STATE/{B.state_subdir}/<run>/<inv>, its workspace a nosuid nodev noexec tmpfs",
                        f"same namespace {same_ns}; {inv_mounts}")
                 st_state = os.stat(state)
                 st_work = os.stat(S.work_dir(state))
                 tap.ok(st_state.st_uid == 0 and stat.S_IMODE(st_state.st_mode) == 0o700 and st_work.st_uid == 0,
-                       f"{mode}: docker: the state directory is root's and 0700, and STATE/{B.state_subdir} "
+                       f"{mode}: {B.name}: the state directory is root's and 0700, and STATE/{B.state_subdir} "
                        "root's: no other host user reaches the workspaces",
                        f"state {st_state.st_uid} {oct(st_state.st_mode)}, work {st_work.st_uid} "
                        f"{oct(st_work.st_mode)}")
@@ -306,8 +309,10 @@ try:
             notify.close()
 
     # ---- preflight refusals ------------------------------------------------
+    other_runtime = "runc" if B.runtime == "sbx" else "sbx"
     preflight_refusal(f"runtime not {B.runtime}", "sealedProbes.runtime",
-                      work.write_config(["acme/alpha", "acme/beta"], runtime="sbx", timeout=5, maxInvocations=1000), state)
+                      work.write_config(["acme/alpha", "acme/beta"], runtime=other_runtime, timeout=5,
+                                        maxInvocations=1000), state)
     preflight_refusal("sealedProbes disabled", "sealedProbes.enabled",
                       work.write_config(["acme/alpha", "acme/beta"], enabled=False, timeout=5, maxInvocations=1000), state)
     if B.docker:

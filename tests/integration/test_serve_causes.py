@@ -10,9 +10,19 @@ container of the test's own already holds the name serve gives, so the
 Engine API answers 409) is `runtime`, and the unusable runtime is the daemon
 going away under a running serve: serve talks to it through a forwarding
 socket the test owns, which stops answering (its listener closed, as a dead
-daemon leaves its socket file) for one request."""
+daemon leaves its socket file) for one request.
+
+Under sbx (its TEST DOUBLE, tests/doubles/sbx/sbx, in a copy of its own):
+`sbx create` failing (a VM of the test's own already holds the name serve
+gives) is `runtime`, the sbx binary made unusable under a running serve is
+`environment`, as for runc; and the CLI running but refusing every command
+(the double's `unauthenticated` mode: signed out, or its daemon not
+answering, which the CLI reports only by exiting 1) is `environment`, as
+docker's unreachable daemon: after a failed create serve asks `sbx ls`, and
+when that fails too, nothing can have been launched."""
 
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -129,6 +139,19 @@ try:
         shutil.copy2(B.binary, runtime)
         os.chmod(runtime, 0o755)
         name = B.binary_name
+        if B.sbx:
+            # The double reads double.json beside itself: the copy's is the
+            # installed one's (the same VMs, log and template), its mode the
+            # test's to change.
+            with open(os.path.join(os.path.dirname(B.binary), "double.json")) as f:
+                double_conf = json.load(f)
+
+            def copy_mode(mode):
+                tmp = os.path.join(bindir, "bin", ".double.json.tmp")
+                with open(tmp, "w") as f:
+                    json.dump(dict(double_conf, mode=mode), f)
+                os.replace(tmp, os.path.join(bindir, "bin", "double.json"))
+            copy_mode("capable")
     errors = set()
     with S.serving(work, config, state, binary=runtime) as srv:
         tap.ok(srv.probe(QUICK, "acme/alpha") == YES, "control: a probe answers")
@@ -197,6 +220,24 @@ try:
                    and not rec["launched"],
                    "runtime binary unusable: audited status environment, naming the binary, nothing launched", rec)
             tap.ok(srv.probe(QUICK, "acme/alpha") == YES, "runtime binary usable again: the next probe answers")
+        if B.sbx:
+            # The CLI runs but refuses every command, as when it is signed
+            # out or its daemon does not answer: it says so only by exiting 1
+            # (`Error: not signed in`), so serve sees a failed create.
+            copy_mode("unauthenticated")
+            try:
+                line, raw, rec = ask(srv, EXIT1)
+            finally:
+                copy_mode("capable")
+            errors |= {line, raw}
+            tap.ok(line == S.ERROR_LINE.encode() and raw == S.ERROR_FRAME,
+                   "sbx refuses every command (signed out, or its daemon down): the agent gets ERROR", (line, raw))
+            tap.ok(rec and rec["status"] == "environment" and "sbx create" in (rec["reason"] or "")
+                   and "`sbx ls` fails too" in (rec["reason"] or "") and rec["launched"] is False
+                   and rec["exit"] is None,
+                   "sbx refuses every command: audited status environment, naming sbx create and the failing "
+                   "`sbx ls` (its daemon or sign-in unreachable), nothing launched, no exit status", rec)
+            tap.ok(srv.probe(QUICK, "acme/alpha") == YES, "sbx answers again: the next probe answers")
         tap.ok(errors == {S.ERROR_LINE.encode(), S.ERROR_FRAME},
                "every cause gives the agent the same bytes (one client line, one raw frame)", errors)
         rc = srv.stop()

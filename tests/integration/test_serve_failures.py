@@ -127,6 +127,16 @@ try:
             rec = lines[0] if len(lines) == 1 else None
             tap.ok(r.stdout == S.ERROR_LINE.encode() and r.stderr == b"",
                    f"{name}: exactly {S.ERROR_LINE.strip()}", f"{r.stdout!r} {r.stderr!r} after {took:.1f} s")
+            if B.sbx and meaning == "oom true":
+                # sbx reports no OOM fact (the VM's kernel counts it, sbx
+                # does not say; docs/runtimes.md): the kill is what is seen,
+                # as `sbx exec`'s status, 128 + SIGKILL.
+                B.not_applicable(tap, f"{name}: the audit line says {meaning}",
+                                 "sbx reports no OOM fact (the VM's kernel counts it and sbx does not report it; "
+                                 "docs/runtimes.md: CPU, peak memory and OOM are not known, oom false)")
+                check, meaning = (lambda r: r["launched"] is True and r["status"] == "probe" and r["exit"] == 137
+                                  and r["oom"] is False), \
+                    "launched, status probe, exit 137 (killed: SIGKILL, as sbx exec reports it), oom false (unknown)"
             try:
                 audit_ok = rec is not None and rec["result"] == "ERROR" and check(rec)
             except (KeyError, TypeError):

@@ -16,7 +16,12 @@ sentry), which runsc runs as host 65534 whatever the bundle says, and the
 repository is the gofer's (runsc-gofer, the slot's root id): the host-id
 checks that cannot apply are SKIP lines naming that reason, and what does
 hold is checked instead (docs/runtimes.md, "The probe's identity under
-gVisor")."""
+gVisor").  Under docker and sbx the workspaces live in the host's mount
+namespace, by design (B.workspaces_on_host): there the snapshot directories
+are checked to be under the root-only state directory instead of empty.  On
+sbx the probe runs under the test double's runc with the same user
+namespace mappings as under runc, so the runc identity checks apply as they
+are, and the double's own host paths are needles too."""
 
 import contextlib
 import json
@@ -91,11 +96,22 @@ GVISOR_IDENTITY = ("runsc runs every sandbox (the sentry) as host uid and gid 65
 DOCKER_IDENTITY = ("there is no user namespace under Docker (userns-remap is daemon-wide): the probe runs as its "
                    "slot's host probe id directly, so that id, which no other host process or account may hold "
                    "(checked at start, and next), is the only way in (docs/runtimes.md, \"The probe's identity\")")
-DOCKER_WORKSPACES = ("under docker serve unshares no mount namespace (dockerd resolves bind sources in the host's): "
-                     "the workspaces live in the host's, under the root-only state directory (docs/runtimes.md, "
-                     "\"The snapshot: what the daemon mounts\"); checked next")
+# docker and sbx (B.workspaces_on_host): the daemon resolves the paths it
+# mounts in the host's mount namespace, so serve keeps the workspaces there.
+WORKSPACES_ON_HOST = {
+    "docker": ("under docker serve unshares no mount namespace (dockerd resolves bind sources in the host's): "
+               "the workspaces live in the host's, under the root-only state directory (docs/runtimes.md, "
+               "\"The snapshot: what the daemon mounts\"); checked next"),
+    "sbx": ("under sbx serve unshares no mount namespace (sbx's daemon, like dockerd, resolves the paths it shares "
+            "into the VM in the host's): the workspaces live in the host's, under the root-only state directory "
+            "(docs/runtimes.md, sbx, \"How the snapshot gets in\"); checked next"),
+}
 # The doors that reach a probe's repository (the others show a process's
 # own bookkeeping: its fd numbers, environment, maps).
+# sbx: the test double's own host paths (its VMs' directories and the
+# template's copy under /run/sp-sbx-double, its installation) are host paths
+# a real VM never shows either.
+DOUBLE_PATHS = [os.path.dirname(B.double.state), B.double.dir] if B.sbx else []
 REPO_DOORS = {"read root", "list root", "write root", "read cwd", "read mem", "list snapshot via serve",
               "read snapshot on the host"}
 
@@ -285,14 +301,14 @@ try:
                        ids)
                 snap = os.path.join(S.work_dir(state), srv.run)
                 empty_name = f"{mode}: in the host's mount namespace the snapshot directories are empty"
-                if B.docker:
-                    B.not_applicable(tap, empty_name, DOCKER_WORKSPACES)
+                if B.workspaces_on_host:
+                    B.not_applicable(tap, empty_name, WORKSPACES_ON_HOST[B.name])
                     st = os.stat(state)
                     host_view = [os.path.join(d, n) for d, ds, fs in os.walk(snap) for n in ds + fs]
                     tap.ok(any(p.endswith("/bundle/repo/held.txt") for p in host_view)
                            and all(p.startswith(os.path.realpath(state) + "/") for p in host_view)
                            and st.st_uid == 0 and st.st_mode & 0o7777 == 0o700,
-                           f"{mode}: docker: the snapshot directories, which the host's namespace does show, are "
+                           f"{mode}: {B.name}: the snapshot directories, which the host's namespace does show, are "
                            f"under STATE/{B.state_subdir}/<run>, and the state directory is root's and 0700 "
                            "(the neighbouring ids and 65534 read nothing there, above)",
                            (oct(st.st_mode), st.st_uid, host_view[:10]))
@@ -307,7 +323,7 @@ try:
 
             rootfs_host = os.path.realpath(os.path.join(work.rootfs, "root"))
             needles = [rootfs_host, os.path.realpath(work.rootfs), os.path.realpath(state), S.work_dir(state),
-                       work.dir, "/run/sealed-probe"]
+                       work.dir, "/run/sealed-probe", *DOUBLE_PATHS]
             answer = srv.probe(proc_finder(needles, ["/probe/repo", "/probe/probe.py", "python3"]), "acme/app")
             tap.ok(answer == NO, f"{mode}: a probe reading every file and link under /proc/self and /proc/1 finds "
                    "no host path of the rootfs, state, workspace or bundle (and does find /probe/repo)", answer)
@@ -455,7 +471,7 @@ with open("/probe/out", "w") as f:
     # A dry-run bundle, run by hand, shows none either.
     script = work.path("finder") + ".py"
     bundle = work.path("bundle")
-    needles = [os.path.realpath(work.rootfs), os.path.realpath(state), os.path.realpath(work.dir)]
+    needles = [os.path.realpath(work.rootfs), os.path.realpath(state), os.path.realpath(work.dir), *DOUBLE_PATHS]
     with open(script, "w") as f:
         f.write(proc_finder(needles, ["/probe/repo", "python3"]))
     r = subprocess.run([S.PROXY, "bundle", "--dry-run", "--config", config, "--repo", "acme/app", "--script", script,

@@ -3,8 +3,9 @@ SIGTERM in the middle (exit 0, every client a well-formed answer, nothing
 left); kill -9 during a probe, then a restart on the same state removes the
 old run's orphans; and a credential canary in serve's launch environment
 reaches nothing: not serve's environ, not the runtime processes it starts
-(runc's; runsc's, its gofer and sandbox), not the sandbox, not the audit log,
-not any output."""
+(runc's; runsc's, its gofer and sandbox; the sbx CLI's, and under its test
+double the double's runc), not the sandbox, not the audit log, not any
+output."""
 
 import json
 import os
@@ -195,6 +196,9 @@ time.sleep(2)
         th = threading.Thread(target=lambda: res.setdefault("r", srv.probe(inside, "acme/alpha", S.FINDER_OUTCOMES)))
         th.start()
         sampled, hits = [], []
+        # What a host process of this serve's backend names in its argv: the
+        # state directory (runc, runsc), or on sbx its VMs' name suffix.
+        mark = B.process_mark(state)
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and th.is_alive():
             docker_side = {p for p, _ in B.host_processes(state)} if B.docker else set()
@@ -214,7 +218,9 @@ time.sleep(2)
                     # host id, of serve's range).
                     if int(pid) in docker_side or int(pid) in S.probe_processes(srv.probe_id_base, 64):
                         sampled.append(pid)
-                elif B.is_process(cmd.split(b"\0")) and state.encode() in cmd:
+                elif B.is_process(cmd.split(b"\0")) and mark in cmd:
+                    # sbx: the sbx CLI serve runs (`sbx exec` lives as long
+                    # as the probe) and the double's runc, each naming the VM.
                     sampled.append(pid)
                 if any(c in env_bytes or c in cmd for c in canaries):
                     hits.append((pid, cmd[:80]))

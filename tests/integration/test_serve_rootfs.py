@@ -3,7 +3,8 @@ verified when"): serve runs every probe from a private, read-only copy of the
 rootfs that it verified at preflight, so a file added to the host's rootfs
 directory, or an edit to one already there, after start is seen by no probe.
 The copy's host path shows nowhere in the sandbox's mountinfo, and the copy
-goes with serve."""
+goes with serve.  Under docker and sbx the copy is mounted in the host's mount
+namespace, under the root-only state directory, by design."""
 
 import os
 import re
@@ -87,11 +88,12 @@ with open("/probe/out", "w") as f:
 """, "acme/app")
     tap.ok(answer == NO, "the sandbox's mountinfo names neither the host's rootfs nor the state directory", answer)
 
-    if B.docker:
-        # Docker: serve unshares no mount namespace (dockerd resolves bind
-        # sources in the host's), so its private copy is mounted in the
-        # host's, under the root-only state directory (docs/runtimes.md).
-        # Other serves' copies may show there too: only this state's count.
+    if B.workspaces_on_host:
+        # Docker and sbx: serve unshares no mount namespace (dockerd, and
+        # sbx's daemon, resolve the paths they mount in the host's), so its
+        # private copy is mounted in the host's, under the root-only state
+        # directory (docs/runtimes.md).  Other serves' copies may show there
+        # too: only this state's count.
         expected = os.path.join(os.path.realpath(state), B.state_subdir, srv.run or "?", "rootfs")
         same_ns = os.readlink(f"/proc/{srv.pid}/ns/mnt") == os.readlink("/proc/self/ns/mnt")
         with open("/proc/self/mountinfo") as f:
@@ -99,28 +101,30 @@ with open("/probe/out", "w") as f:
                     and S.unescape_mountinfo(ln.split()[4]).startswith(os.path.realpath(state) + "/")]
         tap.ok(same_ns and len(mine) == 1 and " ro," in mine[0]
                and S.unescape_mountinfo(mine[0].split()[4]) == expected,
-               f"docker: serve's private rootfs is one read-only tmpfs, at STATE/{B.state_subdir}/<run>/rootfs in "
+               f"{B.name}: serve's private rootfs is one read-only tmpfs, at STATE/{B.state_subdir}/<run>/rootfs in "
                "the host's mount namespace, which serve shares", (same_ns, expected, mine))
+        daemon = "dockerd resolves bind sources" if B.docker else \
+            "sbx's daemon, like dockerd, resolves the paths it shares into a VM"
         B.not_applicable(tap, "the host's mount namespace does not see it",
-                         "dockerd resolves bind sources in the host's mount namespace, so serve unshares none: its "
+                         f"{daemon} in the host's mount namespace, so serve unshares none: its "
                          f"private rootfs copy is mounted in the host's, at STATE/{B.state_subdir}/<run>/rootfs, "
                          "under the root-only state directory (checked before and next)")
         st = os.stat(state)
         tap.ok(st.st_uid == 0 and st.st_mode & 0o7777 == 0o700,
-               "docker: the state directory above it is root's and 0700: no other host user reaches the copy",
+               f"{B.name}: the state directory above it is root's and 0700: no other host user reaches the copy",
                (st.st_uid, oct(st.st_mode)))
     else:
-        # A docker serve beside this one (the matrix runs backends in
+        # A docker or sbx serve beside this one (the matrix runs backends in
         # parallel) mounts its copy in the host's namespace, by design; a
         # namespace unshared after that holds a copy of its mount too.  Any
         # copy but those is counted.
-        docker_copy = re.compile(r"/docker-work/[0-9a-f]{12}/rootfs$")
+        docker_copy = re.compile(r"/(docker|sbx)-work/[0-9a-f]{12}/rootfs$")
         with open(f"/proc/{srv.pid}/mountinfo") as f:
             copies = [ln for ln in f if " - tmpfs sealed-probe-rootfs " in ln]
         private = [ln for ln in copies if not docker_copy.search(S.unescape_mountinfo(ln.split()[4]))]
         tap.ok(len(private) == 1 and " ro," in private[0] and private[0].split()[4].endswith("/rootfs"),
                "serve's private rootfs is one read-only tmpfs in serve's own mount namespace", copies)
-        # Docker serves' copies (above) are not this serve's; its own copy's
+        # Docker and sbx serves' copies (above) are not this serve's; its own copy's
         # device shows nowhere in the host's, under any name.
         devs = {ln.split()[2] for ln in private}
         with open("/proc/self/mountinfo") as f:

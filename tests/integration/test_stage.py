@@ -295,7 +295,7 @@ found += ["NEW"] if os.path.exists("/probe/repo/NEW") else []"""))
         ("no repositories", write_config([]), [], {}, "sealedProbes.privateRepos"),
         ("unsafe repository", write_config(["acme/../x"]), [], {}, "sealedProbes.privateRepos"),
         ("duplicated repository", write_config(["acme/clean", "acme/clean"]), [], {}, "sealedProbes.privateRepos"),
-        ("unsupported runtime", write_config(["acme/clean"], runtime="sbx"), [("acme/clean", clean)], {},
+        ("an unknown runtime", write_config(["acme/clean"], runtime="kata"), [("acme/clean", clean)], {},
          "sealedProbes.runtime"),
         ("runtime unavailable", ok_config, [("acme/clean", clean)], {"PATH": "/nonexistent"}, "not installed"),
         ("invalid limit", write_config(["acme/clean"], timeout=0), [("acme/clean", clean)], {},
@@ -315,21 +315,39 @@ found += ["NEW"] if os.path.exists("/probe/repo/NEW") else []"""))
     tap.ok(res.returncode == 1 and "catalog line 2" in res.stderr and "OWNER/REPO=PATH" in res.stderr,
            "preflight: a malformed catalog line is an error naming the line", res.stderr)
     for name, cfg, clones, env_over, needle in cases:
-        if name == "runtime unavailable" and B.name == "docker":
-            # Staging runs nothing of the runtime's; docker's is a daemon
-            # behind a socket, which serve verifies (test_docker_verify.py).
-            B.not_applicable(tap, f"preflight: {name} is an operator error naming {needle!r}, and no seed is made",
-                             "the docker backend has no binary for stage to find on PATH; serve and check verify "
-                             "the daemon (test_docker_verify.py)")
-            continue
+        case_name = f"preflight: {name} is an operator error naming {needle!r}, and no seed is made"
         env = {"PATH": os.environ["PATH"]}
         env.update(env_over)
-        res = stage(state, cfg, clones, env=env)
+        if name == "runtime unavailable" and B.docker:
+            # Staging runs nothing of the runtime's; docker's is a daemon
+            # behind a socket, which serve verifies (test_docker_verify.py).
+            B.not_applicable(tap, case_name, "the docker backend has no binary for stage to find on PATH; serve and "
+                             "check verify the daemon (test_docker_verify.py)")
+            continue
+        if name == "runtime unavailable" and B.sbx:
+            # sbx's binary is serve's --sbx (or sbx on its search path),
+            # which serve and check verify (test_sbx_verify.py); stage, which
+            # holds credentials and runs no child, does not look for it.
+            B.not_applicable(tap, case_name, "stage does not look for the sbx binary, which is serve's --sbx (or sbx "
+                             "on its search path) and which serve and check verify (test_sbx_verify.py); checked "
+                             "next: without it stage stages, calling nothing of sbx's")
+            calls = len(B.double.argv_log())
+            other = new_state()
+            res = stage(other, cfg, clones, env=env)
+            tap.ok(res.returncode == 0 and res.stderr == "" and os.path.exists(os.path.join(other, "staged.json"))
+                   and len(B.double.argv_log()) == calls,
+                   "sbx: stage with no runtime binary on PATH stages the seed, and calls no sbx",
+                   f"exit {res.returncode}: {res.stderr}")
+            continue
+        # Each case in a state of its own: one that wrongly stages cannot
+        # make the next ones fail.
+        case_state = new_state()
+        res = stage(case_state, cfg, clones, env=env)
         tap.ok(res.returncode == 1 and needle in res.stderr and res.stdout == ""
-               and not os.path.exists(os.path.join(state, "staged.json"))
-               and not (os.path.isdir(os.path.join(state, "seeds")) and os.listdir(os.path.join(state, "seeds"))),
-               f"preflight: {name} is an operator error naming {needle!r}, and no seed is made",
-               f"exit {res.returncode}: {res.stderr}")
+               and not os.path.exists(os.path.join(case_state, "staged.json"))
+               and not (os.path.isdir(os.path.join(case_state, "seeds"))
+                        and os.listdir(os.path.join(case_state, "seeds"))),
+               case_name, f"exit {res.returncode}: {res.stderr}")
 
     usage_cases = [
         ("no --config", [], "--config is required"),
