@@ -161,7 +161,7 @@ class Serve:
         # by side, and beside other engineers' proxies and tests.
         self.argv = [proxy, "serve", "--config", config, "--state", state, "--rootfs", rootfs,
                      "--socket", self.socket, "--ready-file", self.ready, "--snapshot", mode,
-                     "--probe-ids", str(probe_ids)] + runtime_args
+                     "--probe-ids", str(probe_ids), "--release", "immediate"] + runtime_args
         self.proc = None
         self.ready_s = None
 

@@ -106,7 +106,8 @@ def main():
                        check=True, capture_output=True, env={"PATH": PATH})
         err = open(os.path.join(work, "serve.stderr"), "wb")
         proc = subprocess.Popen([proxy, "serve", "--config", config, "--state", state, "--rootfs", args.rootfs,
-                                 "--socket", sock, "--ready-file", ready, "--concurrency", "1"],
+                                 "--socket", sock, "--ready-file", ready, "--concurrency", "1",
+                                 "--release", "immediate"],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env={"PATH": PATH})
         deadline = time.monotonic() + 300
         while not (os.path.exists(ready) and os.path.getsize(ready) > 0):

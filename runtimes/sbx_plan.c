@@ -226,7 +226,7 @@ plan_create (const struct sp_json *config, const char *binary, const char *templ
              struct sbx_argv *a, sp_error_t *err)
 {
   const struct sp_json *mounts = sp_json_object_get (config, "mounts");
-  int64_t memory, quota, period, pids, disk, fsize;
+  int64_t memory = 0, quota = 0, period = 0, pids = 0, disk = 0, fsize = 0;
   const char *sources[3];
   bool ro[3];
   char cpus[32];

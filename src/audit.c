@@ -1,6 +1,7 @@
 /* The audit log: see include/sealed-probe/audit.h and docs/audit.md.  */
 #define _GNU_SOURCE
 #include <sealed-probe/audit.h>
+#include <sealed-probe/release.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -131,6 +132,17 @@ put_null (struct gen *w, const char *k)
   w->st |= yajl_gen_null (w->g);
 }
 
+/* millibits as a number of bits with three decimals: 4808 -> 4.808.  */
+static void
+put_bits (struct gen *w, const char *k, uint64_t millibits)
+{
+  char text[32];
+  int n = snprintf (text, sizeof (text), "%" PRIu64 ".%03" PRIu64, millibits / 1000, millibits % 1000);
+
+  key (w, k);
+  w->st |= yajl_gen_number (w->g, text, (size_t)n);
+}
+
 /* One render of rec with reason[0..reason_len) (NULL: null) into a fresh
    allocation ending in "\n".  */
 static int
@@ -206,6 +218,28 @@ render_once (const struct sp_audit_record *rec, const char *reason, size_t reaso
       put_u64 (&w, "wall_ms", f->wall_ns / 1000000u);
       put_u64 (&w, "cpu_ms", f->cpu_ns / 1000000u);
       put_u64 (&w, "peak_memory_bytes", f->peak_memory_bytes);
+    }
+  put_str_or_null (&w, "release", rec->release);
+  key (&w, "release_ms");
+  if (rec->release == NULL || rec->release_ms < 0)
+    w.st |= yajl_gen_null (g);
+  else
+    w.st |= yajl_gen_integer (g, rec->release_ms);
+  put_bool (&w, "release_overflow", rec->release_overflow);
+  if (!rec->charged)
+    {
+      put_null (&w, "bits");
+      put_null (&w, "timing_bits");
+      put_null (&w, "repo_bits");
+    }
+  else
+    {
+      put_bits (&w, "bits", rec->millibits);
+      if (rec->timing_unbounded)
+        put_str_or_null (&w, "timing_bits", "unbounded");
+      else
+        put_bits (&w, "timing_bits", rec->millibits - SP_RELEASE_CONTENT_MILLIBITS);
+      put_bits (&w, "repo_bits", rec->repo_millibits);
     }
   w.st |= yajl_gen_map_close (g);
 

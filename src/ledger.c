@@ -1,4 +1,4 @@
-/* The invocation budget ledger: see include/sealed-probe/ledger.h.  */
+/* The budget ledger: see include/sealed-probe/ledger.h.  */
 #define _GNU_SOURCE
 #include <sealed-probe/ledger.h>
 
@@ -6,9 +6,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
@@ -16,8 +16,29 @@
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/fileio.h>
 #include <sealed-probe/json.h>
+#include <sealed-probe/repo_name.h>
+#include <sealed-probe/yajl_util.h>
 
-#define LEDGER_VERSION 1
+#define LEDGER_VERSION    2
+#define LEDGER_VERSION_V1 1
+#define LEDGER_MAX_DEPTH  3 /* the root, repositories, one repository */
+
+/* One repository's entry at its largest, less the name: what
+   SP_LEDGER_REPO_MAX_BYTES allows beside it.  */
+_Static_assert(sizeof ("\"\":{\"millibits\":9007199254740992,\"unbounded_calls\":4294967295},") - 1
+                       + SP_REPO_MAX_BYTES
+                   <= SP_LEDGER_REPO_MAX_BYTES,
+               "a repository entry must fit SP_LEDGER_REPO_MAX_BYTES");
+_Static_assert(sizeof ("{\"version\":2,\"limit\":100000,\"used\":100000,\"repositories\":{}}\n") - 1 <= 128
+                   && SP_INVOCATIONS_MAX <= 100000,
+               "the ledger's head must fit the 128 bytes SP_LEDGER_FILE_MAX_BYTES allows");
+
+struct ledger_repo
+{
+  char name[SP_REPO_MAX_BYTES + 1];
+  uint64_t millibits;
+  uint64_t unbounded_calls;
+};
 
 struct sp_ledger
 {
@@ -27,32 +48,202 @@ struct sp_ledger
   uint32_t limit;
   uint32_t used;
   bool poisoned;
+  struct ledger_repo *repos; /* sorted by name, bytewise */
+  size_t n_repos;
+  size_t cap_repos;
 };
 
-static int
-ledger_store (struct sp_ledger *ledger, uint32_t used, sp_error_t *err)
+/* A change not yet persisted: the repository entry as it would be after the
+   charge, at index pos of the sorted array, as a new entry when insert.  */
+struct ledger_pending
 {
-  char text[128];
-  int n;
+  struct ledger_repo repo;
+  size_t pos;
+  bool insert;
+};
 
-  n = snprintf (text, sizeof (text), "{\"version\":%d,\"limit\":%" PRIu32 ",\"used\":%" PRIu32 "}\n",
-                LEDGER_VERSION, ledger->limit, used);
-  if (n < 0 || (size_t)n >= sizeof (text))
+/* The index of repo in the sorted array, or where it would go.  */
+static size_t
+ledger_find (const struct sp_ledger *ledger, const char *repo, bool *found)
+{
+  size_t lo = 0, hi = ledger->n_repos;
+
+  *found = false;
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      int c = strcmp (ledger->repos[mid].name, repo);
+
+      if (c == 0)
+        {
+          *found = true;
+          return mid;
+        }
+      if (c < 0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  return lo;
+}
+
+static unsigned
+gen_str (yajl_gen g, const char *s)
+{
+  return yajl_gen_string (g, (const unsigned char *)s, strlen (s));
+}
+
+static unsigned
+gen_repo (yajl_gen g, const struct ledger_repo *r)
+{
+  unsigned st = 0;
+
+  st |= gen_str (g, r->name) | yajl_gen_map_open (g);
+  st |= gen_str (g, "millibits") | yajl_gen_integer (g, (long long)r->millibits);
+  st |= gen_str (g, "unbounded_calls") | yajl_gen_integer (g, (long long)r->unbounded_calls);
+  return st | yajl_gen_map_close (g);
+}
+
+/* Writes the ledger as it would be with `used` and the pending change (none
+   when pending is NULL).  Never writes a file that sp_ledger_open could not
+   read back.  */
+static int
+ledger_store (const struct sp_ledger *ledger, uint32_t used, const struct ledger_pending *pending,
+              sp_error_t *err)
+{
+  cleanup_yajl_gen yajl_gen g = yajl_gen_alloc (NULL);
+  cleanup_free char *text = NULL;
+  const unsigned char *buf;
+  unsigned st = 0;
+  size_t n;
+
+  if (g == NULL)
+    return sp_make_error (err, ENOMEM, "format the budget ledger");
+  st |= yajl_gen_map_open (g);
+  st |= gen_str (g, "version") | yajl_gen_integer (g, LEDGER_VERSION);
+  st |= gen_str (g, "limit") | yajl_gen_integer (g, ledger->limit);
+  st |= gen_str (g, "used") | yajl_gen_integer (g, used);
+  st |= gen_str (g, "repositories") | yajl_gen_map_open (g);
+  for (size_t i = 0; i <= ledger->n_repos; i++)
+    {
+      if (pending && pending->pos == i)
+        st |= gen_repo (g, &pending->repo);
+      if (i < ledger->n_repos && !(pending && pending->pos == i && !pending->insert))
+        st |= gen_repo (g, &ledger->repos[i]);
+    }
+  st |= yajl_gen_map_close (g) | yajl_gen_map_close (g);
+  if (st != yajl_gen_status_ok || yajl_gen_get_buf (g, &buf, &n) != yajl_gen_status_ok)
     return sp_make_error (err, 0, "format the budget ledger");
-  return sp_write_file_atomic_at (ledger->dirfd, SP_LEDGER_FILE, text, (size_t)n, 0600, err);
+  if (n + 1 > SP_LEDGER_FILE_MAX_BYTES)
+    return sp_make_error (err, 0, "format the budget ledger: %zu bytes is more than %d", n + 1,
+                          SP_LEDGER_FILE_MAX_BYTES);
+  text = malloc (n + 1);
+  if (text == NULL)
+    return sp_make_error (err, ENOMEM, "format the budget ledger");
+  memcpy (text, buf, n);
+  text[n] = '\n';
+  return sp_write_file_atomic_at (ledger->dirfd, SP_LEDGER_FILE, text, n + 1, 0600, err);
+}
+
+/* parent.key as an integer within [min, max]; parent is NULL at the root.  */
+static int
+ledger_field (const struct sp_json *obj, const char *parent, const char *key, int64_t min, int64_t max,
+              int64_t *out, sp_error_t *err)
+{
+  const struct sp_json *v = sp_json_object_get (obj, key);
+  cleanup_free char *path = sp_json_path_key (parent, key);
+
+  if (path == NULL)
+    return sp_make_error (err, ENOMEM, "`%s`", SP_LEDGER_FILE);
+  if (v == NULL)
+    return sp_make_error (err, 0, "`%s`: %s: missing", SP_LEDGER_FILE, path);
+  if (sp_json_integer (v, min, max, out) < 0)
+    return sp_make_error (err, 0, "`%s`: %s: must be an integer from %" PRId64 " to %" PRId64, SP_LEDGER_FILE,
+                          path, min, max);
+  return 0;
+}
+
+/* Every key of obj (at parent, NULL for the root) is one of keys[0..n).  */
+static int
+ledger_known_keys (const struct sp_json *obj, const char *parent, const char *const *keys, size_t n,
+                   sp_error_t *err)
+{
+  for (size_t i = 0; i < obj->u.object.len; i++)
+    {
+      const char *key = obj->u.object.members[i].key;
+      cleanup_free char *path = NULL;
+      size_t k = 0;
+
+      while (k < n && strcmp (key, keys[k]) != 0)
+        k++;
+      if (k < n)
+        continue;
+      path = sp_json_path_key (parent, key);
+      if (path == NULL)
+        return sp_make_error (err, ENOMEM, "`%s`", SP_LEDGER_FILE);
+      return sp_make_error (err, 0, "`%s`: %s: unknown key", SP_LEDGER_FILE, path);
+    }
+  return 0;
 }
 
 static int
-ledger_field (const struct sp_json *root, const char *key, int64_t min, int64_t max, int64_t *out,
-              sp_error_t *err)
+compare_repos (const void *a, const void *b)
 {
-  const struct sp_json *v = sp_json_object_get (root, key);
+  return strcmp (((const struct ledger_repo *)a)->name, ((const struct ledger_repo *)b)->name);
+}
 
-  if (v == NULL)
-    return sp_make_error (err, 0, "`%s`: missing key \"%s\"", SP_LEDGER_FILE, key);
-  if (sp_json_integer (v, min, max, out) < 0)
-    return sp_make_error (err, 0, "`%s`: \"%s\" must be an integer from %" PRId64 " to %" PRId64,
-                          SP_LEDGER_FILE, key, min, max);
+/* The repositories object of a version 2 ledger.  */
+static int
+ledger_load_repos (struct sp_ledger *ledger, const struct sp_json *repos, sp_error_t *err)
+{
+  static const char *const entry_keys[] = { "millibits", "unbounded_calls" };
+  size_t n;
+
+  if (repos == NULL)
+    return sp_make_error (err, 0, "`%s`: repositories: missing", SP_LEDGER_FILE);
+  if (repos->type != SP_JSON_OBJECT)
+    return sp_make_error (err, 0, "`%s`: repositories: must be an object", SP_LEDGER_FILE);
+  n = repos->u.object.len;
+  if (n > SP_LEDGER_MAX_REPOS)
+    return sp_make_error (err, 0, "`%s`: repositories: must hold at most %d repositories", SP_LEDGER_FILE,
+                          SP_LEDGER_MAX_REPOS);
+  if (n == 0)
+    return 0;
+  ledger->repos = calloc (n, sizeof (*ledger->repos));
+  if (ledger->repos == NULL)
+    return sp_make_error (err, errno, "allocate the ledger");
+  ledger->cap_repos = n;
+
+  for (size_t i = 0; i < n; i++)
+    {
+      const struct sp_json_member *m = &repos->u.object.members[i];
+      struct ledger_repo *r = &ledger->repos[i];
+      cleanup_free char *path = NULL;
+      int64_t millibits, unbounded;
+
+      /* Named by position: a key that is no repository name may carry a
+         credential (repo_name.h), so it is never echoed.  */
+      if (sp_repo_name_check (m->key, strlen (m->key), err) < 0)
+        return sp_error_wrap (err, "`%s`: repositories: the key of member %zu is not a repository name",
+                              SP_LEDGER_FILE, i);
+      path = sp_json_path_key ("repositories", m->key);
+      if (path == NULL)
+        return sp_make_error (err, ENOMEM, "`%s`", SP_LEDGER_FILE);
+      if (m->value->type != SP_JSON_OBJECT)
+        return sp_make_error (err, 0, "`%s`: %s: must be an object", SP_LEDGER_FILE, path);
+      if (ledger_known_keys (m->value, path, entry_keys, 2, err) < 0
+          || ledger_field (m->value, path, "millibits", 0, (int64_t)SP_LEDGER_MILLIBITS_MAX, &millibits, err)
+                 < 0
+          || ledger_field (m->value, path, "unbounded_calls", 0, SP_LEDGER_UNBOUNDED_MAX, &unbounded, err)
+                 < 0)
+        return -1;
+      strcpy (r->name, m->key);
+      r->millibits = (uint64_t)millibits;
+      r->unbounded_calls = (uint64_t)unbounded;
+    }
+  /* The parser refused duplicate keys, so sorting leaves every name once.  */
+  qsort (ledger->repos, n, sizeof (*ledger->repos), compare_repos);
+  ledger->n_repos = n;
   return 0;
 }
 
@@ -61,6 +252,8 @@ ledger_field (const struct sp_json *root, const char *key, int64_t min, int64_t 
 static int
 ledger_load (struct sp_ledger *ledger, int fd, sp_error_t *err)
 {
+  static const char *const v1_keys[] = { "version", "limit", "used" };
+  static const char *const v2_keys[] = { "version", "limit", "used", "repositories" };
   cleanup_free char *text = NULL;
   cleanup_json struct sp_json *root = NULL;
   int64_t version, limit, used;
@@ -71,22 +264,28 @@ ledger_load (struct sp_ledger *ledger, int fd, sp_error_t *err)
     return sp_make_error (err, errno, "stat `%s`", SP_LEDGER_FILE);
   if (!S_ISREG (st.st_mode))
     return sp_make_error (err, 0, "`%s` is not a regular file", SP_LEDGER_FILE);
-  if (sp_read_fd_capped (fd, SP_LEDGER_MAX_BYTES, &text, &len, err) < 0)
+  if (sp_read_fd_capped (fd, SP_LEDGER_FILE_MAX_BYTES, &text, &len, err) < 0)
     return sp_error_wrap (err, "read `%s`", SP_LEDGER_FILE);
-  if (sp_json_parse (text, len, 2, &root, err) < 0)
+  if (sp_json_parse (text, len, LEDGER_MAX_DEPTH, &root, err) < 0)
     return sp_error_wrap (err, "parse `%s`", SP_LEDGER_FILE);
-  if (root->type != SP_JSON_OBJECT || root->u.object.len != 3)
-    return sp_make_error (err, 0, "`%s`: must be an object with exactly version, limit and used",
-                          SP_LEDGER_FILE);
-  if (ledger_field (root, "version", LEDGER_VERSION, LEDGER_VERSION, &version, err) < 0
-      || ledger_field (root, "limit", SP_INVOCATIONS_MIN, SP_INVOCATIONS_MAX, &limit, err) < 0
-      || ledger_field (root, "used", 0, limit, &used, err) < 0)
+  if (root->type != SP_JSON_OBJECT)
+    return sp_make_error (err, 0, "`%s`: must be an object", SP_LEDGER_FILE);
+  if (ledger_field (root, NULL, "version", LEDGER_VERSION_V1, LEDGER_VERSION, &version, err) < 0)
+    return -1;
+  if (version == LEDGER_VERSION_V1 ? ledger_known_keys (root, NULL, v1_keys, 3, err)
+                                   : ledger_known_keys (root, NULL, v2_keys, 4, err))
+    return -1;
+  if (ledger_field (root, NULL, "limit", SP_INVOCATIONS_MIN, SP_INVOCATIONS_MAX, &limit, err) < 0
+      || ledger_field (root, NULL, "used", 0, limit, &used, err) < 0)
     return -1;
   if ((uint32_t)limit != ledger->limit)
     return sp_make_error (err, 0,
                           "`%s` holds a budget of %" PRId64 " but the config says %" PRIu32
                           "; a run's budget never changes: start a new run with a new state directory",
                           SP_LEDGER_FILE, limit, ledger->limit);
+  if (version != LEDGER_VERSION_V1
+      && ledger_load_repos (ledger, sp_json_object_get (root, "repositories"), err) < 0)
+    return -1;
   ledger->used = (uint32_t)used;
   return 0;
 }
@@ -132,7 +331,7 @@ sp_ledger_open (int state_dirfd, uint32_t limit, struct sp_ledger **out, sp_erro
       sp_make_error (err, errno, "open `%s`", SP_LEDGER_FILE);
       goto fail;
     }
-  if (fd < 0 ? ledger_store (ledger, 0, err) : ledger_load (ledger, fd, err))
+  if (fd < 0 ? ledger_store (ledger, 0, NULL, err) : ledger_load (ledger, fd, err))
     goto fail;
 
   *out = ledger;
@@ -143,9 +342,88 @@ fail:
   return -1;
 }
 
-int
-sp_ledger_debit (struct sp_ledger *ledger, uint32_t *remaining, sp_error_t *err)
+/* What the charge makes of the repository's entry, or why it cannot be made:
+   SP_LEDGER_BITS_EXHAUSTED, or -1 when the file could not hold it.  Leaves
+   room in the array for a new entry, so that committing cannot fail.  Called
+   with the lock held.  */
+static int
+ledger_prepare (struct sp_ledger *ledger, const struct sp_ledger_charge *charge, struct ledger_pending *p,
+                sp_error_t *err)
 {
+  const uint64_t budget = charge->bit_budget_millibits;
+  struct ledger_repo *r = &p->repo;
+  bool found;
+
+  if (charge->repo == NULL)
+    return sp_make_error (err, 0, "charge the budget ledger: no repository");
+  if (sp_repo_name_check (charge->repo, strlen (charge->repo), err) < 0)
+    return sp_error_wrap (err, "charge the budget ledger");
+  p->pos = ledger_find (ledger, charge->repo, &found);
+  p->insert = !found;
+  if (found)
+    *r = ledger->repos[p->pos];
+  else
+    {
+      memset (r, 0, sizeof (*r));
+      strcpy (r->name, charge->repo);
+    }
+
+  /* An unbounded timing channel fits no budget.  A budget lowered since an
+     earlier run may already be below the total.  */
+  if (budget > 0
+      && (charge->timing_unbounded || r->millibits > budget || charge->millibits > budget - r->millibits))
+    return SP_LEDGER_BITS_EXHAUSTED;
+
+  if (charge->millibits > SP_LEDGER_MILLIBITS_MAX - r->millibits)
+    return sp_make_error (err, 0,
+                          "charge the budget ledger: the repository's total would pass %" PRIu64 " millibits",
+                          (uint64_t)SP_LEDGER_MILLIBITS_MAX);
+  if (charge->timing_unbounded && r->unbounded_calls >= SP_LEDGER_UNBOUNDED_MAX)
+    return sp_make_error (err, 0,
+                          "charge the budget ledger: the repository's unbounded calls would pass %" PRIu32,
+                          (uint32_t)SP_LEDGER_UNBOUNDED_MAX);
+  if (p->insert && ledger->n_repos >= SP_LEDGER_MAX_REPOS)
+    return sp_make_error (err, 0,
+                          "charge the budget ledger: it already holds %d repositories, the most it may",
+                          SP_LEDGER_MAX_REPOS);
+  if (p->insert && ledger->n_repos == ledger->cap_repos)
+    {
+      size_t cap = ledger->cap_repos ? ledger->cap_repos * 2 : 8;
+      struct ledger_repo *grown;
+
+      if (cap > SP_LEDGER_MAX_REPOS)
+        cap = SP_LEDGER_MAX_REPOS;
+      grown = realloc (ledger->repos, cap * sizeof (*grown));
+      if (grown == NULL)
+        return sp_make_error (err, ENOMEM, "charge the budget ledger");
+      ledger->repos = grown;
+      ledger->cap_repos = cap;
+    }
+
+  r->millibits += charge->millibits;
+  if (charge->timing_unbounded)
+    r->unbounded_calls++;
+  return 0;
+}
+
+/* Makes the persisted change the ledger's own.  */
+static void
+ledger_commit (struct sp_ledger *ledger, const struct ledger_pending *p)
+{
+  if (p->insert)
+    {
+      memmove (&ledger->repos[p->pos + 1], &ledger->repos[p->pos],
+               (ledger->n_repos - p->pos) * sizeof (*ledger->repos));
+      ledger->n_repos++;
+    }
+  ledger->repos[p->pos] = p->repo;
+}
+
+int
+sp_ledger_debit_call (struct sp_ledger *ledger, const struct sp_ledger_charge *charge, uint32_t *remaining,
+                      uint64_t *repo_millibits, sp_error_t *err)
+{
+  struct ledger_pending pending;
   int ret = 0;
 
   pthread_mutex_lock (&ledger->lock);
@@ -153,17 +431,52 @@ sp_ledger_debit (struct sp_ledger *ledger, uint32_t *remaining, sp_error_t *err)
     ret = sp_make_error (err, 0, "the budget ledger failed to persist earlier; refusing to spend more");
   else if (ledger->used >= ledger->limit)
     ret = SP_LEDGER_EXHAUSTED;
-  else if (ledger_store (ledger, ledger->used + 1, err) < 0)
+  else if (charge && (ret = ledger_prepare (ledger, charge, &pending, err)) != 0)
+    ; /* refused, nothing written */
+  else if (ledger_store (ledger, ledger->used + 1, charge ? &pending : NULL, err) < 0)
     {
       ledger->poisoned = true;
       ret = -1;
     }
   else
-    ledger->used++;
+    {
+      ledger->used++;
+      if (charge)
+        ledger_commit (ledger, &pending);
+    }
   if (remaining)
     *remaining = ledger->limit - ledger->used;
+  if (repo_millibits)
+    {
+      bool found = false;
+      size_t pos = charge && charge->repo ? ledger_find (ledger, charge->repo, &found) : 0;
+
+      *repo_millibits = found ? ledger->repos[pos].millibits : 0;
+    }
   pthread_mutex_unlock (&ledger->lock);
   return ret;
+}
+
+int
+sp_ledger_debit (struct sp_ledger *ledger, uint32_t *remaining, sp_error_t *err)
+{
+  return sp_ledger_debit_call (ledger, NULL, remaining, NULL, err);
+}
+
+void
+sp_ledger_repo_totals (struct sp_ledger *ledger, const char *repo, uint64_t *millibits,
+                       uint64_t *unbounded_calls)
+{
+  bool found = false;
+  size_t pos;
+
+  pthread_mutex_lock (&ledger->lock);
+  pos = repo ? ledger_find (ledger, repo, &found) : 0;
+  if (millibits)
+    *millibits = found ? ledger->repos[pos].millibits : 0;
+  if (unbounded_calls)
+    *unbounded_calls = found ? ledger->repos[pos].unbounded_calls : 0;
+  pthread_mutex_unlock (&ledger->lock);
 }
 
 uint32_t
@@ -185,5 +498,6 @@ sp_ledger_close (struct sp_ledger *ledger)
   sp_closep (&ledger->dirfd);
   sp_closep (&ledger->lock_fd);
   pthread_mutex_destroy (&ledger->lock);
+  free (ledger->repos);
   free (ledger);
 }

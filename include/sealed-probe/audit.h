@@ -57,6 +57,20 @@ struct sp_audit_record
   const char *status;
   const char *reason;               /* the internal failure reason, NULL when answered */
   const struct sp_run_facts *facts; /* NULL when nothing was launched */
+  /* When the answer left (release.h; docs/audit.md): the mode's name, the
+     release time in ms after acceptance (-1: none, as in immediate mode or
+     an admission record), and whether it was ready past its last release
+     and left at once as ERROR.  */
+  const char *release;
+  int64_t release_ms;
+  bool release_overflow;
+  /* What the call could disclose, charged to its repository when `charged`:
+     millibits (content and timing, x1000), the timing part unbounded
+     (immediate mode), and the repository's total after the charge.  */
+  bool charged;
+  uint64_t millibits;
+  bool timing_unbounded;
+  uint64_t repo_millibits;
 };
 
 /* Renders one record as a single JSON line ending in "\n", at most

@@ -162,8 +162,8 @@
 #define SP_TARBALL_ENTRY_OVERHEAD (16 * 1024)
 #define SP_TARBALL_TAIL_BYTES     (1024 * 1024)
 
-/* Budget ledger file (docs/threat-model.md).  */
-#define SP_LEDGER_MAX_BYTES 4096
+/* Budget ledger file (docs/threat-model.md): its bound is
+   SP_LEDGER_FILE_MAX_BYTES, in ledger.h.  */
 
 /* Client (docs/protocol.md).  */
 #define SP_CLIENT_TIMEOUT_DEFAULT_SECONDS 600
@@ -177,6 +177,7 @@
 #define SP_SERVE_QUEUE_MAX                1024
 #define SP_SERVE_QUEUE_WAIT_DEFAULT       120 /* seconds a request may wait for a slot */
 #define SP_SERVE_QUEUE_WAIT_MAX           3600
+#define SP_BIT_BUDGET_MAX                 1000000        /* --bit-budget, bits per repository */
 #define SP_SERVE_REQUEST_READ_SECONDS     10             /* to receive one whole request frame */
 #define SP_SERVE_UNREAD_MAX               64             /* connections still sending their request */
 #define SP_SERVE_KILL_GRACE_SECONDS       10             /* after a kill, for the runtime to return */

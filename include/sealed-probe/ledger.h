@@ -1,12 +1,23 @@
-/* The invocation budget ledger: how many probes this run may still answer.
-   Debited and persisted (tmp, fsync, rename, fsync dir) before anything runs,
-   never refunded, and kept across proxy restarts.  See docs/threat-model.md.  */
+/* The budget ledger: how many probes this run may still answer, and how many
+   bits of disclosure each repository has been charged.  Debited and persisted
+   (tmp, fsync, rename, fsync dir) before anything runs, never refunded, and
+   kept across proxy restarts.  See docs/threat-model.md.
+
+   STATE/budget.json, one line, written by yajl's generator:
+     {"version":2,"limit":N,"used":U,
+      "repositories":{"acme/app":{"millibits":X,"unbounded_calls":K},...}}
+   (no line breaks in the file itself), repositories sorted by name (bytewise),
+   each present once it was charged at least once.  A version 1 file
+   ({"version":1,"limit":N,"used":U}) is read as one with no repositories and
+   rewritten as version 2 by the next debit.  */
 #ifndef SEALED_PROBE_LEDGER_H
 #define SEALED_PROBE_LEDGER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sealed-probe/bounds.h>
 #include <sealed-probe/error.h>
 
 #define SP_LEDGER_FILE "budget.json"
@@ -15,6 +26,30 @@
 /* sp_ledger_debit's answer when nothing is left.  Not an error: the caller
    answers ERROR without launching.  */
 #define SP_LEDGER_EXHAUSTED 1
+
+/* sp_ledger_debit_call's answer when the repository's bit budget would be
+   exceeded: nothing is written, the caller answers ERROR without launching. */
+#define SP_LEDGER_BITS_EXHAUSTED 2
+
+/* The file's bounds.  At most as many repositories as a config may name; a
+   repository's millibits stay within 2^53 (exact in a double, so any JSON
+   reader agrees) and its unbounded calls within 2^32 - 1.  The largest file
+   is their sum: a fixed head, and per repository its quoted name plus at
+   most 64 bytes of keys, digits and punctuation.  */
+#define SP_LEDGER_MAX_REPOS      SP_CONFIG_MAX_REPOS
+#define SP_LEDGER_MILLIBITS_MAX  (UINT64_C (1) << 53)
+#define SP_LEDGER_UNBOUNDED_MAX  UINT32_MAX
+#define SP_LEDGER_REPO_MAX_BYTES (SP_REPO_MAX_BYTES + 64)
+#define SP_LEDGER_FILE_MAX_BYTES (128 + SP_LEDGER_MAX_REPOS * SP_LEDGER_REPO_MAX_BYTES)
+
+/* What one call may disclose about one repository (docs/threat-model.md). */
+struct sp_ledger_charge
+{
+  const char *repo;              /* the repository the call reads */
+  uint64_t millibits;            /* bits it could carry, x1000, rounded up: content + timing */
+  bool timing_unbounded;         /* release mode immediate: the timing part has no bound */
+  uint64_t bit_budget_millibits; /* the repository's budget, x1000; 0: none */
+};
 
 struct sp_ledger;
 
@@ -25,11 +60,32 @@ struct sp_ledger;
    state directory).  A malformed ledger is an error, never a reset.  */
 int sp_ledger_open (int state_dirfd, uint32_t limit, struct sp_ledger **out, sp_error_t *err);
 
-/* Debits one invocation and persists it before returning 0.  Returns
+/* Debits one invocation, charging no repository, and persists it before
+   returning 0: sp_ledger_debit_call with no charge.  Returns
    SP_LEDGER_EXHAUSTED, writing nothing, when the budget is spent.  On a write
    failure returns -1 and poisons the ledger: every later debit fails too, since
    the count on disk is no longer known to match.  Safe across threads.  */
 int sp_ledger_debit (struct sp_ledger *ledger, uint32_t *remaining, sp_error_t *err);
+
+/* Debits one invocation and charges the repository in one atomic, persisted
+   write, before returning 0.  SP_LEDGER_EXHAUSTED when no invocation is left,
+   SP_LEDGER_BITS_EXHAUSTED when the repository's millibits plus this charge
+   would exceed its budget (checked first is the invocation budget); neither writes
+   anything.  A charge with timing_unbounded adds 1 to the repository's
+   unbounded_calls and its content millibits as given; under a bit budget it is
+   always refused (SP_LEDGER_BITS_EXHAUSTED), since no budget bounds it.
+   -1 on a write failure, which poisons the ledger as sp_ledger_debit does.
+   -1 too, writing nothing and poisoning nothing, for a charge the file cannot
+   hold: an invalid repository name, a new repository past
+   SP_LEDGER_MAX_REPOS, totals past SP_LEDGER_MILLIBITS_MAX or
+   SP_LEDGER_UNBOUNDED_MAX.  charge may be NULL: sp_ledger_debit.
+   *remaining and *repo_millibits (may be NULL) get the state after the call. Safe across threads. */
+int sp_ledger_debit_call (struct sp_ledger *ledger, const struct sp_ledger_charge *charge,
+                          uint32_t *remaining, uint64_t *repo_millibits, sp_error_t *err);
+
+/* The repository's totals so far (0, 0 for one never charged). */
+void sp_ledger_repo_totals (struct sp_ledger *ledger, const char *repo, uint64_t *millibits,
+                            uint64_t *unbounded_calls);
 
 uint32_t sp_ledger_remaining (struct sp_ledger *ledger);
 

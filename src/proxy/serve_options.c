@@ -6,6 +6,7 @@
 
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/config.h>
+#include <sealed-probe/release.h>
 #include <sealed-probe/runtime.h>
 
 #include "config.h"
@@ -30,7 +31,7 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
                         struct sp_serve_options *opt)
 {
   const char *concurrency = NULL, *queue = NULL, *queue_wait = NULL, *snapshot = NULL, *scratch = NULL;
-  const char *probe_ids = NULL;
+  const char *probe_ids = NULL, *release = NULL, *bit_budget = NULL;
   const struct sp_option common[] = {
     { .name = "--config", .value = &opt->config },
     { .name = "--state", .value = &opt->state },
@@ -42,6 +43,8 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     { .name = "--docker-state-dir", .value = &opt->docker_state_dir },
     { .name = "--sbx", .value = &opt->sbx },
     { .name = "--sbx-template", .value = &opt->sbx_template },
+    { .name = "--release", .value = &release },
+    { .name = "--bit-budget", .value = &bit_budget },
     { .name = "--snapshot", .value = &snapshot },
     { .name = "--scratch-size", .value = &scratch },
     { .name = "--probe-ids", .value = &probe_ids },
@@ -52,7 +55,7 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     { .name = "--queue", .value = &queue },
     { .name = "--queue-wait", .value = &queue_wait },
   };
-  size_t n_options = with_serving ? sizeof (common) / sizeof (common[0]) : 13;
+  size_t n_options = with_serving ? sizeof (common) / sizeof (common[0]) : 15;
   int ret;
 
   *opt = (struct sp_serve_options){
@@ -87,6 +90,21 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
         verb, usage,
         "--sbx-template: must be NAME@sha256:<64 lowercase hex>, pinned by digest; "
         "a tag alone can change under you");
+  if (release != NULL && sp_release_mode_parse (release, &opt->release) < 0)
+    return sp_options_usage_error (verb, usage, "--release: must be `bucketed`, `fixed` or `immediate`");
+  if (bit_budget != NULL)
+    {
+      unsigned long bits;
+
+      if (sp_options_decimal (bit_budget, SP_BIT_BUDGET_MAX, &bits) < 0)
+        return sp_options_usage_error (verb, usage, "--bit-budget: must be an integer from 1 to %d bits",
+                                       SP_BIT_BUDGET_MAX);
+      opt->bit_budget_millibits = (uint64_t)bits * 1000;
+      if (opt->release == SP_RELEASE_IMMEDIATE)
+        return sp_options_usage_error (verb, usage,
+                                       "--bit-budget: --release immediate leaks timing without bound, so no "
+                                       "call fits a bit budget; use bucketed or fixed");
+    }
   if (snapshot != NULL && sp_snapshot_mode_parse (snapshot, &opt->snapshot) < 0)
     return sp_options_usage_error (verb, usage, "--snapshot: must be `overlay` or `copy`");
   if (scratch != NULL

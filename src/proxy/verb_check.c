@@ -2,11 +2,13 @@
    a report of what it verified, and exit.  The operator's "would serve
    start?" with nothing listening (docs/operations.md).  */
 #define _GNU_SOURCE
+#include <inttypes.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/config.h>
+#include <sealed-probe/release.h>
 #include <sealed-probe/runtime.h>
 #include <sealed-probe/secret_env.h>
 
@@ -20,7 +22,8 @@
   "                                [--runc PATH | --runsc PATH [--gvisor-platform NAME]\n"                   \
   "                                 | --docker-socket PATH [--docker-state-dir PATH]\n"                      \
   "                                 | [--sbx PATH] --sbx-template NAME@sha256:HEX]\n"                        \
-  "                                [--snapshot overlay|copy] [--scratch-size SIZE] [--probe-ids BASE]"
+  "                                [--snapshot overlay|copy] [--scratch-size SIZE] [--probe-ids BASE]\n"     \
+  "                                [--release bucketed|fixed|immediate] [--bit-budget BITS]"
 
 #define fail(...) (sp_verb_report ("check", __VA_ARGS__), SP_EXIT_FAIL)
 
@@ -29,12 +32,35 @@
 static void
 report (const struct sp_serve *s)
 {
-  printf ("{\"runtime\":\"%s\",\"rootfs\":\"%s\",\"snapshot\":\"%s\",\"budget_remaining\":%u,\"seeds\":[",
+  bool unbounded;
+  uint64_t timing = sp_release_timing_millibits (s->opt->release, s->config->timeout_seconds, &unbounded);
+
+  printf ("{\"runtime\":\"%s\",\"rootfs\":\"%s\",\"snapshot\":\"%s\",\"budget_remaining\":%u,",
           sp_runtime_name (s->config->runtime), s->rootfs.digest, sp_snapshot_mode_name (s->opt->snapshot),
           (unsigned)sp_ledger_remaining (s->ledger));
+  /* What one call may disclose, and how much each repository has.  */
+  printf ("\"release\":\"%s\",\"call_bits\":{\"content\":%u.%03u,\"timing\":",
+          sp_release_mode_name (s->opt->release), SP_RELEASE_CONTENT_MILLIBITS / 1000,
+          SP_RELEASE_CONTENT_MILLIBITS % 1000);
+  if (unbounded)
+    printf ("\"unbounded\"},");
+  else
+    printf ("%" PRIu64 ".%03" PRIu64 "},", timing / 1000, timing % 1000);
+  if (s->opt->bit_budget_millibits > 0)
+    printf ("\"bit_budget\":%" PRIu64 ",", s->opt->bit_budget_millibits / 1000);
+  else
+    printf ("\"bit_budget\":null,");
+  printf ("\"seeds\":[");
   for (size_t i = 0; i < s->config->n_private_repos; i++)
-    printf ("%s{\"repo\":\"%s\",\"commit\":\"%s\",\"digest\":\"%s\"}", i ? "," : "", s->seeds[i].seed->repo,
-            s->seeds[i].seed->commit, s->seeds[i].seed->digest);
+    {
+      uint64_t used, unbounded_calls;
+
+      sp_ledger_repo_totals (s->ledger, s->seeds[i].seed->repo, &used, &unbounded_calls);
+      printf ("%s{\"repo\":\"%s\",\"commit\":\"%s\",\"digest\":\"%s\",\"bits_used\":%" PRIu64 ".%03" PRIu64
+              ",\"unbounded_calls\":%" PRIu64 "}",
+              i ? "," : "", s->seeds[i].seed->repo, s->seeds[i].seed->commit, s->seeds[i].seed->digest,
+              used / 1000, used % 1000, unbounded_calls);
+    }
   /* The evidence strings are the backend's own constants, plain ASCII
      without quotes or backslashes: what the canary checked, and found.  */
   printf ("],\"canary\":\"confined\",\"kernel\":\"%s\",\"kernel_evidence\":[",

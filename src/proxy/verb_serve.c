@@ -28,6 +28,7 @@
   "                                [--socket-group GROUP] [--ready-file PATH] [--concurrency N]\n"           \
   "                                [--queue N] [--queue-wait SECONDS] [--snapshot overlay|copy]\n"           \
   "                                [--scratch-size SIZE] [--probe-ids BASE]\n"                               \
+  "                                [--release bucketed|fixed|immediate] [--bit-budget BITS]\n"               \
   "                                [--runc PATH | --runsc PATH [--gvisor-platform NAME]\n"                   \
   "                                 | --docker-socket PATH [--docker-state-dir PATH]\n"                      \
   "                                 | [--sbx PATH] --sbx-template NAME@sha256:HEX]"
@@ -134,11 +135,13 @@ sp_verb_serve (int argc, char **argv)
     ret = fail ("%s", sp_error_message (err));
   else
     {
-      fprintf (
-          stderr,
-          "sealed-probe-proxy: serve: ready: run %s, %zu repositories, runtime %s, snapshot %s, socket %s\n",
-          s.run_id, config->n_private_repos, sp_runtime_name (config->runtime),
-          sp_snapshot_mode_name (opt.snapshot), opt.socket);
+      fprintf (stderr,
+               "sealed-probe-proxy: serve: ready: run %s, %zu repositories, runtime %s, snapshot %s, release "
+               "%s%s, "
+               "socket %s\n",
+               s.run_id, config->n_private_repos, sp_runtime_name (config->runtime),
+               sp_snapshot_mode_name (opt.snapshot), sp_release_mode_name (opt.release),
+               opt.release == SP_RELEASE_IMMEDIATE ? " (answers leak timing)" : "", opt.socket);
       sp_notify_send (&notify, "READY=1");
       ret = sp_serve_loop (&s, listen_fd, signal_fd, &err) < 0 ? fail ("%s", sp_error_message (err))
                                                                : SP_EXIT_OK;

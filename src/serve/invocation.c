@@ -109,6 +109,9 @@ sp_serve_stop (struct sp_serve *s)
 
   pthread_mutex_lock (&s->lock);
   s->stopping = true;
+  /* Answers held for their release go now (release.c).  */
+  if (s->release_cv_ready)
+    pthread_cond_broadcast (&s->release_cv);
   for (unsigned i = 0; i < s->opt->concurrency + 1; i++)
     if (s->active[i] != NULL)
       {
@@ -365,7 +368,17 @@ struct audit_facts
   bool debited;
   uint32_t remaining;
   uint64_t received_ns;
+  /* Monotonic: what the release counts from.  A request that a worker
+     took up: that moment, so that a queued request's wait is a sum of
+     released durations and its own release is its own run's bucket; one
+     refused off the slots: its acceptance.  */
+  uint64_t release_from_ns;
   uint64_t started_ns;
+  /* What the call could disclose, once charged to its repository.  */
+  uint64_t millibits;
+  bool timing_unbounded;
+  uint64_t repo_millibits;
+  const struct sp_serve_release *release; /* NULL until it is known */
 };
 
 /* Appends the invocation's record: its admission record before anything is
@@ -391,6 +404,15 @@ audit (struct invocation *inv, const struct audit_facts *a, bool admission, uint
     .reason = admission ? NULL : reason,
     .facts = inv->ran && inv->facts.launched && !admission ? &inv->facts : NULL,
     .admission = admission,
+    .release = sp_release_mode_name (inv->s->opt->release),
+    .release_ms = a->release != NULL && !a->release->overflow && a->release->mode != SP_RELEASE_IMMEDIATE
+                      ? (int64_t)a->release->release_ms
+                      : -1,
+    .release_overflow = a->release != NULL && a->release->overflow,
+    .charged = a->debited,
+    .millibits = a->millibits,
+    .timing_unbounded = a->timing_unbounded,
+    .repo_millibits = a->repo_millibits,
   };
   cleanup_free char *repo = NULL;
 
@@ -417,15 +439,35 @@ audit (struct invocation *inv, const struct audit_facts *a, bool admission, uint
   return 0;
 }
 
-/* The result record, then the answer: an answer whose record could not be
-   written is ERROR.  */
+/* The result record, then the answer at its release time (release.c): an
+   answer whose record could not be written is ERROR, and so is one ready
+   past its last possible release.  The worker, and so its slot, waits.  */
 static void
-finish (struct invocation *inv, int fd, const struct audit_facts *a, uint8_t index, const char *reason)
+finish (struct invocation *inv, int fd, struct audit_facts *a, uint8_t index, const char *reason)
 {
   cleanup_error sp_error_t err = NULL;
+  cleanup_free char *late = NULL;
+  struct sp_serve_release release;
 
+  sp_serve_release_plan (inv->s, a->release_from_ns, &release);
+  a->release = &release;
+  if (release.overflow)
+    {
+      if (asprintf (&late,
+                    "%s%sready %" PRIu64 " ms after its start, past its last release: released at once as "
+                    "ERROR",
+                    reason ? reason : "", reason ? "; " : "", release.release_ms)
+          < 0)
+        late = NULL;
+      reason = late ? late : "ready past its last release: released at once as ERROR";
+      index = SP_RESPONSE_ERROR;
+      /* The agent gets ERROR, not the outcome: no longer `answered`.  */
+      if (strcmp (inv->status, SP_AUDIT_STATUS_ANSWERED) == 0)
+        inv->status = SP_AUDIT_STATUS_INTERNAL;
+    }
   if (audit (inv, a, false, index, reason, &err) < 0)
     index = SP_RESPONSE_ERROR;
+  sp_serve_release_wait (inv->s, &release);
   answer (fd, index);
 }
 
@@ -443,15 +485,41 @@ invocation_init (struct invocation *inv, struct sp_serve *s)
 }
 
 void
-sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, const char *reason)
+sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, uint64_t accepted_ns,
+                 const char *reason)
 {
+  cleanup_error sp_error_t err = NULL;
+  cleanup_free char *noted = NULL;
+  struct sp_serve_release release;
   struct invocation inv;
-
-  struct audit_facts a = { .remaining = sp_ledger_remaining (s->ledger), .received_ns = received_ns };
+  struct audit_facts a = {
+    .remaining = sp_ledger_remaining (s->ledger),
+    .received_ns = received_ns,
+    .release_from_ns = accepted_ns,
+    .release = &release,
+  };
 
   invocation_init (&inv, s);
-  finish (&inv, client_fd, &a, SP_RESPONSE_ERROR, reason);
-  close (client_fd);
+  sp_serve_release_plan (s, accepted_ns, &release);
+  /* Refused off the slots: the releaser holds the answer, so the loop
+     never waits.  One it cannot hold goes at once, and the record says so.  */
+  if (release.mode != SP_RELEASE_IMMEDIATE && !release.overflow && !sp_serve_release_room (s))
+    {
+      if (asprintf (&noted, "%s; the releaser holds %d answers already: released at once", reason,
+                    SP_SERVE_RELEASE_HELD_MAX)
+          >= 0)
+        reason = noted;
+      else
+        noted = NULL;
+      release.overflow = true;
+    }
+  (void)audit (&inv, &a, false, SP_RESPONSE_ERROR, reason, &err);
+  if (release.mode == SP_RELEASE_IMMEDIATE || release.overflow
+      || !sp_serve_release_later (s, client_fd, &release))
+    {
+      answer (client_fd, SP_RESPONSE_ERROR);
+      close (client_fd);
+    }
 }
 
 static const struct sp_serve_seed *
@@ -476,7 +544,11 @@ sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t st
   char script_sha256[SP_DIGEST_TEXT_SIZE];
   uint8_t digest[SP_SHA256_BYTES];
   const struct sp_request req = r->req;
-  struct audit_facts a = { .req = &req, .received_ns = r->received_ns, .started_ns = started_ns };
+  struct audit_facts a = { .req = &req,
+                           .received_ns = r->received_ns,
+                           .release_from_ns = sp_monotonic_ns (),
+                           .started_ns = started_ns };
+  struct sp_ledger_charge charge;
   struct invocation inv;
   char why[sizeof (s->halt_reason)];
   uint8_t index = SP_RESPONSE_ERROR;
@@ -503,14 +575,29 @@ sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t st
       goto done;
     }
 
-  /* Step 3: spent before anything runs, never refunded.  A ledger that
-     cannot persist halts the proxy.  */
-  ret = sp_ledger_debit (s->ledger, &a.remaining, &err);
+  /* Step 3: spent before anything runs, never refunded, with the bits the
+     call could disclose charged to its repository in the same write.  A
+     ledger that cannot persist halts the proxy.  */
+  charge = (struct sp_ledger_charge){
+    .repo = s->config->private_repos[inv.seed - s->seeds],
+    .millibits
+    = SP_RELEASE_CONTENT_MILLIBITS
+      + sp_release_timing_millibits (s->opt->release, s->config->timeout_seconds, &a.timing_unbounded),
+    .bit_budget_millibits = s->opt->bit_budget_millibits,
+  };
+  charge.timing_unbounded = a.timing_unbounded;
+  ret = sp_ledger_debit_call (s->ledger, &charge, &a.remaining, &a.repo_millibits, &err);
   if (ret == SP_LEDGER_EXHAUSTED)
     {
       sp_make_error (&err, 0, "the invocation budget is spent");
       goto done;
     }
+  if (ret == SP_LEDGER_BITS_EXHAUSTED)
+    {
+      sp_make_error (&err, 0, "the repository's bit budget is spent");
+      goto done;
+    }
+  a.millibits = charge.millibits;
   if (ret < 0)
     {
       inv.status = failure_status (&inv, NULL, &err);

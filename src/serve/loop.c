@@ -78,7 +78,7 @@ worker (void *arg)
 static void
 refuse_request (struct sp_serve *s, struct sp_serve_request *r, const char *reason)
 {
-  sp_serve_refuse (s, r->fd, r->received_ns, reason);
+  sp_serve_refuse (s, r->fd, r->received_ns, r->accepted_ns, reason);
   free (r->frame);
   r->frame = NULL;
 }
@@ -118,7 +118,9 @@ expire (struct queue *q, bool all, const char *reason)
 static void
 enqueue (struct queue *q, struct sp_serve_conn *c)
 {
-  struct pending p = { .r = { .fd = c->fd, .frame = c->frame, .received_ns = c->received_ns } };
+  struct pending p = {
+    .r = { .fd = c->fd, .frame = c->frame, .received_ns = c->received_ns, .accepted_ns = c->accepted_ns }
+  };
   cleanup_error sp_error_t err = NULL;
   bool queued = false;
 
@@ -162,7 +164,7 @@ unread_refuse (struct queue *q, struct unread *u, size_t i, const char *reason)
 {
   struct sp_serve_conn *c = &u->conns[i];
 
-  sp_serve_refuse (q->s, c->fd, c->received_ns, reason);
+  sp_serve_refuse (q->s, c->fd, c->received_ns, c->accepted_ns, reason);
   c->fd = -1;
   sp_serve_conn_release (c);
   unread_drop (u, i);
@@ -174,7 +176,7 @@ accept_all (struct queue *q, struct unread *u, int listen_fd)
   for (;;)
     {
       int fd = accept4 (listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      uint64_t received = sp_realtime_ns ();
+      uint64_t received = sp_realtime_ns (), accepted = sp_monotonic_ns ();
 
       if (fd < 0)
         return; /* EAGAIN, or a client that left: the loop polls again */
@@ -184,10 +186,10 @@ accept_all (struct queue *q, struct unread *u, int listen_fd)
 
           snprintf (reason, sizeof (reason), "%d connections are still sending their requests",
                     SP_SERVE_UNREAD_MAX);
-          sp_serve_refuse (q->s, fd, received, reason);
+          sp_serve_refuse (q->s, fd, received, accepted, reason);
           continue;
         }
-      sp_serve_conn_init (&u->conns[u->len++], fd, received, sp_monotonic_ns ());
+      sp_serve_conn_init (&u->conns[u->len++], fd, received, accepted);
     }
 }
 
@@ -276,6 +278,12 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
       free (q.items);
       return sp_make_error (err, errno, "allocate the queue");
     }
+  if (sp_serve_releaser_start (s, err) < 0)
+    {
+      free (q.items);
+      sp_serve_releaser_stop (s);
+      return -1;
+    }
   for (; started < s->opt->concurrency; started++)
     if ((errno = pthread_create (&workers[started], NULL, worker, &q)) != 0)
       {
@@ -327,6 +335,7 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
   for (unsigned i = 0; i < started; i++)
     pthread_join (workers[i], NULL);
   expire (&q, true, "the proxy is shutting down");
+  sp_serve_releaser_stop (s);
   free (q.items);
   return ret;
 }

@@ -20,6 +20,7 @@ sp_serve_conn_init (struct sp_serve_conn *c, int fd, uint64_t received_ns, uint6
   memset (c, 0, sizeof (*c));
   c->fd = fd;
   c->received_ns = received_ns;
+  c->accepted_ns = now_ns;
   c->deadline_ns = now_ns + (uint64_t)SP_SERVE_REQUEST_READ_SECONDS * 1000000000ULL;
 }
 

@@ -22,6 +22,7 @@
 #include <sealed-probe/runtime.h>
 #include <sealed-probe/seccomp_profile.h>
 #include <sealed-probe/seed_store.h>
+#include <sealed-probe/release.h>
 #include <sealed-probe/workspace.h>
 
 /* The operator's choices, from the command line.  */
@@ -45,7 +46,9 @@ struct sp_serve_options
   unsigned queue_wait_seconds;
   enum sp_snapshot_mode snapshot;
   uint64_t scratch_bytes;
-  uint32_t probe_id_base; /* --probe-ids: the first host id of the probes' range */
+  uint32_t probe_id_base;        /* --probe-ids: the first host id of the probes' range */
+  enum sp_release_mode release;  /* --release: when answers leave (release.h) */
+  uint64_t bit_budget_millibits; /* --bit-budget, x1000: per repository; 0: none */
 };
 
 /* One staged seed as serve uses it: verified once, kept open.  */
@@ -95,7 +98,42 @@ struct sp_serve
      gets ERROR and nothing runs, until the operator restarts serve.  */
   bool halted;
   char halt_reason[256];
+
+  /* Release (release.c): workers wait on release_cv, under lock, until
+     their answer may leave or the proxy stops; refusals made off the slots
+     wait in the releaser.  */
+  pthread_cond_t release_cv;
+  bool release_cv_ready;
+  struct sp_serve_releaser *releaser;
 };
+
+/* When one answer leaves (release.h): its release time, on the monotonic
+   clock and as ms after the request's acceptance, and whether it was ready
+   too late for any (then it leaves at once, as ERROR).  */
+struct sp_serve_release
+{
+  enum sp_release_mode mode;
+  uint64_t at_ns;
+  uint64_t release_ms;
+  bool overflow;
+};
+
+/* Answers refused off the slots that the releaser may hold at once; one
+   more is answered at once (and its audit line says so).  */
+#define SP_SERVE_RELEASE_HELD_MAX 4096
+
+void sp_serve_release_plan (const struct sp_serve *s, uint64_t accepted_mono_ns, struct sp_serve_release *r);
+/* A worker: waits, holding its slot, until r's time or the proxy stops.  */
+void sp_serve_release_wait (struct sp_serve *s, const struct sp_serve_release *r);
+/* The loop: hands fd to the releaser, which sends ERROR at r's time and
+   closes it.  false (fd untouched) when it holds SP_SERVE_RELEASE_HELD_MAX
+   already or is stopping.  */
+bool sp_serve_release_later (struct sp_serve *s, int fd, const struct sp_serve_release *r);
+/* Whether the releaser has room for one more (only the loop adds to it).  */
+bool sp_serve_release_room (struct sp_serve *s);
+int sp_serve_releaser_start (struct sp_serve *s, sp_error_t *err);
+/* Lets every held answer go, and ends the releaser.  */
+void sp_serve_releaser_stop (struct sp_serve *s);
 
 /* Where serve's workspaces live: SP_SERVE_WORK_ROOT/KEY/RUN (preflight.c).  */
 #define SP_SERVE_RUN_ROOT  "/run/sealed-probe"
@@ -137,6 +175,7 @@ struct sp_serve_conn
 {
   int fd;
   uint64_t received_ns; /* realtime, when accepted: for the audit record */
+  uint64_t accepted_ns; /* monotonic, when accepted: a refusal's release counts from it */
   uint64_t deadline_ns; /* monotonic: the whole frame by then */
   uint8_t hdr[SP_FRAME_HEADER_BYTES];
   size_t got;     /* bytes of the frame so far */
@@ -158,15 +197,18 @@ struct sp_serve_request
   uint8_t *frame;        /* owned: req points into it */
   struct sp_request req; /* decoded and validated */
   uint64_t received_ns;  /* realtime, when accepted */
+  uint64_t accepted_ns;  /* monotonic, when accepted */
 };
 
 /* One request, from its slot to its end: debit, snapshot, run, read the
    answer, clean up, audit, answer.  Closes r->fd and frees r->frame.  */
 void sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t started_ns);
 
-/* Answers ERROR at once and audits it as refused, for a request that never
-   got a slot (queue full, waited too long, shutting down).  Closes fd.  */
-void sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, const char *reason);
+/* Audits as refused, and answers ERROR at its release time (through the
+   releaser), a request that never got a slot (a bad frame, queue full,
+   waited too long, shutting down).  Takes fd.  */
+void sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, uint64_t accepted_ns,
+                      const char *reason);
 
 /* Halts the proxy (see struct sp_serve) and says why on stderr, once.  */
 void sp_serve_halt (struct sp_serve *s, const char *why);

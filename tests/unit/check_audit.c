@@ -133,7 +133,8 @@ START_TEST (fixed_record_renders_exact_line_in_key_order)
             "\"snapshot\":\"overlay\",\"debited\":true,\"budget_remaining\":93,\"result\":\"NO\","
             "\"status\":\"answered\",\"reason\":null,\"launched\":true,\"exit\":0,\"signal\":0,"
             "\"oom\":false,\"timed_out\":false,\"wall_ms\":1234,\"cpu_ms\":987,"
-            "\"peak_memory_bytes\":41943040}\n");
+            "\"peak_memory_bytes\":41943040,\"release\":null,\"release_ms\":null,\"release_overflow\":false,"
+            "\"bits\":null,\"timing_bits\":null,\"repo_bits\":null}\n");
 }
 END_TEST
 
@@ -148,6 +149,8 @@ START_TEST (record_without_request_or_launch_renders_nulls)
     .answer = 0,
     .status = SP_AUDIT_STATUS_REFUSED,
     .reason = "request: unknown tag 0x07",
+    .release = "bucketed",
+    .release_ms = 1000,
   };
   cleanup_free char *line = render_ok (&rec, NULL);
 
@@ -158,7 +161,34 @@ START_TEST (record_without_request_or_launch_renders_nulls)
                     "\"snapshot\":null,\"debited\":false,\"budget_remaining\":0,\"result\":\"ERROR\","
                     "\"status\":\"refused\",\"reason\":\"request: unknown tag 0x07\",\"launched\":false,"
                     "\"exit\":null,\"signal\":null,\"oom\":null,\"timed_out\":null,\"wall_ms\":null,"
-                    "\"cpu_ms\":null,\"peak_memory_bytes\":null}\n");
+                    "\"cpu_ms\":null,\"peak_memory_bytes\":null,\"release\":\"bucketed\",\"release_ms\":1000,"
+                    "\"release_overflow\":false,\"bits\":null,\"timing_bits\":null,\"repo_bits\":null}\n");
+}
+END_TEST
+
+START_TEST (charged_record_renders_its_bits)
+{
+  struct sp_audit_record rec = good_record ();
+  cleanup_free char *line = NULL;
+
+  rec.release = "bucketed";
+  rec.release_ms = 2000;
+  rec.charged = true;
+  rec.millibits = 4808;
+  rec.repo_millibits = 14424;
+  line = render_ok (&rec, NULL);
+  ck_assert_ptr_nonnull (strstr (line,
+                                 ",\"release\":\"bucketed\",\"release_ms\":2000,\"release_overflow\":false,"
+                                 "\"bits\":4.808,\"timing_bits\":2.808,\"repo_bits\":14.424}\n"));
+  free (line);
+  rec.release = "immediate";
+  rec.release_ms = -1;
+  rec.millibits = 2000;
+  rec.timing_unbounded = true;
+  line = render_ok (&rec, NULL);
+  ck_assert_ptr_nonnull (strstr (line,
+                                 ",\"release\":\"immediate\",\"release_ms\":null,\"release_overflow\":false,"
+                                 "\"bits\":2.000,\"timing_bits\":\"unbounded\",\"repo_bits\":14.424}\n"));
 }
 END_TEST
 
@@ -780,6 +810,7 @@ audit_suite (void)
 
   tcase_add_test (render, fixed_record_renders_exact_line_in_key_order);
   tcase_add_test (render, record_without_request_or_launch_renders_nulls);
+  tcase_add_test (render, charged_record_renders_its_bits);
   tcase_add_test (render, killed_probe_has_null_exit_and_its_signal);
   tcase_add_test (render, every_control_char_quote_and_backslash_in_reason_is_escaped);
   tcase_add_test (render, invalid_utf8_in_any_string_is_refused);
