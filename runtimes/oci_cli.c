@@ -540,23 +540,6 @@ oci_cli_kill (struct sp_runtime_backend *rt, const char *container_id, sp_error_
   return kill_id (r, r->root, container_id, err);
 }
 
-static int
-gen_step (yajl_gen g, const char *step, char *const argv[])
-{
-  if (yajl_gen_map_open (g) != yajl_gen_status_ok
-      || yajl_gen_string (g, (const unsigned char *)"step", 4) != yajl_gen_status_ok
-      || yajl_gen_string (g, (const unsigned char *)step, strlen (step)) != yajl_gen_status_ok
-      || yajl_gen_string (g, (const unsigned char *)"argv", 4) != yajl_gen_status_ok
-      || yajl_gen_array_open (g) != yajl_gen_status_ok)
-    return -1;
-  for (size_t i = 0; argv[i] != NULL; i++)
-    if (yajl_gen_string (g, (const unsigned char *)argv[i], strlen (argv[i])) != yajl_gen_status_ok)
-      return -1;
-  if (yajl_gen_array_close (g) != yajl_gen_status_ok || yajl_gen_map_close (g) != yajl_gen_status_ok)
-    return -1;
-  return 0;
-}
-
 int
 oci_cli_describe (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, char **json, size_t *len,
                   sp_error_t *err)
@@ -589,13 +572,13 @@ oci_cli_describe (struct sp_runtime_backend *rt, const struct sp_runtime_job *jo
   bad |= yajl_gen_string (g, (const unsigned char *)"commands", 8) != yajl_gen_status_ok;
   bad |= yajl_gen_array_open (g) != yajl_gen_status_ok;
   command_line (r, r->root, create, argv);
-  bad |= gen_step (g, "create", argv) < 0;
+  bad |= sp_yajl_gen_command (g, "create", argv) < 0;
   command_line (r, r->root, start, argv);
-  bad |= gen_step (g, "start", argv) < 0;
+  bad |= sp_yajl_gen_command (g, "start", argv) < 0;
   command_line (r, r->root, kill_words, argv);
-  bad |= gen_step (g, "kill (on timeout or stop)", argv) < 0;
+  bad |= sp_yajl_gen_command (g, "kill (on timeout or stop)", argv) < 0;
   command_line (r, r->root, delete_words, argv);
-  bad |= gen_step (g, "delete", argv) < 0;
+  bad |= sp_yajl_gen_command (g, "delete", argv) < 0;
   bad |= yajl_gen_array_close (g) != yajl_gen_status_ok;
   bad |= yajl_gen_map_close (g) != yajl_gen_status_ok;
   if (bad || yajl_gen_get_buf (g, &buf, &buf_len) != yajl_gen_status_ok)

@@ -436,23 +436,6 @@ sbx_cleanup_orphans (struct sp_runtime_backend *rt, bool include_current, sp_err
 }
 
 static int
-gen_words (yajl_gen g, const char *step, char *const words[])
-{
-  int bad = 0;
-
-  bad |= yajl_gen_map_open (g) != yajl_gen_status_ok;
-  bad |= yajl_gen_string (g, (const unsigned char *)"step", 4) != yajl_gen_status_ok;
-  bad |= yajl_gen_string (g, (const unsigned char *)step, strlen (step)) != yajl_gen_status_ok;
-  bad |= yajl_gen_string (g, (const unsigned char *)"argv", 4) != yajl_gen_status_ok;
-  bad |= yajl_gen_array_open (g) != yajl_gen_status_ok;
-  for (size_t i = 0; words[i] != NULL; i++)
-    bad |= yajl_gen_string (g, (const unsigned char *)words[i], strlen (words[i])) != yajl_gen_status_ok;
-  bad |= yajl_gen_array_close (g) != yajl_gen_status_ok;
-  bad |= yajl_gen_map_close (g) != yajl_gen_status_ok;
-  return bad ? -1 : 0;
-}
-
-static int
 sbx_describe (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, char **json, size_t *len,
               sp_error_t *err)
 {
@@ -480,11 +463,11 @@ sbx_describe (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, c
   bad |= yajl_gen_array_close (g) != yajl_gen_status_ok;
   bad |= yajl_gen_string (g, (const unsigned char *)"commands", 8) != yajl_gen_status_ok;
   bad |= yajl_gen_array_open (g) != yajl_gen_status_ok;
-  bad |= gen_words (g, "create", plan.create.words);
-  bad |= gen_words (g, "exec", plan.exec.words);
-  bad |= gen_words (g, "stop", plan.stop.words);
-  bad |= gen_words (g, "rm", plan.rm.words);
-  bad |= gen_words (g, "ls (confirms the VM is gone)", plan.ls.words);
+  bad |= sp_yajl_gen_command (g, "create", plan.create.words) < 0;
+  bad |= sp_yajl_gen_command (g, "exec", plan.exec.words) < 0;
+  bad |= sp_yajl_gen_command (g, "stop", plan.stop.words) < 0;
+  bad |= sp_yajl_gen_command (g, "rm", plan.rm.words) < 0;
+  bad |= sp_yajl_gen_command (g, "ls (confirms the VM is gone)", plan.ls.words) < 0;
   bad |= yajl_gen_array_close (g) != yajl_gen_status_ok;
   bad |= yajl_gen_map_close (g) != yajl_gen_status_ok;
   sbx_plan_release (&plan);

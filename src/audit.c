@@ -238,7 +238,10 @@ render_once (const struct sp_audit_record *rec, const char *reason, size_t reaso
       if (rec->timing_unbounded)
         put_str_or_null (&w, "timing_bits", "unbounded");
       else
-        put_bits (&w, "timing_bits", rec->millibits - SP_RELEASE_CONTENT_MILLIBITS);
+        put_bits (&w, "timing_bits",
+                  rec->millibits > SP_RELEASE_CONTENT_MILLIBITS
+                      ? rec->millibits - SP_RELEASE_CONTENT_MILLIBITS
+                      : 0);
       put_bits (&w, "repo_bits", rec->repo_millibits);
     }
   w.st |= yajl_gen_map_close (g);

@@ -38,3 +38,20 @@ sp_yajl_error_line (yajl_handle h)
     yajl_free_error (h, msg);
   return line;
 }
+
+int
+sp_yajl_gen_command (yajl_gen g, const char *step, char *const argv[])
+{
+  int bad = 0;
+
+  bad |= yajl_gen_map_open (g) != yajl_gen_status_ok;
+  bad |= yajl_gen_string (g, (const unsigned char *)"step", 4) != yajl_gen_status_ok;
+  bad |= yajl_gen_string (g, (const unsigned char *)step, strlen (step)) != yajl_gen_status_ok;
+  bad |= yajl_gen_string (g, (const unsigned char *)"argv", 4) != yajl_gen_status_ok;
+  bad |= yajl_gen_array_open (g) != yajl_gen_status_ok;
+  for (size_t i = 0; argv[i] != NULL; i++)
+    bad |= yajl_gen_string (g, (const unsigned char *)argv[i], strlen (argv[i])) != yajl_gen_status_ok;
+  bad |= yajl_gen_array_close (g) != yajl_gen_status_ok;
+  bad |= yajl_gen_map_close (g) != yajl_gen_status_ok;
+  return bad ? -1 : 0;
+}

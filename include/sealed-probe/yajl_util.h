@@ -17,6 +17,11 @@ yajl_handle sp_yajl_strict_alloc (const yajl_callbacks *callbacks, void *ctx);
    which quotes the input and could so echo a secret.  The caller frees it.  */
 char *sp_yajl_error_line (yajl_handle h);
 
+/* Appends {"step": STEP, "argv": [...]} (argv NULL-terminated) to g: one
+   command line of a dry run's runtime-commands.json.  Returns 0, or -1
+   when yajl fails.  */
+int sp_yajl_gen_command (yajl_gen g, const char *step, char *const argv[]);
+
 static inline void
 sp_yajl_freep (yajl_handle *h)
 {

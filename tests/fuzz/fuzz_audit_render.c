@@ -52,7 +52,15 @@ static const char *const keys[] = {
   "wall_ms",
   "cpu_ms",
   "peak_memory_bytes",
+  "release",
+  "release_ms",
+  "release_overflow",
+  "bits",
+  "timing_bits",
+  "repo_bits",
 };
+
+static const char *const release_modes[] = { "bucketed", "fixed", "immediate", NULL };
 
 struct cursor
 {
@@ -196,6 +204,13 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     .status = str[10],
     .reason = h[1] & 16 ? NULL : reason,
     .facts = h[1] & 32 ? NULL : &facts,
+    .release = release_modes[h[1] >> 6 & 3],
+    .release_ms = h[1] & 64 ? -1 : (int64_t)(take_u64 (h + 12) >> 1),
+    .release_overflow = h[3] & 1,
+    .charged = h[3] & 2,
+    .millibits = take_u64 (h + 4),
+    .timing_unbounded = h[3] & 4,
+    .repo_millibits = take_u64 (h + 12),
   };
 
   ret = sp_audit_render (&rec, &line, &len, &err);
@@ -247,6 +262,22 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
           FUZZ_REQUIRE (memcmp (v->u.string.data + kept, CUT_MARK, mark) == 0);
           FUZZ_REQUIRE (sp_utf8_valid ((const uint8_t *)reason, kept, NULL));
         }
+      /* When it left, and the bits: numbers, null, or the one word.  */
+      v = sp_json_object_get (root, "release");
+      FUZZ_REQUIRE (rec.release == NULL ? v->type == SP_JSON_NULL
+                                        : json_string_is (v, rec.release, strlen (rec.release)));
+      v = sp_json_object_get (root, "release_ms");
+      FUZZ_REQUIRE (v->type == (rec.release == NULL || rec.release_ms < 0 ? SP_JSON_NULL : SP_JSON_NUMBER));
+      FUZZ_REQUIRE (sp_json_object_get (root, "release_overflow")->type == SP_JSON_BOOL);
+      v = sp_json_object_get (root, "timing_bits");
+      if (!rec.charged)
+        FUZZ_REQUIRE (v->type == SP_JSON_NULL && sp_json_object_get (root, "bits")->type == SP_JSON_NULL
+                      && sp_json_object_get (root, "repo_bits")->type == SP_JSON_NULL);
+      else
+        FUZZ_REQUIRE (
+            sp_json_object_get (root, "bits")->type == SP_JSON_NUMBER
+            && sp_json_object_get (root, "repo_bits")->type == SP_JSON_NUMBER
+            && (rec.timing_unbounded ? json_string_is (v, "unbounded", 9) : v->type == SP_JSON_NUMBER));
       sp_json_free (root);
       free (line);
     }
