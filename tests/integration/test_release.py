@@ -18,7 +18,8 @@ speed (tolerances are named below).
   queued at --concurrency 1 leaves one bucket after another, never pushed
   up the ladder by the queue.
 - fixed: every kind of answer (an outcome, a probe's exit(1), a timed-out
-  probe, a refusal) leaves at one offset, the timeout + 5 s.
+  probe, a refusal) leaves at one offset, the timeout + 5 s; one ready past
+  it (serve stopped, as a host stall would) leaves at once as ERROR.
 - immediate: answers leave when ready; the ready line says they leak timing.
 - the bits: each debited call is charged 2 content bits + the mode's timing
   bits, per repository, in budget.json, exactly (under concurrency, across a
@@ -632,6 +633,25 @@ try:
                and millibits(state, ALPHA) == 4000 and millibits(state, BETA) == 2000,
                "fixed: each debited call is charged 2 bits, no timing bits, as budget.json says",
                ([brief(r) for r in debited], budget(state)))
+        # Overflow: serve stalled (SIGSTOP) past the offset while a probe runs.
+        text = script("fixed-stalled")
+        out = {}
+        th = threading.Thread(target=lambda: out.update(request(srv.socket, frame(ALPHA, text), "stalled")),
+                              daemon=True)
+        th.start()
+        admitted = S.wait_for(lambda: [r for r in S.audit_lines(state, srv.run, admissions=True)
+                                       if r["status"] == "admitted" and r["script_sha256"] == S.sha256_tag(text)],
+                              timeout=30)
+        os.kill(srv.pid, 19)  # SIGSTOP
+        time.sleep(OFFSET / 1000 + 0.5)
+        os.kill(srv.pid, 18)  # SIGCONT
+        th.join(60)
+        rec = rec_of(state, text)
+        tap.ok(admitted and rec is not None and out.get("result") == "ERROR" and rec["result"] == "ERROR"
+               and rec["release_overflow"] is True and rec["release_ms"] is None and rec["release"] == "fixed"
+               and "past its last release" in (rec["reason"] or "") and ready_ms(rec) > OFFSET,
+               f"fixed: an invocation that outlasts the offset ({OFFSET} ms, serve stalled) is ERROR at once, audited "
+               "release_overflow true, release_ms null", (out, brief(rec) if rec else None))
         # SIGTERM lets a held answer go at once.
         text = script("fixed-held")
         holder = {}
