@@ -151,17 +151,21 @@ def stage(proxy, config, state, clones):
 # ---- serve -------------------------------------------------------------------
 
 class Serve:
-    def __init__(self, proxy, config, state, rootfs, runtime, mode, probe_ids, runtime_args, work):
+    """One serve with a socket and ready file of its own; name labels its
+    stderr file, serve_args are the bench's own options (timing_channel.py
+    uses it too)."""
+
+    def __init__(self, proxy, config, state, rootfs, name, serve_args, probe_ids, runtime_args, work):
         self.dir = tempfile.mkdtemp(prefix="sp-e2e-", dir="/tmp")  # short: sun_path
         os.chmod(self.dir, 0o755)
         self.socket = os.path.join(self.dir, "probe.sock")
         self.ready = os.path.join(self.dir, "ready")
-        self.stderr_path = os.path.join(work, f"serve-{runtime}-{mode}.stderr")
+        self.stderr_path = os.path.join(work, f"serve-{name}.stderr")
         # Each proxy its own probe id range (docs/runtimes.md): they run side
         # by side, and beside other engineers' proxies and tests.
         self.argv = [proxy, "serve", "--config", config, "--state", state, "--rootfs", rootfs,
-                     "--socket", self.socket, "--ready-file", self.ready, "--snapshot", mode,
-                     "--probe-ids", str(probe_ids), "--release", "immediate"] + runtime_args
+                     "--socket", self.socket, "--ready-file", self.ready, "--probe-ids", str(probe_ids),
+                     *serve_args] + runtime_args
         self.proc = None
         self.ready_s = None
 
@@ -187,6 +191,7 @@ class Serve:
         if self.proc is None:
             return
         if self.proc.poll() is None:
+            # Held answers leave at once on SIGTERM (src/serve/release.c).
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=60)
@@ -195,6 +200,7 @@ class Serve:
                 self.proc.kill()
                 self.proc.wait()
         self._err.close()
+        self.proc = None
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -569,7 +575,9 @@ def main():
             for mode in modes:
                 ids = probe_ids()
                 result["probe_ids"][f"{rt}/{mode}"] = ids
-                s = Serve(proxy, configs[rt], state_of[(rt, mode)], rootfs, rt, mode, ids, runtime_args[rt], work)
+                # Immediate release: this bench times the work, not the release.
+                s = Serve(proxy, configs[rt], state_of[(rt, mode)], rootfs, f"{rt}-{mode}",
+                          ["--snapshot", mode, "--release", "immediate"], ids, runtime_args[rt], work)
                 key = f"{rt}/{mode}"
                 log(f"serve ({rt}) --snapshot {mode} --probe-ids {ids}")
                 if not s.start():

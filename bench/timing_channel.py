@@ -71,7 +71,6 @@ import os
 import platform
 import queue
 import random
-import signal
 import statistics
 import subprocess
 import sys
@@ -80,7 +79,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_latency import GIT_ENV_EXTRA, PATH, audit_records, log, make_clone, parse_ts, stage, version_line  # noqa: E402
+from e2e_latency import (GIT_ENV_EXTRA, PATH, Serve, audit_records, log, make_clone, parse_ts, stage,  # noqa: E402
+                         version_line)
 
 OUTCOMES = ("YES", "NO", "UNKNOWN")
 ANSWER = '{"result":"YES"}'
@@ -195,55 +195,6 @@ def held_out(a, b, rng, folds=FOLDS, repeats=CV_REPEATS):
             ok_b += sum(1 for i in test_b if says_b(b[i]))
         accs.append(0.5 * (ok_a / len(a) + ok_b / len(b)))
     return statistics.mean(accs)
-
-
-# ---- serve -------------------------------------------------------------------
-
-class Serve:
-    def __init__(self, proxy, config, state, rootfs, release, concurrency, probe_ids, runtime_args, work):
-        self.dir = tempfile.mkdtemp(prefix="sp-tc-", dir="/tmp")  # short: sun_path
-        os.chmod(self.dir, 0o755)
-        self.socket = os.path.join(self.dir, "probe.sock")
-        self.ready = os.path.join(self.dir, "ready")
-        self.stderr_path = os.path.join(work, f"serve-{release}.stderr")
-        self.argv = [proxy, "serve", "--config", config, "--state", state, "--rootfs", rootfs,
-                     "--socket", self.socket, "--ready-file", self.ready, "--release", release,
-                     "--concurrency", str(concurrency), "--probe-ids", str(probe_ids)] + runtime_args
-        self.proc = None
-        self._err = None
-
-    def start(self, timeout=300):
-        self._err = open(self.stderr_path, "wb")
-        deadline = time.monotonic() + timeout
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=self._err, env={"PATH": PATH})
-        while time.monotonic() < deadline:
-            if os.path.exists(self.ready) and os.path.getsize(self.ready) > 0:
-                return True
-            if self.proc.poll() is not None:
-                return False
-            time.sleep(0.02)
-        return False
-
-    def stderr(self):
-        with open(self.stderr_path, errors="replace") as f:
-            return f.read().strip()
-
-    def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            # Held answers leave at once, as ERROR, on SIGTERM (release.c).
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                log(f"serve {self.proc.pid} ignored SIGTERM for 60 s; killing it")
-                self.proc.kill()
-                self.proc.wait()
-        if self._err is not None:
-            self._err.close()
-            self._err = None
-        self.proc = None
-        subprocess.run(["rm", "-rf", "--one-file-system", self.dir])
 
 
 def ask(client, socket_path, repo, script):
@@ -389,7 +340,8 @@ def main():
             stage(proxy, config, state, [(repo, clone)])
             ids = args.probe_ids + k * PROBE_ID_STRIDE
             threads = args.immediate_threads if mode == "immediate" else threads_held
-            serve = Serve(proxy, config, state, rootfs, mode, args.concurrency, ids, runtime_args, work)
+            serve = Serve(proxy, config, state, rootfs, f"release-{mode}",
+                          ["--release", mode, "--concurrency", str(args.concurrency)], ids, runtime_args, work)
             log(f"{mode}: serve --release {mode} --concurrency {args.concurrency} --probe-ids {ids}, "
                 f"{threads} client thread(s)")
             if not serve.start():

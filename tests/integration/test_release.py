@@ -27,12 +27,11 @@ speed (tolerances are named below).
   anything is copied or launched while the other repository still answers;
   --bit-budget with --release immediate is a usage error."""
 
-import contextlib
 import datetime
 import json
+import signal
 import math
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -125,33 +124,36 @@ MALFORMED = b"XXXX" + b"\x01\x01\x00\x00\x00\x01\x00"  # a bad magic
 
 
 def request(sock_path, data, label):
-    """One request on a connection of its own: (label, result, latency ms).
-    result is the outcome named, "ERROR", or a repr of anything else (b""
-    when serve closed without answering)."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(120)
-    got = b""
+    """One request on a connection of its own (sp_serve.send_raw), timed
+    from connect to the answer: {label, result, latency ms}.  result is the
+    outcome named, "ERROR", or a repr of anything else (b"" when serve
+    closed without answering)."""
     t0 = time.monotonic()
-    try:
-        s.connect(sock_path)
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            s.sendall(data)
-            s.shutdown(socket.SHUT_WR)
-        while len(got) < 64:
-            chunk = s.recv(64 - len(got))
-            if not chunk:
-                break
-            got += chunk
-    except (ConnectionResetError, BrokenPipeError):
-        pass
-    finally:
-        t1 = time.monotonic()
-        s.close()
+    got = S.send_raw(sock_path, data, timeout=120)
+    t1 = time.monotonic()
     if len(got) == 11 and got[:10] == b"SPRB\x01\x02\x00\x00\x00\x01":
         result = "ERROR" if got[10] == 0 else S.OUTCOMES[got[10] - 1] if got[10] <= 3 else repr(got)
     else:
         result = repr(got)
     return {"label": label, "result": result, "latency": (t1 - t0) * 1000}
+
+
+def stalled(srv, state, text, stall_ms):
+    """Sends text's request, and once it is admitted stops serve (SIGSTOP)
+    for stall_ms + 500 ms, as a host stall would, then lets it go on.
+    Returns (admitted, the client's result, the result record)."""
+    out = {}
+    th = threading.Thread(target=lambda: out.update(request(srv.socket, frame(ALPHA, text), "stalled")),
+                          daemon=True)
+    th.start()
+    admitted = S.wait_for(lambda: [r for r in S.audit_lines(state, srv.run, admissions=True)
+                                   if r["status"] == "admitted" and r["script_sha256"] == S.sha256_tag(text)],
+                          timeout=30)
+    os.kill(srv.pid, signal.SIGSTOP)
+    time.sleep(stall_ms / 1000 + 0.5)
+    os.kill(srv.pid, signal.SIGCONT)
+    th.join(60)
+    return bool(admitted), out, rec_of(state, text)
 
 
 def together(srv, items, stagger=0.0):
@@ -538,18 +540,7 @@ try:
     # stall would.  The answer is then ERROR at once, audited.
     with serve(config, state, "bucketed", concurrency=1, queue=4) as srv:
         text = sleeper("stalled", 0.3)
-        out = {}
-        th = threading.Thread(target=lambda: out.update(request(srv.socket, frame(ALPHA, text), "stalled")),
-                              daemon=True)
-        th.start()
-        admitted = S.wait_for(lambda: [r for r in S.audit_lines(state, srv.run, admissions=True)
-                                       if r["status"] == "admitted" and r["script_sha256"] == S.sha256_tag(text)],
-                              timeout=30)
-        os.kill(srv.pid, 19)  # SIGSTOP
-        time.sleep(reachable(T1)[-1] / 1000 + 0.5)
-        os.kill(srv.pid, 18)  # SIGCONT
-        th.join(60)
-        rec = rec_of(state, text)
+        admitted, out, rec = stalled(srv, state, text, reachable(T1)[-1])
         note(f"overflow: {out}, {brief(rec) if rec else None}")
         tap.ok(admitted and rec is not None and out.get("result") == "ERROR" and rec["result"] == "ERROR"
                and rec["release_overflow"] is True and rec["release_ms"] is None
@@ -634,19 +625,7 @@ try:
                "fixed: each debited call is charged 2 bits, no timing bits, as budget.json says",
                ([brief(r) for r in debited], budget(state)))
         # Overflow: serve stalled (SIGSTOP) past the offset while a probe runs.
-        text = script("fixed-stalled")
-        out = {}
-        th = threading.Thread(target=lambda: out.update(request(srv.socket, frame(ALPHA, text), "stalled")),
-                              daemon=True)
-        th.start()
-        admitted = S.wait_for(lambda: [r for r in S.audit_lines(state, srv.run, admissions=True)
-                                       if r["status"] == "admitted" and r["script_sha256"] == S.sha256_tag(text)],
-                              timeout=30)
-        os.kill(srv.pid, 19)  # SIGSTOP
-        time.sleep(OFFSET / 1000 + 0.5)
-        os.kill(srv.pid, 18)  # SIGCONT
-        th.join(60)
-        rec = rec_of(state, text)
+        admitted, out, rec = stalled(srv, state, script("fixed-stalled"), OFFSET)
         tap.ok(admitted and rec is not None and out.get("result") == "ERROR" and rec["result"] == "ERROR"
                and rec["release_overflow"] is True and rec["release_ms"] is None and rec["release"] == "fixed"
                and "past its last release" in (rec["reason"] or "") and ready_ms(rec) > OFFSET,
