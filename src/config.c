@@ -23,11 +23,19 @@
 #define REASON_RUNTIME "must be one of \"docker\", \"gvisor\", \"sbx\", \"runc\""
 #define REASON_TIMEOUT                                                                                       \
   "must be an integer from " STR (SP_TIMEOUT_MIN_SECONDS) " to " STR (SP_TIMEOUT_MAX_SECONDS)
+#define TIMEOUT_MAX_TEXT STR (SP_TIMEOUT_MAX_SECONDS)
+#define REASON_TIMEOUT_MAX                                                                                   \
+  "must be at most " TIMEOUT_MAX_TEXT " seconds: this proxy's bound, tighter than the firewall's, "          \
+  "because a probe holds a sandbox slot for its whole timeout"
 #define REASON_MEMORY                                                                                        \
-  "must be a string of digits then \"m\" or \"g\", from \"64m\" to \"8g\" (no leading zeros)"
-#define REASON_INTERP   "must be \"python3\""
-#define REASON_INVOKE   "must be an integer from " STR (SP_INVOCATIONS_MIN) " to " STR (SP_INVOCATIONS_MAX)
-#define REASON_MAXREPOS "must hold at most " STR (SP_CONFIG_MAX_REPOS) " repositories"
+  "must be a string of digits then \"m\", \"M\", \"g\" or \"G\", from \"64m\" to \"8g\" (no leading zeros)"
+#define REASON_MEMORY_MIN                                                                                    \
+  "must be at least \"64m\": this proxy's bound, tighter than the firewall's, leaving python3 room "         \
+  "on every backend (gVisor charges its own kernel to the same limit)"
+#define REASON_MEMORY_MAX "must be at most \"8g\": this proxy's bound on one sandbox"
+#define REASON_INTERP     "must be \"python3\""
+#define REASON_INVOKE     "must be an integer from " STR (SP_INVOCATIONS_MIN) " to " STR (SP_INVOCATIONS_MAX)
+#define REASON_MAXREPOS   "must hold at most " STR (SP_CONFIG_MAX_REPOS) " repositories"
 
 static const char *const runtime_names[] = {
   [SP_RUNTIME_DOCKER] = "docker",
@@ -93,37 +101,67 @@ sp_size_text_parse (const char *s, size_t len, uint64_t min_bytes, uint64_t max_
 {
   uint64_t n = 0;
   unsigned shift;
+  bool too_big = false;
 
   if (len < 2 || s[0] < '1' || s[0] > '9')
-    return -1;
-  if (s[len - 1] == 'm')
+    return SP_SIZE_MALFORMED;
+  if (s[len - 1] == 'm' || s[len - 1] == 'M')
     shift = 20;
-  else if (s[len - 1] == 'g')
+  else if (s[len - 1] == 'g' || s[len - 1] == 'G')
     shift = 30;
   else
-    return -1;
+    return SP_SIZE_MALFORMED;
   for (size_t i = 0; i + 1 < len; i++)
     {
       if (s[i] < '0' || s[i] > '9')
-        return -1;
-      n = n * 10 + (uint64_t)(s[i] - '0');
-      if (n > (max_bytes >> shift))
-        return -1;
+        return SP_SIZE_MALFORMED;
+      /* Past the maximum the digits are still checked, so that "99x9g" is
+         malformed rather than too big; the count just stops growing.  */
+      if (!too_big)
+        {
+          n = n * 10 + (uint64_t)(s[i] - '0');
+          too_big = n > (max_bytes >> shift);
+        }
     }
+  if (too_big)
+    return SP_SIZE_ABOVE_MAX;
   n <<= shift;
-  if (n < min_bytes || n > max_bytes)
-    return -1;
+  if (n < min_bytes)
+    return SP_SIZE_BELOW_MIN;
+  if (n > max_bytes)
+    return SP_SIZE_ABOVE_MAX;
   *bytes = n;
-  return 0;
+  return SP_SIZE_OK;
 }
 
 static int
 parse_memory (const struct sp_json *v, uint64_t *bytes)
 {
   if (v->type != SP_JSON_STRING)
-    return -1;
+    return SP_SIZE_MALFORMED;
   return sp_size_text_parse (v->u.string.data, v->u.string.len, SP_MEMORY_MIN_BYTES, SP_MEMORY_MAX_BYTES,
                              bytes);
+}
+
+/* True when v is a plain decimal integer above max: an integer this proxy
+   refuses for its bound, not for its spelling.  Digits past int64 count.  */
+static bool
+integer_above (const struct sp_json *v, int64_t max)
+{
+  const char *p;
+  int64_t n;
+
+  if (v->type != SP_JSON_NUMBER || v->u.number == NULL)
+    return false;
+  if (sp_json_integer (v, max + 1, INT64_MAX, &n) == 0)
+    return true;
+  p = v->u.number;
+  if (*p < '1' || *p > '9')
+    return false;
+  for (; *p; p++)
+    if (*p < '0' || *p > '9')
+      return false;
+  return strlen (v->u.number) > 18; /* beyond int64, so above any max */
 }
 
 static int
@@ -229,7 +267,8 @@ parse_member (const char *key, const struct sp_json *v, struct sp_config *c, boo
   if (strcmp (key, "timeout") == 0)
     {
       if (sp_json_integer (v, SP_TIMEOUT_MIN_SECONDS, SP_TIMEOUT_MAX_SECONDS, &n) < 0)
-        return key_error (err, key, REASON_TIMEOUT);
+        return key_error (err, key,
+                          integer_above (v, SP_TIMEOUT_MAX_SECONDS) ? REASON_TIMEOUT_MAX : REASON_TIMEOUT);
       c->timeout_seconds = (uint32_t)n;
       return 0;
     }
@@ -237,8 +276,17 @@ parse_member (const char *key, const struct sp_json *v, struct sp_config *c, boo
     {
       char *copy;
 
-      if (parse_memory (v, &c->memory_limit_bytes) < 0)
-        return key_error (err, key, REASON_MEMORY);
+      switch (parse_memory (v, &c->memory_limit_bytes))
+        {
+        case SP_SIZE_OK:
+          break;
+        case SP_SIZE_BELOW_MIN:
+          return key_error (err, key, REASON_MEMORY_MIN);
+        case SP_SIZE_ABOVE_MAX:
+          return key_error (err, key, REASON_MEMORY_MAX);
+        default:
+          return key_error (err, key, REASON_MEMORY);
+        }
       copy = strdup (v->u.string.data);
       if (copy == NULL)
         return sp_make_error (err, ENOMEM, BLOCK ".memoryLimit");

@@ -28,9 +28,11 @@
 #define SP_MEMORY_DEFAULT_TEXT  "512m"
 #define SP_MEMORY_DEFAULT_BYTES (512ULL << 20)
 
+/* The default is the agent firewall's own "conservative bounded default"
+   (docs/config.md).  */
 #define SP_INVOCATIONS_MIN     1
 #define SP_INVOCATIONS_MAX     100000
-#define SP_INVOCATIONS_DEFAULT 100
+#define SP_INVOCATIONS_DEFAULT 32
 
 /* Strict JSON trees (json.h).  The tree is freed recursively, so its depth
    stays modest whatever a caller asks for; a key echoed in a message shows at

@@ -62,10 +62,21 @@ sp_config_freep (struct sp_config **config)
 }
 #define cleanup_config __attribute__ ((cleanup (sp_config_freep)))
 
+/* What sp_size_text_parse found.  Below and above are told apart from
+   malformed text so that a refusal can name the bound it hit.  */
+enum sp_size_verdict
+{
+  SP_SIZE_OK = 0,
+  SP_SIZE_MALFORMED = -1,
+  SP_SIZE_BELOW_MIN = -2,
+  SP_SIZE_ABOVE_MAX = -3,
+};
+
 /* A size as the config writes one: "<digits><unit>", no sign, no leading
-   zero, unit "m" (MiB) or "g" (GiB), within min_bytes..max_bytes.  Pure
-   arithmetic with an early stop, so no text can overflow it.  Returns -1
-   for anything else.  */
+   zero, unit "m"/"M" (MiB) or "g"/"G" (GiB): the agent firewall accepts both
+   cases, and "2G" means what "2g" means.  Within min_bytes..max_bytes.  Pure
+   arithmetic with an early stop, so no text can overflow it.  Returns
+   SP_SIZE_OK with *bytes set, or the verdict (negative).  */
 int sp_size_text_parse (const char *s, size_t len, uint64_t min_bytes, uint64_t max_bytes, uint64_t *bytes);
 
 /* "docker", "gvisor", "sbx" or "runc".  */

@@ -3,6 +3,7 @@
    the agent, never a security boundary: the proxy enforces every rule the
    file states.  See docs/skill.md.  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -54,15 +55,16 @@ static const char example_script[]
       "with open(\"/probe/out\", \"w\", encoding=\"utf-8\") as out:\n"
       "    json.dump({\"result\": result}, out)\n";
 
-/* The memory limit in words: "512m" reads "512 MiB".  The config text is
-   already validated as digits then 'm' or 'g'.  */
+/* The memory limit in words: "512m" reads "512 MiB", "2G" reads "2 GiB".
+   The config text is already validated as digits then 'm', 'M', 'g' or 'G'.  */
 static void
 print_memory (FILE *f, const struct sp_config *c)
 {
   size_t n = strlen (c->memory_limit);
 
   fprintf (f, "%.*s %s (%llu bytes)", (int)(n - 1), c->memory_limit,
-           c->memory_limit[n - 1] == 'g' ? "GiB" : "MiB", (unsigned long long)c->memory_limit_bytes);
+           tolower ((unsigned char)c->memory_limit[n - 1]) == 'g' ? "GiB" : "MiB",
+           (unsigned long long)c->memory_limit_bytes);
 }
 
 static void

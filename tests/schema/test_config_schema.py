@@ -122,7 +122,7 @@ def effective(doc, schema):
     props = schema["properties"]["sealedProbes"]["properties"]
     get = lambda k: block.get(k, props[k].get("default"))
     memory = get("memoryLimit")
-    unit = {"m": 1 << 20, "g": 1 << 30}[memory[-1]]
+    unit = {"m": 1 << 20, "g": 1 << 30}[memory[-1].lower()]  # 2G means 2g
     return {
         "enabled": True,
         "privateRepos": block["privateRepos"],
@@ -246,9 +246,13 @@ def generated_vectors():
     out = []
     for m in [0, 1, 9, 10, 63, 64, 65, 99, 100, 512, 999, 1000, 1024, 7999, 8000, 8099, 8100, 8189, 8190, 8191,
               8192, 8193, 8200, 8999, 9000, 9999, 10000, 65536]:
-        out.append((f"memory-{m}m", enabled(memoryLimit=f"{m}m"), 64 <= m <= 8192))
+        for u in "mM":
+            out.append((f"memory-{m}{u}", enabled(memoryLimit=f"{m}{u}"), 64 <= m <= 8192))
     for g in [0, 1, 2, 7, 8, 9, 10, 16, 80]:
-        out.append((f"memory-{g}g", enabled(memoryLimit=f"{g}g"), 1 <= g <= 8))
+        for u in "gG":
+            out.append((f"memory-{g}{u}", enabled(memoryLimit=f"{g}{u}"), 1 <= g <= 8))
+    for text in ["512k", "512K", "1t", "1T", "512Mi", "2GB", "2Gb", "512mb", "2 G", " 2G", "2G ", "+2G", "2.5G"]:
+        out.append((f"memory-{text!r}", enabled(memoryLimit=text), False))
     names = {
         "a/b": True, "a-b/c": True, "a/-": True, "a/_.-": True, "0/0": True, "a/.a": True, "a/..a": True,
         "a/a..": True, "a/.gitx": True, "a/x.git": False, "a/.git": False, "a/X": False, "a-/b": False,

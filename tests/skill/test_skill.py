@@ -156,6 +156,28 @@ def configured_timeout_memory_and_budget_are_stated():
 
 
 @test
+def uppercase_memory_units_read_as_the_lowercase_ones():
+    for written, words, count in [("2G", "2 GiB", 2 << 30), ("256M", "256 MiB", 256 << 20)]:
+        doc = json.loads(json.dumps(CONFIG))
+        doc["sealedProbes"]["memoryLimit"] = written
+        with Scratch() as s:
+            p = run(["--config", s.write_config(doc)])
+        assert p.returncode == 0, p.stderr
+        text = p.stdout.decode("utf-8")
+        assert f"{words} ({count} bytes)" in text, (written, text)
+
+
+@test
+def default_budget_is_the_firewalls_32_calls():
+    doc = json.loads(json.dumps(CONFIG))
+    del doc["sealedProbes"]["maxInvocations"]
+    with Scratch() as s:
+        p = run(["--config", s.write_config(doc)])
+    assert p.returncode == 0, p.stderr
+    assert "32 calls" in p.stdout.decode("utf-8")
+
+
+@test
 def call_line_outcome_rules_and_script_contract_are_stated():
     text = skill_text()
     for needle in ["sealed-probe --repo OWNER/NAME --outcome A --outcome B --outcome C < probe.py",

@@ -74,9 +74,9 @@ expect_reject (const char *doc, size_t len, const char *fragment)
      ck_assert (strcmp (c->memory_limit, "512m") == 0 && c->memory_limit_bytes == 536870912ULL))             \
   X (default_interpreter_is_python3, ENABLED (""),                                                           \
      ck_assert_int_eq (c->interpreter, SP_INTERPRETER_PYTHON3))                                              \
-  X (default_max_invocations_is_100, ENABLED (""), ck_assert_uint_eq (c->max_invocations, 100))              \
+  X (default_max_invocations_is_the_firewalls_32, ENABLED (""), ck_assert_uint_eq (c->max_invocations, 32))  \
   X (defaults_apply_when_disabled_too, "{}",                                                                 \
-     ck_assert (c->runtime == SP_RUNTIME_DOCKER && c->timeout_seconds == 30 && c->max_invocations == 100     \
+     ck_assert (c->runtime == SP_RUNTIME_DOCKER && c->timeout_seconds == 30 && c->max_invocations == 32      \
                 && strcmp (c->memory_limit, "512m") == 0))                                                   \
   X (runtime_docker_is_accepted, ENABLED (",\"runtime\":\"docker\""),                                        \
      ck_assert_int_eq (c->runtime, SP_RUNTIME_DOCKER))                                                       \
@@ -96,6 +96,12 @@ expect_reject (const char *doc, size_t len, const char *fragment)
      ck_assert_uint_eq (c->memory_limit_bytes, 8ULL << 30))                                                  \
   X (memory_one_g_is_accepted, ENABLED (",\"memoryLimit\":\"1g\""),                                          \
      ck_assert_uint_eq (c->memory_limit_bytes, 1ULL << 30))                                                  \
+  X (memory_uppercase_g_means_lowercase_g, ENABLED (",\"memoryLimit\":\"2G\""),                              \
+     ck_assert (c->memory_limit_bytes == (2ULL << 30) && strcmp (c->memory_limit, "2G") == 0))               \
+  X (memory_uppercase_m_means_lowercase_m, ENABLED (",\"memoryLimit\":\"256M\""),                            \
+     ck_assert (c->memory_limit_bytes == (256ULL << 20) && strcmp (c->memory_limit, "256M") == 0))           \
+  X (memory_uppercase_minimum_is_accepted, ENABLED (",\"memoryLimit\":\"64M\""),                             \
+     ck_assert_uint_eq (c->memory_limit_bytes, 64ULL << 20))                                                 \
   X (memory_limit_is_kept_as_written, ENABLED (",\"memoryLimit\":\"1024m\""),                                \
      ck_assert (strcmp (c->memory_limit, "1024m") == 0 && c->memory_limit_bytes == (1ULL << 30)))            \
   X (interpreter_python3_is_accepted, ENABLED (",\"interpreter\":\"python3\""),                              \
@@ -111,11 +117,16 @@ expect_reject (const char *doc, size_t len, const char *fragment)
 
 #define REPOS(items) BLOCK ("\"enabled\":true,\"privateRepos\":[" items "]")
 #define BAD_TIMEOUT  "sealedProbes.timeout: must be an integer from 1 to 300"
-#define BAD_MEMORY   "sealedProbes.memoryLimit: must be a string of digits then \"m\" or \"g\""
-#define BAD_INVOKE   "sealedProbes.maxInvocations: must be an integer from 1 to 100000"
-#define BAD_RUNTIME  "sealedProbes.runtime: must be one of \"docker\", \"gvisor\", \"sbx\", \"runc\""
-#define BAD_INTERP   "sealedProbes.interpreter: must be \"python3\""
-#define BAD_ENABLED  "sealedProbes.enabled: must be true or false"
+#define BAD_MEMORY   "sealedProbes.memoryLimit: must be a string of digits then \"m\", \"M\", \"g\" or \"G\""
+#define LOW_MEMORY                                                                                           \
+  "sealedProbes.memoryLimit: must be at least \"64m\": this proxy's bound, tighter than the firewall's"
+#define HIGH_MEMORY "sealedProbes.memoryLimit: must be at most \"8g\": this proxy's bound"
+#define HIGH_TIMEOUT                                                                                         \
+  "sealedProbes.timeout: must be at most 300 seconds: this proxy's bound, tighter than the firewall's"
+#define BAD_INVOKE  "sealedProbes.maxInvocations: must be an integer from 1 to 100000"
+#define BAD_RUNTIME "sealedProbes.runtime: must be one of \"docker\", \"gvisor\", \"sbx\", \"runc\""
+#define BAD_INTERP  "sealedProbes.interpreter: must be \"python3\""
+#define BAD_ENABLED "sealedProbes.enabled: must be true or false"
 
 /* name, document, fragment */
 #define REJECT_ROWS(X)                                                                                       \
@@ -184,21 +195,23 @@ expect_reject (const char *doc, size_t len, const char *fragment)
   X (runtime_null_is_rejected, ENABLED (",\"runtime\":null"), BAD_RUNTIME)                                   \
   X (runtime_value_is_not_echoed, ENABLED (",\"runtime\":\"ghp_CANARY\""), BAD_RUNTIME)                      \
   X (timeout_zero_is_rejected, ENABLED (",\"timeout\":0"), BAD_TIMEOUT)                                      \
-  X (timeout_above_maximum_is_rejected, ENABLED (",\"timeout\":301"), BAD_TIMEOUT)                           \
+  X (timeout_above_maximum_names_the_bound, ENABLED (",\"timeout\":301"), HIGH_TIMEOUT)                      \
   X (timeout_negative_is_rejected, ENABLED (",\"timeout\":-30"), BAD_TIMEOUT)                                \
   X (timeout_with_fraction_is_rejected, ENABLED (",\"timeout\":30.0"), BAD_TIMEOUT)                          \
   X (timeout_with_exponent_is_rejected, ENABLED (",\"timeout\":3e1"), BAD_TIMEOUT)                           \
   X (timeout_string_is_rejected, ENABLED (",\"timeout\":\"30\""), BAD_TIMEOUT)                               \
   X (timeout_null_is_rejected, ENABLED (",\"timeout\":null"), BAD_TIMEOUT)                                   \
   X (timeout_bool_is_rejected, ENABLED (",\"timeout\":true"), BAD_TIMEOUT)                                   \
-  X (timeout_beyond_int64_is_rejected, ENABLED (",\"timeout\":99999999999999999999"), BAD_TIMEOUT)           \
+  X (timeout_beyond_int64_names_the_bound, ENABLED (",\"timeout\":99999999999999999999"), HIGH_TIMEOUT)      \
+  X (timeout_huge_fraction_is_not_an_integer, ENABLED (",\"timeout\":99999999999999999999.5"), BAD_TIMEOUT)  \
   X (timeout_when_disabled_is_still_checked, BLOCK ("\"timeout\":0"), BAD_TIMEOUT)                           \
-  X (memory_below_minimum_is_rejected, ENABLED (",\"memoryLimit\":\"63m\""), BAD_MEMORY)                     \
-  X (memory_above_maximum_in_m_is_rejected, ENABLED (",\"memoryLimit\":\"8193m\""), BAD_MEMORY)              \
-  X (memory_above_maximum_in_g_is_rejected, ENABLED (",\"memoryLimit\":\"9g\""), BAD_MEMORY)                 \
+  X (memory_below_minimum_names_the_bound, ENABLED (",\"memoryLimit\":\"63m\""), LOW_MEMORY)                 \
+  X (memory_uppercase_below_minimum_names_the_bound, ENABLED (",\"memoryLimit\":\"63M\""), LOW_MEMORY)       \
+  X (memory_above_maximum_in_m_names_the_bound, ENABLED (",\"memoryLimit\":\"8193m\""), HIGH_MEMORY)         \
+  X (memory_above_maximum_in_g_names_the_bound, ENABLED (",\"memoryLimit\":\"9G\""), HIGH_MEMORY)            \
   X (memory_zero_is_rejected, ENABLED (",\"memoryLimit\":\"0g\""), BAD_MEMORY)                               \
   X (memory_leading_zero_is_rejected, ENABLED (",\"memoryLimit\":\"0512m\""), BAD_MEMORY)                    \
-  X (memory_uppercase_unit_is_rejected, ENABLED (",\"memoryLimit\":\"512M\""), BAD_MEMORY)                   \
+  X (memory_uppercase_two_letter_unit_is_rejected, ENABLED (",\"memoryLimit\":\"512MB\""), BAD_MEMORY)       \
   X (memory_without_unit_is_rejected, ENABLED (",\"memoryLimit\":\"536870912\""), BAD_MEMORY)                \
   X (memory_unit_only_is_rejected, ENABLED (",\"memoryLimit\":\"m\""), BAD_MEMORY)                           \
   X (memory_two_letter_unit_is_rejected, ENABLED (",\"memoryLimit\":\"512mb\""), BAD_MEMORY)                 \
@@ -208,7 +221,10 @@ expect_reject (const char *doc, size_t len, const char *fragment)
   X (memory_with_sign_is_rejected, ENABLED (",\"memoryLimit\":\"+512m\""), BAD_MEMORY)                       \
   X (memory_empty_is_rejected, ENABLED (",\"memoryLimit\":\"\""), BAD_MEMORY)                                \
   X (memory_number_is_rejected, ENABLED (",\"memoryLimit\":536870912"), BAD_MEMORY)                          \
-  X (memory_huge_digits_are_rejected, ENABLED (",\"memoryLimit\":\"99999999999999999999999g\""), BAD_MEMORY) \
+  X (memory_huge_digits_name_the_bound, ENABLED (",\"memoryLimit\":\"99999999999999999999999g\""),           \
+     HIGH_MEMORY)                                                                                            \
+  X (memory_huge_digits_with_junk_are_malformed, ENABLED (",\"memoryLimit\":\"99999999999999999999x9g\""),   \
+     BAD_MEMORY)                                                                                             \
   X (interpreter_python_is_rejected, ENABLED (",\"interpreter\":\"python\""), BAD_INTERP)                    \
   X (interpreter_uppercase_is_rejected, ENABLED (",\"interpreter\":\"Python3\""), BAD_INTERP)                \
   X (interpreter_path_is_rejected, ENABLED (",\"interpreter\":\"/usr/bin/python3\""), BAD_INTERP)            \
@@ -345,7 +361,7 @@ START_TEST (bounds_match_the_documented_values)
   ck_assert_uint_eq (SP_MEMORY_MAX_BYTES, 8ULL << 30);
   ck_assert_int_eq (SP_INVOCATIONS_MIN, 1);
   ck_assert_int_eq (SP_INVOCATIONS_MAX, 100000);
-  ck_assert_int_eq (SP_INVOCATIONS_DEFAULT, 100);
+  ck_assert_int_eq (SP_INVOCATIONS_DEFAULT, 32);
   ck_assert_int_eq (SP_CONFIG_MAX_REPOS, 256);
   ck_assert_int_eq (SP_CONFIG_MAX_BYTES, 1048576);
   ck_assert_int_eq (SP_CONFIG_MAX_DEPTH, 64);
