@@ -40,10 +40,11 @@ sp_verb_report (const char *verb, const char *fmt, ...)
 static void
 usage (FILE *out)
 {
-  fprintf (out, "usage: sealed-probe-proxy VERB [OPTIONS]\n\nverbs:\n");
+  fprintf (out, "usage: sealed-probe-proxy VERB [OPTIONS]\n"
+                "       sealed-probe-proxy --version | --help\n\nverbs:\n");
   for (size_t i = 0; i < sizeof (verbs) / sizeof (verbs[0]); i++)
     fprintf (out, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
-  fprintf (out, "\nsee docs/operations.md\n");
+  fprintf (out, "\n`sealed-probe-proxy VERB --help` prints a verb's options; see sealed-probe-proxy(8)\n");
 }
 
 int

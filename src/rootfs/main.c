@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "config.h"
+
 #include <sealed-probe/error.h>
 #include <sealed-probe/rootfs.h>
 
@@ -20,14 +22,15 @@
 static void
 usage (FILE *out)
 {
-  fprintf (out, "usage: " PROGRAM " build --lock FILE --debs DIR --out DIR\n"
+  fprintf (out, "usage: " PROGRAM " build [--lock FILE] --debs DIR --out DIR\n"
                 "       " PROGRAM " verify DIR\n"
                 "\n"
-                "build   extracts the packages pinned in FILE from the .debs in DIR into the new\n"
-                "        directory --out (OUT/root and OUT/digest) and prints the digest\n"
+                "build   extracts the packages pinned in FILE (default " SP_DEFAULT_LOCK ")\n"
+                "        from the .debs in DIR into the new directory --out (OUT/root and\n"
+                "        OUT/digest) and prints the digest\n"
                 "verify  checks that DIR/root is read-only and matches DIR/digest, and prints it\n"
                 "\n"
-                "See docs/rootfs.md.\n");
+                "See sealed-probe-rootfs(8).\n");
 }
 
 static int
@@ -72,12 +75,16 @@ cmd_build (int argc, char **argv)
         usage (stderr);
         return EXIT_USAGE;
       }
-  if (optind != argc || lock == NULL || debs == NULL || out == NULL)
+  if (optind != argc || debs == NULL || out == NULL)
     {
-      fprintf (stderr, PROGRAM ": build: needs --lock, --debs and --out, and nothing else\n");
+      fprintf (stderr, PROGRAM ": build: needs --debs and --out, and nothing else\n");
       usage (stderr);
       return EXIT_USAGE;
     }
+  /* The lock this build installs, so that an installed builder needs no
+     source tree.  */
+  if (lock == NULL)
+    lock = SP_DEFAULT_LOCK;
   /* Files the builder creates get exactly the modes it asks for.  */
   umask (022);
   if (sp_rootfs_build (lock, debs, out, digest, &err) < 0)

@@ -1,0 +1,302 @@
+"""`meson install` into a DESTDIR gives the documented layout, and the
+installed programs work from it without the source or build tree
+(docs/operations.md, "Installed layout").
+
+- The install puts exactly the expected files (the programs, the man pages,
+  the data files, and whatever systemd/ holds), with modes 0755 and 0644, and
+  no test program.
+- No installed program holds the source or build directory in its loaded
+  data (debug info aside: it is stripped from a copy first), and the rootfs
+  builder's default lock is the installed one.
+- As root, in a private mount namespace where the DESTDIR tree is overlaid
+  onto the prefix and an empty tmpfs hides the source and build trees, the
+  installed programs run from the prefix: `sealed-probe-proxy --version`;
+  `config` on examples/sealed-probes.json, with the build's own output; the
+  installed `sealed-probe-rootfs build` with its default lock, then `verify`;
+  `bundle --dry-run` on that rootfs; and `man` finds the installed pages.
+  Without root that part SKIPs, saying so; under CI=true (root) it fails."""
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+IN_NS = "SP_INSTALL_TEST_IN_NAMESPACE"
+
+n = 0
+failed = 0
+
+
+def ok(cond, name, detail=""):
+    global n, failed
+    n += 1
+    if not cond:
+        failed += 1
+    print(f"{'ok' if cond else 'not ok'} {n} - {name}", flush=True)
+    if detail and not cond:
+        for line in str(detail).splitlines()[:30]:
+            print(f"# {line}", flush=True)
+    return cond
+
+
+def skip(name, reason):
+    global n
+    n += 1
+    print(f"ok {n} - {name} # SKIP {reason}", flush=True)
+
+
+def finish():
+    print(f"1..{n}", flush=True)
+    sys.exit(1 if failed else 0)
+
+
+def env_path(name):
+    value = os.environ.get(name)
+    if not value:
+        print(f"Bail out! {name} is not set; run this test through meson", flush=True)
+        sys.exit(1)
+    return value
+
+
+def run(argv, **kw):
+    kw.setdefault("env", {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C.UTF-8"})
+    return subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600, **kw)
+
+
+MESON = env_path("SP_MESON")
+BUILD = os.path.realpath(env_path("SP_BUILD_ROOT"))
+SOURCE = os.path.realpath(env_path("SP_SOURCE_ROOT"))
+PREFIX = env_path("SP_PREFIX")
+BINDIR = env_path("SP_BINDIR")
+SBINDIR = env_path("SP_SBINDIR")
+MANDIR = env_path("SP_MANDIR")
+PKGDATADIR = env_path("SP_PKGDATADIR")
+VERSION = env_path("SP_VERSION")
+BUILD_PROXY = env_path("SP_PROXY")
+EXAMPLE = env_path("SP_EXAMPLE_CONFIG")
+DEBS = os.environ.get("SP_DEB_CACHE", "/var/cache/sealed-probe/debs")
+
+PROGRAMS = {
+    os.path.join(BINDIR, "sealed-probe"): 0o755,
+    os.path.join(SBINDIR, "sealed-probe-proxy"): 0o755,
+    os.path.join(SBINDIR, "sealed-probe-rootfs"): 0o755,
+}
+DATA = {
+    os.path.join(MANDIR, "man1", "sealed-probe.1"): 0o644,
+    os.path.join(MANDIR, "man5", "sealed-probe-config.5"): 0o644,
+    os.path.join(MANDIR, "man8", "sealed-probe-proxy.8"): 0o644,
+    os.path.join(MANDIR, "man8", "sealed-probe-rootfs.8"): 0o644,
+    os.path.join(PKGDATADIR, "config.schema.json"): 0o644,
+    os.path.join(PKGDATADIR, "rootfs.lock"): 0o644,
+    os.path.join(PKGDATADIR, "seccomp.json"): 0o644,
+}
+# The source each data file must equal, byte for byte.
+DATA_SOURCES = {
+    os.path.join(PKGDATADIR, "config.schema.json"): os.path.join(SOURCE, "docs", "config.schema.json"),
+    os.path.join(PKGDATADIR, "rootfs.lock"): os.path.join(SOURCE, "rootfs", "rootfs.lock"),
+    os.path.join(PKGDATADIR, "seccomp.json"): os.path.join(SOURCE, "seccomp", "probe.json"),
+}
+
+
+UNIT_SUFFIXES = (".service", ".socket", ".timer", ".path", ".target", ".slice", ".mount")
+
+
+def systemd_names():
+    """(every name systemd/ may install, its units): `X.in` templates count
+    as `X`.  Its units must be installed; its other files may be."""
+    d = os.path.join(SOURCE, "systemd")
+    if not os.path.isdir(d):
+        return set(), set()
+    names = {name[:-3] if name.endswith(".in") else name for name in os.listdir(d) if name != "meson.build"}
+    return names, {name for name in names if name.endswith(UNIT_SUFFIXES)}
+
+
+def installed_files(destdir):
+    """{absolute installed path: mode} for every file below destdir."""
+    out = {}
+    for root, dirs, files in os.walk(destdir):
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            full = os.path.join(root, name)
+            out["/" + os.path.relpath(full, destdir)] = os.lstat(full).st_mode
+    return out
+
+
+def loaded_strings(path, tmp):
+    """The binary's strings, debug info left out: the compile directory in
+    DWARF is not a path the program uses."""
+    copy = os.path.join(tmp, "stripped")
+    r = run(["objcopy", "--strip-debug", path, copy])
+    if r.returncode != 0:
+        return None
+    r = run(["strings", "-a", copy])
+    os.unlink(copy)
+    return r.stdout if r.returncode == 0 else None
+
+
+def check_layout(destdir, tmp):
+    # A packager's umask: the modes below are what a distribution gets.
+    os.umask(0o022)
+    r = run([MESON, "install", "-C", BUILD, "--destdir", destdir, "--no-rebuild", "--quiet"])
+    if not ok(r.returncode == 0, "meson install --destdir succeeds", r.stdout + r.stderr):
+        finish()
+
+    files = installed_files(destdir)
+    for path, mode in {**PROGRAMS, **DATA}.items():
+        have = files.get(path)
+        ok(have is not None and stat.S_ISREG(have) and stat.S_IMODE(have) == mode,
+           f"{path} is installed, a regular file of mode {mode:04o}",
+           "missing" if have is None else f"mode {stat.S_IMODE(have):04o}, type {stat.S_IFMT(have):o}")
+    for path, source in DATA_SOURCES.items():
+        try:
+            with open(destdir + path, "rb") as f, open(source, "rb") as g:
+                same = f.read() == g.read()
+        except OSError as e:
+            same = e
+        ok(same is True, f"{path} is {os.path.relpath(source, SOURCE)}, byte for byte", same)
+
+    systemd_files, units = systemd_names()
+    for name in sorted(units):
+        where = [p for p in files if os.path.basename(p) == name]
+        ok(len(where) == 1 and stat.S_IMODE(files[where[0]]) == 0o644,
+           f"systemd/{name} is installed once, mode 0644", where)
+    unexpected = sorted(p for p in files
+                        if p not in PROGRAMS and p not in DATA and os.path.basename(p) not in systemd_files)
+    ok(not unexpected, "nothing else is installed (no test program, no stray file)", unexpected)
+    ok(not any(os.path.basename(p).startswith(("check_", "test_", "fuzz_")) for p in files),
+           "no test program is installed", sorted(files))
+    bad_dirs = []
+    for root, dirs, _ in os.walk(destdir):
+        for d in dirs:
+            m = stat.S_IMODE(os.lstat(os.path.join(root, d)).st_mode)
+            if m != 0o755:
+                bad_dirs.append(f"{os.path.join(root, d)}: {m:04o}")
+    ok(not bad_dirs, "every installed directory is 0755", bad_dirs)
+
+    for path in PROGRAMS:
+        text = loaded_strings(destdir + path, tmp)
+        if not ok(text is not None, f"{os.path.basename(path)}: objcopy and strings read it"):
+            continue
+        leaks = [s for s in text.splitlines() if SOURCE in s or BUILD in s or destdir in s]
+        ok(not leaks, f"{os.path.basename(path)}: names neither the source nor the build directory", leaks[:5])
+    text = loaded_strings(destdir + os.path.join(SBINDIR, "sealed-probe-rootfs"), tmp) or ""
+    lock = os.path.join(PKGDATADIR, "rootfs.lock")
+    ok(lock in text.splitlines() and os.path.isfile(destdir + lock),
+       f"sealed-probe-rootfs: its default lock is the installed {lock}")
+    text = loaded_strings(destdir + os.path.join(SBINDIR, "sealed-probe-proxy"), tmp) or ""
+    ok({"/var/lib/sealed-probe/state", "/var/lib/sealed-probe/rootfs"} <= set(text.splitlines()),
+       "sealed-probe-proxy: its default state and rootfs are under /var/lib/sealed-probe")
+
+
+def hide(path):
+    """An empty, unreadable tmpfs over path, in this mount namespace."""
+    return run(["mount", "-t", "tmpfs", "-o", "mode=000,size=4k", "sp-hidden", path])
+
+
+def check_installed_system(destdir, tmp, expected_config):
+    """In this private mount namespace: the install at its prefix, the trees
+    hidden, the installed programs run."""
+    if not ok(os.path.isdir(PREFIX), f"the prefix {PREFIX} exists, to overlay the install onto"):
+        return
+    r = run(["mount", "-t", "overlay", "sp-installed", "-o", f"lowerdir={destdir + PREFIX}:{PREFIX}", PREFIX])
+    if not ok(r.returncode == 0, f"the install is overlaid onto {PREFIX}", r.stderr):
+        return
+    hidden = [SOURCE] + ([BUILD] if not BUILD.startswith(SOURCE + "/") else [])
+    results = [hide(p) for p in hidden]
+    ok(all(r.returncode == 0 for r in results) and all(not os.access(p, os.R_OK) or not os.listdir(p)
+                                                       for p in hidden),
+       "the source and build trees are hidden", [r.stderr for r in results])
+
+    proxy = os.path.join(SBINDIR, "sealed-probe-proxy")
+    builder = os.path.join(SBINDIR, "sealed-probe-rootfs")
+    r = run([proxy, "--version"])
+    ok(r.returncode == 0 and r.stdout == f"sealed-probe-proxy {VERSION}\n", "installed: `sealed-probe-proxy --version`",
+       r.stdout + r.stderr)
+
+    config = os.path.join(tmp, "sealed-probes.json")
+    r = run([proxy, "config", "--config", config])
+    ok(r.returncode == 0 and r.stdout == expected_config and r.stderr == "",
+       "installed: `config` validates examples/sealed-probes.json as the build's proxy does",
+       f"exit {r.returncode}\n{r.stdout}{r.stderr}")
+
+    rootfs = os.path.join(tmp, "rootfs")
+    r = run([builder, "build", "--debs", DEBS, "--out", rootfs])
+    if not ok(r.returncode == 0 and r.stdout.startswith("sha256:"),
+              "installed: `sealed-probe-rootfs build` with its default lock, the installed one",
+              f"{r.stdout}{r.stderr} (run scripts/rootfs-fetch first?)"):
+        return
+    digest = r.stdout
+    r = run([builder, "verify", rootfs])
+    ok(r.returncode == 0 and r.stdout == digest, "installed: `sealed-probe-rootfs verify` gives the build's digest",
+       r.stdout + r.stderr)
+
+    script = os.path.join(tmp, "probe.py")
+    with open(script, "w") as f:
+        f.write("print('hello')\n")
+    work = os.path.join(tmp, "work")
+    os.mkdir(work, 0o711)
+    out = os.path.join(work, "bundle")
+    r = run([proxy, "bundle", "--dry-run", "--config", config, "--repo", "sample/hello", "--script", script,
+             "--out", out, "--rootfs", rootfs])
+    good = r.returncode == 0 and r.stdout == os.path.realpath(out) + "\n"
+    if ok(good, "installed: `bundle --dry-run` writes a bundle from that rootfs", f"exit {r.returncode}\n{r.stderr}"):
+        with open(os.path.join(out, "config.json")) as f:
+            c = json.load(f)
+        with open(os.path.join(out, "rootfs", "digest")) as f:
+            copied = f.read()
+        ok(c["root"]["readonly"] is True and copied == digest and c["linux"]["seccomp"]["syscalls"],
+           "installed: the bundle runs the verified rootfs copy, read-only, under the compiled-in seccomp profile",
+           json.dumps(c["root"]))
+        run(["umount", "-R", out])
+
+    if shutil.which("man"):
+        env = {"PATH": "/usr/bin:/bin", "MANPATH": MANDIR, "LC_ALL": "C.UTF-8"}
+        for section, page in (("1", "sealed-probe"), ("5", "sealed-probe-config"), ("8", "sealed-probe-proxy"),
+                              ("8", "sealed-probe-rootfs")):
+            r = run(["man", "-w", section, page], env=env)
+            ok(r.returncode == 0 and r.stdout.strip() == os.path.join(MANDIR, "man" + section, f"{page}.{section}"),
+               f"installed: `man {section} {page}` finds the installed page", r.stdout + r.stderr)
+    elif os.environ.get("CI") == "true":
+        ok(False, "installed: man finds the installed pages", "man-db is not installed; under CI=true that fails")
+    else:
+        skip("installed: man finds the installed pages", "man-db is not installed")
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="sp-install-")
+    os.chmod(tmp, 0o711)
+    if os.path.realpath(tmp).startswith((SOURCE + "/", BUILD + "/")):
+        print("Bail out! TMPDIR lies in the source or build tree, which this test hides", flush=True)
+        sys.exit(1)
+    destdir = os.path.join(tmp, "destdir")
+    try:
+        check_layout(destdir, tmp)
+        shutil.copy(EXAMPLE, os.path.join(tmp, "sealed-probes.json"))
+        r = run([BUILD_PROXY, "config", "--config", EXAMPLE])
+        expected = r.stdout if r.returncode == 0 else None
+        ok(expected is not None, "the build's proxy validates examples/sealed-probes.json", r.stderr)
+        os.chdir(tmp)
+        if os.geteuid() != 0:
+            reason = "running the installed programs needs root (a private mount namespace; CI runs as root)"
+            if os.environ.get("CI") == "true":
+                ok(False, "installed programs run without the source tree", reason + "; under CI=true that fails")
+            else:
+                skip("installed programs run without the source tree", reason)
+        elif expected is not None:
+            check_installed_system(destdir, tmp, expected)
+    finally:
+        os.chdir("/")
+        shutil.rmtree(tmp, ignore_errors=True)
+    finish()
+
+
+if __name__ == "__main__":
+    if os.geteuid() == 0 and os.environ.get(IN_NS) != "1":
+        # The whole test in a private mount namespace: what it mounts there
+        # goes with it, however it ends.
+        os.environ[IN_NS] = "1"
+        os.execvp("unshare", ["unshare", "--mount", "--propagation", "private", "--", sys.executable,
+                              os.path.abspath(__file__)])
+    main()
