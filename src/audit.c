@@ -356,7 +356,7 @@ sp_audit_render (const struct sp_audit_record *rec, char **line, size_t *len, sp
    the log names repositories and outcomes, which may themselves be
    sensitive.  */
 static int
-check_private (int fd, const char *name, bool want_dir, sp_error_t *err)
+check_private_of (int fd, const char *name, bool want_dir, uid_t owner, sp_error_t *err)
 {
   struct stat st;
 
@@ -364,12 +364,20 @@ check_private (int fd, const char *name, bool want_dir, sp_error_t *err)
     return sp_make_error (err, errno, "stat `%s`", name);
   if (want_dir ? !S_ISDIR (st.st_mode) : !S_ISREG (st.st_mode))
     return sp_make_error (err, 0, "`%s` is not a %s", name, want_dir ? "directory" : "regular file");
-  if (st.st_uid != 0)
-    return sp_make_error (err, 0, "`%s` is owned by uid %u, not root", name, (unsigned)st.st_uid);
+  if (st.st_uid != owner)
+    return owner == 0 ? sp_make_error (err, 0, "`%s` is owned by uid %u, not root", name, (unsigned)st.st_uid)
+                      : sp_make_error (err, 0, "`%s` is owned by uid %u, not %u", name, (unsigned)st.st_uid,
+                                       (unsigned)owner);
   if (st.st_mode & 077)
     return sp_make_error (err, 0, "`%s` has mode %04o: group or others may use it (want %s)", name,
                           (unsigned)(st.st_mode & 07777), want_dir ? "0700" : "0600");
   return 0;
+}
+
+static int
+check_private (int fd, const char *name, bool want_dir, sp_error_t *err)
+{
+  return check_private_of (fd, name, want_dir, 0, err);
 }
 
 /* Appends never leave a partial line, but a crash in the middle of one (a
@@ -432,6 +440,29 @@ sp_audit_open (int state_dirfd, struct sp_audit **out, sp_error_t *err)
   pthread_mutex_init (&audit->lock, NULL);
   audit->fd = get_and_reset_fd (&fd);
   *out = audit;
+  return 0;
+}
+
+int
+sp_audit_open_read (int state_dirfd, uid_t owner, int *out, sp_error_t *err)
+{
+  cleanup_close int dirfd = -1;
+  cleanup_close int fd = -1;
+
+  *out = -1;
+  dirfd = TEMP_FAILURE_RETRY (
+      openat (state_dirfd, SP_AUDIT_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dirfd < 0)
+    return errno == ENOENT ? 0 : sp_make_error (err, errno, "open `%s`", SP_AUDIT_DIR);
+  if (check_private_of (dirfd, SP_AUDIT_DIR, true, owner, err) < 0)
+    return -1;
+  fd = TEMP_FAILURE_RETRY (
+      openat (dirfd, SP_AUDIT_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (fd < 0)
+    return errno == ENOENT ? 0 : sp_make_error (err, errno, "open `%s/%s`", SP_AUDIT_DIR, SP_AUDIT_FILE);
+  if (check_private_of (fd, SP_AUDIT_DIR "/" SP_AUDIT_FILE, false, owner, err) < 0)
+    return -1;
+  *out = get_and_reset_fd (&fd);
   return 0;
 }
 

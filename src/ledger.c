@@ -33,13 +33,6 @@ _Static_assert(sizeof ("{\"version\":2,\"limit\":100000,\"used\":100000,\"reposi
                    && SP_INVOCATIONS_MAX <= 100000,
                "the ledger's head must fit the 128 bytes SP_LEDGER_FILE_MAX_BYTES allows");
 
-struct ledger_repo
-{
-  char name[SP_REPO_MAX_BYTES + 1];
-  uint64_t millibits;
-  uint64_t unbounded_calls;
-};
-
 struct sp_ledger
 {
   pthread_mutex_t lock;
@@ -48,7 +41,7 @@ struct sp_ledger
   uint32_t limit;
   uint32_t used;
   bool poisoned;
-  struct ledger_repo *repos; /* sorted by name, bytewise */
+  struct sp_ledger_repo *repos; /* sorted by name, bytewise */
   size_t n_repos;
   size_t cap_repos;
 };
@@ -57,7 +50,7 @@ struct sp_ledger
    charge, at index pos of the sorted array, as a new entry when insert.  */
 struct ledger_pending
 {
-  struct ledger_repo repo;
+  struct sp_ledger_repo repo;
   size_t pos;
   bool insert;
 };
@@ -94,7 +87,7 @@ gen_str (yajl_gen g, const char *s)
 }
 
 static unsigned
-gen_repo (yajl_gen g, const struct ledger_repo *r)
+gen_repo (yajl_gen g, const struct sp_ledger_repo *r)
 {
   unsigned st = 0;
 
@@ -189,12 +182,13 @@ ledger_known_keys (const struct sp_json *obj, const char *parent, const char *co
 static int
 compare_repos (const void *a, const void *b)
 {
-  return strcmp (((const struct ledger_repo *)a)->name, ((const struct ledger_repo *)b)->name);
+  return strcmp (((const struct sp_ledger_repo *)a)->name, ((const struct sp_ledger_repo *)b)->name);
 }
 
-/* The repositories object of a version 2 ledger.  */
+/* The repositories object of a version 2 ledger, into snap (whose repos
+   the caller frees, on failure too).  */
 static int
-ledger_load_repos (struct sp_ledger *ledger, const struct sp_json *repos, sp_error_t *err)
+ledger_parse_repos (struct sp_ledger_snapshot *snap, const struct sp_json *repos, sp_error_t *err)
 {
   static const char *const entry_keys[] = { "millibits", "unbounded_calls" };
   size_t n;
@@ -209,15 +203,14 @@ ledger_load_repos (struct sp_ledger *ledger, const struct sp_json *repos, sp_err
                           SP_LEDGER_MAX_REPOS);
   if (n == 0)
     return 0;
-  ledger->repos = calloc (n, sizeof (*ledger->repos));
-  if (ledger->repos == NULL)
+  snap->repos = calloc (n, sizeof (*snap->repos));
+  if (snap->repos == NULL)
     return sp_make_error (err, errno, "allocate the ledger");
-  ledger->cap_repos = n;
 
   for (size_t i = 0; i < n; i++)
     {
       const struct sp_json_member *m = &repos->u.object.members[i];
-      struct ledger_repo *r = &ledger->repos[i];
+      struct sp_ledger_repo *r = &snap->repos[i];
       cleanup_free char *path = NULL;
       int64_t millibits, unbounded;
 
@@ -242,15 +235,17 @@ ledger_load_repos (struct sp_ledger *ledger, const struct sp_json *repos, sp_err
       r->unbounded_calls = (uint64_t)unbounded;
     }
   /* The parser refused duplicate keys, so sorting leaves every name once.  */
-  qsort (ledger->repos, n, sizeof (*ledger->repos), compare_repos);
-  ledger->n_repos = n;
+  qsort (snap->repos, n, sizeof (*snap->repos), compare_repos);
+  snap->n_repos = n;
   return 0;
 }
 
 /* Reads an existing ledger strictly: a malformed one is an operator problem,
-   and treating it as new would hand out a fresh budget.  */
+   and treating it as new would hand out a fresh budget.  With want_limit
+   (not 0), a ledger of another limit is refused, before its repositories
+   are read.  On failure the caller frees snap->repos.  */
 static int
-ledger_load (struct sp_ledger *ledger, int fd, sp_error_t *err)
+ledger_parse (int fd, uint32_t want_limit, struct sp_ledger_snapshot *snap, sp_error_t *err)
 {
   static const char *const v1_keys[] = { "version", "limit", "used" };
   static const char *const v2_keys[] = { "version", "limit", "used", "repositories" };
@@ -278,16 +273,72 @@ ledger_load (struct sp_ledger *ledger, int fd, sp_error_t *err)
   if (ledger_field (root, NULL, "limit", SP_INVOCATIONS_MIN, SP_INVOCATIONS_MAX, &limit, err) < 0
       || ledger_field (root, NULL, "used", 0, limit, &used, err) < 0)
     return -1;
-  if ((uint32_t)limit != ledger->limit)
+  if (want_limit != 0 && (uint32_t)limit != want_limit)
     return sp_make_error (err, 0,
                           "`%s` holds a budget of %" PRId64 " but the config says %" PRIu32
                           "; a run's budget never changes: start a new run with a new state directory",
-                          SP_LEDGER_FILE, limit, ledger->limit);
+                          SP_LEDGER_FILE, limit, want_limit);
   if (version != LEDGER_VERSION_V1
-      && ledger_load_repos (ledger, sp_json_object_get (root, "repositories"), err) < 0)
+      && ledger_parse_repos (snap, sp_json_object_get (root, "repositories"), err) < 0)
     return -1;
-  ledger->used = (uint32_t)used;
+  snap->version = (int)version;
+  snap->limit = (uint32_t)limit;
+  snap->used = (uint32_t)used;
   return 0;
+}
+
+static int
+ledger_load (struct sp_ledger *ledger, int fd, sp_error_t *err)
+{
+  struct sp_ledger_snapshot snap = { 0 };
+
+  if (ledger_parse (fd, ledger->limit, &snap, err) < 0)
+    {
+      free (snap.repos);
+      return -1;
+    }
+  ledger->repos = snap.repos;
+  ledger->n_repos = ledger->cap_repos = snap.n_repos;
+  ledger->used = snap.used;
+  return 0;
+}
+
+/* O_NONBLOCK: a FIFO planted in its place cannot hang the open; the parse
+   then refuses it.  */
+static int
+ledger_open_file (int dirfd)
+{
+  return TEMP_FAILURE_RETRY (openat (dirfd, SP_LEDGER_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+}
+
+int
+sp_ledger_read_snapshot (int state_dirfd, struct sp_ledger_snapshot **out, sp_error_t *err)
+{
+  cleanup_close int fd = ledger_open_file (state_dirfd);
+  struct sp_ledger_snapshot *snap;
+
+  *out = NULL;
+  if (fd < 0)
+    return errno == ENOENT ? 0 : sp_make_error (err, errno, "open `%s`", SP_LEDGER_FILE);
+  snap = calloc (1, sizeof (*snap));
+  if (snap == NULL)
+    return sp_make_error (err, errno, "allocate the ledger");
+  if (ledger_parse (fd, 0, snap, err) < 0)
+    {
+      sp_ledger_snapshot_free (snap);
+      return -1;
+    }
+  *out = snap;
+  return 0;
+}
+
+void
+sp_ledger_snapshot_free (struct sp_ledger_snapshot *snap)
+{
+  if (snap == NULL)
+    return;
+  free (snap->repos);
+  free (snap);
 }
 
 int
@@ -324,8 +375,7 @@ sp_ledger_open (int state_dirfd, uint32_t limit, struct sp_ledger **out, sp_erro
   ledger->dirfd = get_and_reset_fd (&dirfd);
   ledger->lock_fd = get_and_reset_fd (&lock_fd);
 
-  fd = TEMP_FAILURE_RETRY (
-      openat (ledger->dirfd, SP_LEDGER_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  fd = ledger_open_file (ledger->dirfd);
   if (fd < 0 && errno != ENOENT)
     {
       sp_make_error (err, errno, "open `%s`", SP_LEDGER_FILE);
@@ -351,7 +401,7 @@ ledger_prepare (struct sp_ledger *ledger, const struct sp_ledger_charge *charge,
                 sp_error_t *err)
 {
   const uint64_t budget = charge->bit_budget_millibits;
-  struct ledger_repo *r = &p->repo;
+  struct sp_ledger_repo *r = &p->repo;
   bool found;
 
   if (charge->repo == NULL)
@@ -389,7 +439,7 @@ ledger_prepare (struct sp_ledger *ledger, const struct sp_ledger_charge *charge,
   if (p->insert && ledger->n_repos == ledger->cap_repos)
     {
       size_t cap = ledger->cap_repos ? ledger->cap_repos * 2 : 8;
-      struct ledger_repo *grown;
+      struct sp_ledger_repo *grown;
 
       if (cap > SP_LEDGER_MAX_REPOS)
         cap = SP_LEDGER_MAX_REPOS;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/bytes.h>
@@ -93,6 +94,12 @@ struct sp_audit;
    or others may read, and a file that ends in a partial line (a crash
    mid-write): the operator looks at it before anything is appended.  */
 int sp_audit_open (int state_dirfd, struct sp_audit **out, sp_error_t *err);
+
+/* Opens STATE/audit/audit.jsonl read-only for a reader beside a running
+   serve (status): the same checks as sp_audit_open, with owner for root,
+   but it creates, locks and writes nothing.  Sets *fd to -1, and returns 0,
+   when there is no log yet (no directory or no file).  */
+int sp_audit_open_read (int state_dirfd, uid_t owner, int *fd, sp_error_t *err);
 
 /* Appends one line, whole or not at all: one write (a short write's rest
    retried once), then fdatasync; on any failure the file is truncated back

@@ -51,7 +51,43 @@ struct sp_ledger_charge
   uint64_t bit_budget_millibits; /* the repository's budget, x1000; 0: none */
 };
 
+/* One repository's totals, as the file holds them.  */
+struct sp_ledger_repo
+{
+  char name[SP_REPO_MAX_BYTES + 1];
+  uint64_t millibits;
+  uint64_t unbounded_calls;
+};
+
+/* The ledger as one read of the file saw it, without its lock: what
+   `status` shows.  The file is only ever replaced by a rename, so one
+   open and read sees one whole version, never a write in progress.  */
+struct sp_ledger_snapshot
+{
+  int version; /* 1: no repositories (no bits); 2 */
+  uint32_t limit;
+  uint32_t used;
+  struct sp_ledger_repo *repos; /* sorted by name, bytewise */
+  size_t n_repos;
+};
+
 struct sp_ledger;
+
+/* Reads STATE/budget.json with the checks sp_ledger_open makes (a
+   malformed ledger is an error), but neither takes nor touches the lock,
+   and writes nothing: safe beside a running serve.  Sets *out to NULL, and
+   returns 0, when there is no ledger yet.  */
+int sp_ledger_read_snapshot (int state_dirfd, struct sp_ledger_snapshot **out, sp_error_t *err);
+
+void sp_ledger_snapshot_free (struct sp_ledger_snapshot *snap);
+
+static inline void
+sp_ledger_snapshot_freep (struct sp_ledger_snapshot **snap)
+{
+  sp_ledger_snapshot_free (*snap);
+  *snap = NULL;
+}
+#define cleanup_ledger_snapshot __attribute__ ((cleanup (sp_ledger_snapshot_freep)))
 
 /* Opens the ledger in state_dirfd, creating it with `used` 0 the first time.
    Holds an exclusive lock until sp_ledger_close, so that no two processes can

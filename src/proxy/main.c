@@ -23,6 +23,8 @@ static const struct verb verbs[] = {
   { "config", sp_verb_config, "validate a sealedProbes config and print the effective settings" },
   { "bundle", sp_verb_bundle, "write the OCI bundle serve would run (--dry-run), and start nothing" },
   { "skill", sp_verb_skill, "write the agent-facing SKILL.md for the configured repositories" },
+  { "status", sp_verb_status,
+    "show a run's budget, outcomes and recent failures from the ledger and audit log" },
 };
 
 void

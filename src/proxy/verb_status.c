@@ -1,0 +1,290 @@
+/* sealed-probe-proxy status --state DIR [--json]: the budget, the outcomes
+   and the last failures of the state directory's runs, read from the ledger
+   and the audit log beside a running serve, without its lock.  The summary
+   is run_status.h's; this file only prints it.  See docs/operations.md,
+   "status".  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sealed-probe/cleanup.h>
+#include <sealed-probe/run_status.h>
+#include <sealed-probe/yajl_util.h>
+
+#include "options.h"
+#include "verbs.h"
+
+#define USAGE "usage: sealed-probe-proxy status --state DIR [--json]"
+
+#define fail(...) (sp_verb_report ("status", __VA_ARGS__), SP_EXIT_FAIL)
+
+/* millibits as bits with three decimals: 4808 -> "4.808".  */
+static void
+format_bits (uint64_t millibits, char out[32])
+{
+  snprintf (out, 32, "%" PRIu64 ".%03" PRIu64, millibits / 1000, millibits % 1000);
+}
+
+/* ---- human output -------------------------------------------------------- */
+
+static void
+print_counts (FILE *f, const char *label, const struct sp_run_counts *c)
+{
+  fprintf (f, "%-13s", label);
+  for (int o = 0; o < SP_RUN_OUTCOME_COUNT; o++)
+    fprintf (f, "%s %s %" PRIu64, o ? "," : "", sp_run_outcome_name ((enum sp_run_outcome)o), c->outcomes[o]);
+  fprintf (f, "; admitted %" PRIu64 ", unfinished %" PRIu64 "\n", c->admitted, c->unfinished);
+}
+
+static void
+print_failure (FILE *f, const struct sp_run_failure *x)
+{
+  fprintf (f, "  %s  %-20s %-24s %-11s %s", x->time, x->id, x->repo[0] ? x->repo : "-",
+           sp_run_outcome_name (x->status), sp_run_cause_name (x->cause));
+  if (x->has_exit)
+    fprintf (f, " exit=%" PRId64, x->exit_code);
+  if (x->has_signal && x->signal != 0)
+    fprintf (f, " signal=%" PRId64, x->signal);
+  if (x->oom == 1)
+    fputs (" oom", f);
+  if (x->timed_out == 1)
+    fputs (" timed_out", f);
+  if (x->release_overflow)
+    fputs (" release_overflow", f);
+  fputc ('\n', f);
+}
+
+static void
+print_human (FILE *f, const struct sp_run_status *st)
+{
+  const struct sp_ledger_snapshot *l = st->ledger;
+
+  if (l == NULL)
+    fprintf (f, "%-13s none yet: serve has not run on this state directory\n", "budget");
+  else
+    fprintf (f,
+             "%-13s %" PRIu32 " used, %" PRIu32 " left, of %" PRIu32
+             " (maxInvocations; the state directory's, kept across restarts)\n",
+             "budget", l->used, l->limit - l->used, l->limit);
+  for (size_t i = 0; i < st->n_repos; i++)
+    {
+      const struct sp_run_status_repo *r = &st->repos[i];
+      char bits[32];
+
+      fprintf (f, "%-13s %-24s %6" PRIu64 " invocations", "repository", r->name, r->invocations);
+      if (r->in_ledger)
+        {
+          format_bits (r->millibits, bits);
+          fprintf (f, ", %s bits", bits);
+          if (r->unbounded_calls > 0)
+            fprintf (f, " + %" PRIu64 " calls of unbounded timing", r->unbounded_calls);
+        }
+      else if (l != NULL && l->version == 1)
+        fputs (", bits not recorded (a version 1 ledger)", f);
+      fputc ('\n', f);
+    }
+
+  if (!st->audit_present)
+    {
+      fprintf (f, "%-13s none yet\n", "audit log");
+      return;
+    }
+  fprintf (f, "%-13s %" PRIu64 " records in %" PRIu64 " runs, ", "audit log", st->records, st->runs);
+  if (st->read_from == 0)
+    fputs ("read whole", f);
+  else
+    fprintf (f, "read from byte %" PRIu64 " of %" PRIu64 " (its last %llu MiB)", st->read_from,
+             st->audit_bytes, (unsigned long long)((st->audit_bytes - st->read_from) >> 20));
+  if (st->torn_tail_bytes > 0)
+    fprintf (
+        f, "; its last %" PRIu64 " bytes are no whole line (a write under way, or cut by a crash): not read",
+        st->torn_tail_bytes);
+  fputc ('\n', f);
+  if (st->latest_run[0] == '\0')
+    return;
+  fprintf (f, "%-13s %s, %s to %s (the latest in the audit log)\n", "latest run", st->latest_run,
+           st->latest_first, st->latest_last);
+  print_counts (f, "  outcomes", &st->latest);
+  print_counts (f, "all runs", &st->all);
+  if (st->failures_total == 0)
+    return;
+  fprintf (f, "%-13s %" PRIu64 " in all:", "failures", st->failures_total);
+  for (int c = 0, n = 0; c < SP_RUN_CAUSE_COUNT; c++)
+    if (st->causes[c] > 0)
+      fprintf (f, "%s %s %" PRIu64, n++ ? "," : "", sp_run_cause_name ((enum sp_run_cause)c), st->causes[c]);
+  fprintf (f, "; the last %zu:\n", st->n_failures);
+  for (size_t i = 0; i < st->n_failures; i++)
+    print_failure (f, sp_run_status_failure (st, i));
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+/* Every yajl_gen call's status is OR-ed together: yajl_gen_status_ok is 0.  */
+static unsigned
+gen_key (yajl_gen g, const char *s)
+{
+  return yajl_gen_string (g, (const unsigned char *)s, strlen (s));
+}
+
+static unsigned
+gen_u64 (yajl_gen g, const char *key, uint64_t v)
+{
+  char text[24];
+  int n = snprintf (text, sizeof (text), "%" PRIu64, v);
+
+  return gen_key (g, key) | yajl_gen_number (g, text, (size_t)n);
+}
+
+static unsigned
+gen_str (yajl_gen g, const char *key, const char *value)
+{
+  return gen_key (g, key) | (value ? gen_key (g, value) : yajl_gen_null (g));
+}
+
+static unsigned
+gen_tristate (yajl_gen g, const char *key, int v)
+{
+  return gen_key (g, key) | (v < 0 ? yajl_gen_null (g) : yajl_gen_bool (g, v));
+}
+
+static unsigned
+gen_counts (yajl_gen g, const char *key, const struct sp_run_counts *c)
+{
+  unsigned st = gen_key (g, key) | yajl_gen_map_open (g) | gen_key (g, "outcomes") | yajl_gen_map_open (g);
+
+  for (int o = 0; o < SP_RUN_OUTCOME_COUNT; o++)
+    st |= gen_u64 (g, sp_run_outcome_name ((enum sp_run_outcome)o), c->outcomes[o]);
+  st |= yajl_gen_map_close (g);
+  st |= gen_u64 (g, "admitted", c->admitted) | gen_u64 (g, "unfinished", c->unfinished);
+  return st | yajl_gen_map_close (g);
+}
+
+static unsigned
+gen_failure (yajl_gen g, const struct sp_run_failure *x)
+{
+  unsigned st = yajl_gen_map_open (g);
+
+  st |= gen_str (g, "time", x->time) | gen_str (g, "id", x->id)
+        | gen_str (g, "repo", x->repo[0] ? x->repo : NULL);
+  st |= gen_str (g, "status", sp_run_outcome_name (x->status))
+        | gen_str (g, "cause", sp_run_cause_name (x->cause));
+  st |= gen_key (g, "exit") | (x->has_exit ? yajl_gen_integer (g, x->exit_code) : yajl_gen_null (g));
+  st |= gen_key (g, "signal") | (x->has_signal ? yajl_gen_integer (g, x->signal) : yajl_gen_null (g));
+  st |= gen_tristate (g, "oom", x->oom) | gen_tristate (g, "timed_out", x->timed_out);
+  st |= gen_key (g, "release_overflow") | yajl_gen_bool (g, x->release_overflow);
+  return st | yajl_gen_map_close (g);
+}
+
+static int
+render_json (yajl_gen g, const struct sp_run_status *s)
+{
+  const struct sp_ledger_snapshot *l = s->ledger;
+  unsigned st = yajl_gen_map_open (g);
+
+  st |= gen_key (g, "budget");
+  if (l == NULL)
+    st |= yajl_gen_null (g);
+  else
+    st |= yajl_gen_map_open (g) | gen_u64 (g, "limit", l->limit) | gen_u64 (g, "used", l->used)
+          | gen_u64 (g, "left", l->limit - l->used) | gen_u64 (g, "ledger_version", (uint64_t)l->version)
+          | yajl_gen_map_close (g);
+
+  st |= gen_key (g, "repositories") | yajl_gen_array_open (g);
+  for (size_t i = 0; i < s->n_repos; i++)
+    {
+      const struct sp_run_status_repo *r = &s->repos[i];
+      char bits[32];
+
+      format_bits (r->millibits, bits);
+      st |= yajl_gen_map_open (g) | gen_str (g, "repo", r->name) | gen_u64 (g, "invocations", r->invocations);
+      st |= gen_key (g, "bits")
+            | (r->in_ledger ? yajl_gen_number (g, bits, strlen (bits)) : yajl_gen_null (g));
+      st |= gen_key (g, "unbounded_calls")
+            | (r->in_ledger ? yajl_gen_integer (g, (long long)r->unbounded_calls) : yajl_gen_null (g));
+      st |= yajl_gen_map_close (g);
+    }
+  st |= yajl_gen_array_close (g);
+
+  st |= gen_key (g, "audit") | yajl_gen_map_open (g);
+  st |= gen_key (g, "present") | yajl_gen_bool (g, s->audit_present);
+  st |= gen_u64 (g, "bytes", s->audit_bytes) | gen_u64 (g, "read_from", s->read_from)
+        | gen_u64 (g, "records", s->records) | gen_u64 (g, "torn_tail_bytes", s->torn_tail_bytes)
+        | gen_u64 (g, "runs", s->runs);
+  st |= yajl_gen_map_close (g);
+
+  st |= gen_key (g, "latest_run");
+  if (s->latest_run[0] == '\0')
+    st |= yajl_gen_null (g);
+  else
+    {
+      st |= yajl_gen_map_open (g) | gen_str (g, "id", s->latest_run) | gen_str (g, "first", s->latest_first)
+            | gen_str (g, "last", s->latest_last);
+      st |= gen_counts (g, "counts", &s->latest) | yajl_gen_map_close (g);
+    }
+  st |= gen_counts (g, "all_runs", &s->all);
+
+  st |= gen_u64 (g, "failures_total", s->failures_total);
+  st |= gen_key (g, "failure_causes") | yajl_gen_map_open (g);
+  for (int c = 0; c < SP_RUN_CAUSE_COUNT; c++)
+    if (s->causes[c] > 0)
+      st |= gen_u64 (g, sp_run_cause_name ((enum sp_run_cause)c), s->causes[c]);
+  st |= yajl_gen_map_close (g);
+  st |= gen_key (g, "failures") | yajl_gen_array_open (g);
+  for (size_t i = 0; i < s->n_failures; i++)
+    st |= gen_failure (g, sp_run_status_failure (s, i));
+  st |= yajl_gen_array_close (g);
+
+  st |= yajl_gen_map_close (g);
+  return st == yajl_gen_status_ok ? 0 : -1;
+}
+
+static int
+print_json (const struct sp_run_status *s)
+{
+  cleanup_yajl_gen yajl_gen g = yajl_gen_alloc (NULL);
+  const unsigned char *buf;
+  size_t len;
+
+  if (g == NULL || !yajl_gen_config (g, yajl_gen_validate_utf8, 1) || render_json (g, s) < 0
+      || yajl_gen_get_buf (g, &buf, &len) != yajl_gen_status_ok)
+    return -1;
+  return fwrite (buf, 1, len, stdout) == len && putchar ('\n') != EOF ? 0 : -1;
+}
+
+int
+sp_verb_status (int argc, char **argv)
+{
+  cleanup_error sp_error_t err = NULL;
+  cleanup_run_status struct sp_run_status *st = NULL;
+  cleanup_close int state_fd = -1;
+  const char *state = NULL;
+  int json = 0;
+  const struct sp_option options[] = {
+    { .name = "--state", .value = &state },
+    { .name = "--json", .flag = &json },
+  };
+  const struct sp_run_status_options opt = { .owner = 0 };
+  int ret;
+
+  ret = sp_options_parse ("status", USAGE, argc, argv, options, sizeof (options) / sizeof (options[0]));
+  if (ret != 0)
+    return ret < 0 ? SP_EXIT_OK : ret;
+  if (state == NULL)
+    return sp_options_usage_error ("status", USAGE, "--state is required");
+
+  state_fd = TEMP_FAILURE_RETRY (open (state, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (state_fd < 0)
+    return fail ("--state: `%s`: %s", state, strerror (errno));
+  if (sp_run_status_read (state_fd, &opt, &st, &err) < 0)
+    return fail ("--state: `%s`: %s", state, sp_error_message (err));
+
+  if (json ? print_json (st) < 0 : (print_human (stdout, st), 0))
+    return fail ("write the status");
+  if (fflush (stdout) != 0 || ferror (stdout))
+    return fail ("write the status: %s", strerror (errno));
+  return SP_EXIT_OK;
+}

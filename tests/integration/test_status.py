@@ -1,0 +1,359 @@
+"""`sealed-probe-proxy status --state DIR [--json]` (docs/operations.md,
+"status") against a real serve on the backend the test runs on: after
+probes with known outcomes (answers, a probe's exit, an invalid /probe/out,
+an unknown repository), with serve live (status takes no lock, blocks
+nothing, writes nothing), after a clean restart (SIGTERM: the budget goes
+on, a new run begins), and after kill -9 with a probe in flight (its
+admission unfinished; a torn last line tolerated; the spent budget refused
+by the next serve); human and JSON output agree with the ledger and the
+audit log.  The canary: the scripts, the outcomes, the probes' output, the
+repository and the staging credential carry ghp_CANARY-style tokens, and no
+output of status holds any of them."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sp_harness import Tap, backend, require_root_and  # noqa: E402
+
+B = backend()
+require_root_and("git")
+import sp_serve as S  # noqa: E402
+
+tap = Tap()
+work = S.Work("sp-status-")
+nonce = uuid.uuid4().hex[:16]
+
+ALPHA, BETA, NOPE = "acme/alpha", "acme/beta", "acme/nope"
+SCRIPT_CANARY = f"ghp_CANARYscript{nonce}"
+OUTCOME_CANARY = f"ghp_CANARYoutcome{nonce}"
+OUTPUT_CANARY = f"ghp_CANARYoutput{nonce}"
+REPO_CANARY = f"ghp_CANARYrepo{nonce}"
+STAGE_CANARY = f"ghp_CANARYstage{nonce}"
+CANARIES = [SCRIPT_CANARY, OUTCOME_CANARY, OUTPUT_CANARY, REPO_CANARY, STAGE_CANARY, "CANARY"]
+OUTCOMES = (f"YES-{OUTCOME_CANARY}", "NO", "UNKNOWN")
+LIMIT = 6
+MILLIBITS_PER_CALL = 2000  # immediate release: 2 content bits, timing unbounded
+OUTCOME_KEYS = ["answered", "refused", "probe", "timed_out", "runtime", "environment", "internal"]
+
+
+def answering(index, tag):
+    """Answers OUTCOMES[index], after printing canaries (stdout is discarded)."""
+    return (f"# {SCRIPT_CANARY} {tag}\nimport json\nprint({OUTPUT_CANARY!r})\n"
+            f"json.dump({{'result': {OUTCOMES[index]!r}}}, open('/probe/out', 'w'))\n")
+
+
+EXITING = f"# {SCRIPT_CANARY} exit\nimport sys\nprint({OUTPUT_CANARY!r})\nsys.exit(3)\n"
+BAD_OUTPUT = (f"# {SCRIPT_CANARY} bad output\nimport json\n"
+              f"json.dump({{'result': {OUTPUT_CANARY!r}}}, open('/probe/out', 'w'))\n")
+SLEEPING = f"# {SCRIPT_CANARY} sleep\nimport time\ntime.sleep(60)\n"
+
+outputs = []  # every status output, for the canary check at the end
+
+
+def status(state, *extra):
+    r = subprocess.run([S.PROXY, "status", "--state", state, *extra], capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL, timeout=60, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+    outputs.append(r.stdout + r.stderr)
+    return r
+
+
+def both(state):
+    """(human stdout, parsed JSON or None, detail) of status run twice."""
+    h = status(state)
+    j = status(state, "--json")
+    try:
+        doc = json.loads(j.stdout) if j.returncode == 0 and j.stdout.count("\n") == 1 else None
+    except ValueError:
+        doc = None
+    return h.stdout if h.returncode == 0 else None, doc, f"human rc {h.returncode}: {h.stdout}{h.stderr}\n" \
+        f"json rc {j.returncode}: {j.stdout}{j.stderr}"
+
+
+def human_fields(text):
+    """What the human lines say: budget, repositories, latest run, counts."""
+    out = {"repos": {}, "failures": []}
+    for line in (text or "").splitlines():
+        m = re.match(r"^budget\s+(\d+) used, (\d+) left, of (\d+) ", line)
+        if m:
+            out["budget"] = tuple(int(x) for x in m.groups())
+        m = re.match(r"^repository\s+(\S+)\s+(\d+) invocations, ([0-9]+\.[0-9]{3}) bits", line)
+        if m:
+            out["repos"][m.group(1)] = (int(m.group(2)), float(m.group(3)))
+        m = re.match(r"^latest run\s+([0-9a-z]+), ", line)
+        if m:
+            out["latest"] = m.group(1)
+        for label, key in (("  outcomes", "latest_counts"), ("all runs", "all_counts")):
+            if line.startswith(label):
+                out[key] = {k: int(v) for k, v in re.findall(r"([a-z_]+) (\d+)", line)}
+        m = re.match(r"^audit log\s+(\d+) records in (\d+) runs", line)
+        if m:
+            out["records"], out["runs"] = int(m.group(1)), int(m.group(2))
+        m = re.match(r"^  (\S+Z)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)", line)
+        if m:
+            out["failures"].append(m.groups())
+    return out
+
+
+def expected(state):
+    """What status should say, computed here from budget.json and the audit
+    log independently of status."""
+    with open(os.path.join(state, "budget.json")) as f:
+        ledger = json.load(f)
+    recs = S.audit_lines(state, admissions=True)
+    runs = []
+    for r in recs:
+        if not runs or runs[-1] != r["run"]:
+            runs.append(r["run"])
+
+    def counts(rs):
+        c = {k: 0 for k in OUTCOME_KEYS}
+        for r in rs:
+            if r["status"] != "admitted":
+                c[r["status"]] += 1
+        adm = len([r for r in rs if r["status"] == "admitted"])
+        done = len([r for r in rs if r["status"] != "admitted" and r["debited"]])
+        return {"outcomes": c, "admitted": adm, "unfinished": max(adm - done, 0)}
+
+    per_run = [counts([r for r in recs if r["run"] == run]) for run in runs]
+    all_runs = counts(recs)
+    all_runs["unfinished"] = sum(c["unfinished"] for c in per_run)
+    invocations = {}
+    for r in recs:
+        if r["status"] == "admitted":
+            invocations[r["repo"]] = invocations.get(r["repo"], 0) + 1
+    repos = sorted(set(invocations) | set(ledger["repositories"]))
+    failures = [r for r in recs if r["status"] not in ("admitted", "answered")]
+    return {
+        "budget": {"limit": ledger["limit"], "used": ledger["used"], "left": ledger["limit"] - ledger["used"],
+                   "ledger_version": ledger["version"]},
+        "repositories": [{"repo": n, "invocations": invocations.get(n, 0),
+                          "bits": ledger["repositories"][n]["millibits"] / 1000,
+                          "unbounded_calls": ledger["repositories"][n]["unbounded_calls"]} for n in repos],
+        "records": len(recs), "runs": len(runs), "latest_run": runs[-1] if runs else None,
+        "latest": per_run[-1] if per_run else None, "all_runs": all_runs,
+        "failures": [(r["finished"], r["id"], r["repo"], r["status"]) for r in failures][-10:],
+        "failures_total": len(failures),
+    }
+
+
+def check(state, label, want_latest=None, want_causes=None, want_used=None):
+    """Runs status (human and JSON) and checks every number against the
+    files; want_*: what the scenario itself says must hold."""
+    h, doc, detail = both(state)
+    exp = expected(state)
+    hf = human_fields(h)
+    ok = doc is not None and h is not None
+    if ok:
+        got = {
+            "budget": doc["budget"],
+            "repositories": doc["repositories"],
+            "records": doc["audit"]["records"], "runs": doc["audit"]["runs"],
+            "latest_run": (doc["latest_run"] or {}).get("id"),
+            "latest": (doc["latest_run"] or {}).get("counts"),
+            "all_runs": doc["all_runs"],
+            "failures": [(f["time"], f["id"], f["repo"], f["status"]) for f in doc["failures"]],
+            "failures_total": doc["failures_total"],
+        }
+        tap.ok(got == exp and doc["audit"]["read_from"] == 0,
+               f"{label}: --json agrees with budget.json and the audit log", f"got {got}\nwant {exp}\n{detail}")
+        b = exp["budget"]
+        tap.ok(hf.get("budget") == (b["used"], b["left"], b["limit"])
+               and hf["repos"] == {r["repo"]: (r["invocations"], r["bits"]) for r in exp["repositories"]}
+               and hf.get("latest") == exp["latest_run"] and hf.get("records") == exp["records"]
+               and hf.get("runs") == exp["runs"]
+               and hf.get("latest_counts") == dict(exp["latest"]["outcomes"], admitted=exp["latest"]["admitted"],
+                                                   unfinished=exp["latest"]["unfinished"])
+               and hf.get("all_counts") == dict(exp["all_runs"]["outcomes"], admitted=exp["all_runs"]["admitted"],
+                                                unfinished=exp["all_runs"]["unfinished"])
+               and [(f[0], f[1], None if f[2] == "-" else f[2], f[3]) for f in hf["failures"]] == exp["failures"],
+               f"{label}: the human lines say the same", f"{hf}\n{exp}\n{detail}")
+    else:
+        tap.ok(False, f"{label}: status succeeds, human and --json", detail)
+        tap.ok(False, f"{label}: the human lines say the same", detail)
+        return None
+    if want_latest is not None:
+        tap.ok({k: doc["latest_run"]["counts"]["outcomes"][k] for k in want_latest} == want_latest,
+               f"{label}: the latest run's outcomes are the probes' known ones {want_latest}",
+               doc["latest_run"])
+    if want_causes is not None:
+        tap.ok([f["cause"] for f in doc["failures"]][-len(want_causes):] == want_causes,
+               f"{label}: the last failures' causes are {want_causes}", doc["failures"])
+    if want_used is not None:
+        tap.ok(doc["budget"]["used"] == want_used and doc["budget"]["limit"] == LIMIT,
+               f"{label}: budget used {want_used} of {LIMIT}", doc["budget"])
+    return doc
+
+
+def tree_state(top):
+    """Every entry under top: (path, type, size, mtime): what status must not change."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(top):
+        for n in dirnames + filenames:
+            p = os.path.join(dirpath, n)
+            st = os.lstat(p)
+            out.append((p, st.st_mode, st.st_size, st.st_mtime_ns))
+    return sorted(out)
+
+
+def stage_with_credential(config, clones):
+    """Stages with a credential in the environment, as an operator would
+    (it is unused for local clones, and must show up nowhere)."""
+    state = work.new_state()
+    argv = [S.PROXY, "stage", "--config", config, "--state", state]
+    for repo, path in clones:
+        argv += ["--clone", f"{repo}={path}"]
+    r = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
+                       env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GH_TOKEN": STAGE_CANARY})
+    if r.returncode != 0:
+        raise RuntimeError(f"stage failed: {r.stderr.strip()}")
+    return state
+
+
+try:
+    t_start = time.monotonic()
+    # ---- usage ------------------------------------------------------------------
+    r = subprocess.run([S.PROXY, "status", "--help"], capture_output=True, text=True)
+    tap.ok(r.returncode == 0 and r.stdout == "usage: sealed-probe-proxy status --state DIR [--json]\n",
+           "--help prints the usage line with exactly --state and --json, exit 0", r)
+    r = subprocess.run([S.PROXY, "status"], capture_output=True, text=True)
+    tap.ok(r.returncode == 2 and "--state is required" in r.stderr, "no --state: usage error, exit 2", r)
+    missing = os.path.join(work.dir, "no-such-state")
+    r = subprocess.run([S.PROXY, "status", "--state", missing], capture_output=True, text=True)
+    tap.ok(r.returncode == 1 and r.stdout == "" and missing in r.stderr and "No such file" in r.stderr,
+           "a missing state directory: exit 1, naming it and why", r)
+    empty = os.path.join(work.dir, "empty-state")
+    os.mkdir(empty, 0o700)
+    r = subprocess.run([S.PROXY, "status", "--state", empty], capture_output=True, text=True)
+    tap.ok(r.returncode == 1 and "not a state directory" in r.stderr and not os.listdir(empty),
+           "a directory that is no state directory: exit 1, and nothing is made in it", r)
+
+    # ---- stage, with a credential in the environment ------------------------------
+    alpha = work.make_clone("alpha", {"README.md": f"{REPO_CANARY}\n".encode()})
+    beta = work.make_clone("beta", {"README.md": b"beta\n"})
+    config = work.write_config([ALPHA, BETA], timeout=30, maxInvocations=LIMIT)
+    state = stage_with_credential(config, [(ALPHA, alpha), (BETA, beta)])
+    h, doc, detail = both(state)
+    tap.ok(doc is not None and doc["budget"] is None and doc["audit"]["present"] is False
+           and "none yet: serve has not run" in (h or ""),
+           "staged, never served: no budget yet, no audit log", detail)
+
+    # ---- serve 1: known outcomes ------------------------------------------------------
+    srv = S.Serve(work, config, state)
+    if not srv.start():
+        raise S.ServeFailed(srv.stderr()[-800:])
+    base = srv.probe_id_base
+    try:
+        got = [srv.probe(answering(0, "a1"), ALPHA, OUTCOMES),
+               srv.probe(answering(1, "b1"), BETA, OUTCOMES),
+               srv.probe(EXITING, ALPHA, OUTCOMES),
+               srv.probe(BAD_OUTPUT, ALPHA, OUTCOMES),
+               srv.probe(answering(0, "nope"), NOPE, OUTCOMES)]
+        want = [S.answer(OUTCOMES[0]), S.answer("NO"), S.ERROR_LINE, S.ERROR_LINE, S.ERROR_LINE]
+        tap.ok(got == want, "serve 1: two answers, a probe's exit, an invalid /probe/out, an unknown repository",
+               got)
+        run1 = S.audit_lines(state)[-1]["run"]
+        before = tree_state(state)
+        t0 = time.monotonic()
+        doc = check(state, "live serve", want_latest={"answered": 2, "probe": 2, "refused": 1},
+                    want_causes=["probe_exit", "probe_output", "unknown_repository"], want_used=4)
+        took = time.monotonic() - t0
+        tap.ok(doc is not None and doc["latest_run"]["id"] == run1 and doc["audit"]["runs"] == 1
+               and [r["invocations"] for r in doc["repositories"]] == [3, 1]
+               and [r["bits"] for r in doc["repositories"]] == [3 * MILLIBITS_PER_CALL / 1000,
+                                                                MILLIBITS_PER_CALL / 1000],
+               "live serve: per repository 3 and 1 invocations, 2 bits each (immediate release)",
+               doc and doc["repositories"])
+        failure = doc and doc["failures"][0]
+        tap.ok(failure is not None and failure["exit"] == 3 and failure["repo"] == ALPHA
+               and failure["status"] == "probe" and doc["failures"][2]["repo"] is None,
+               "live serve: the probe's failure shows its exit status 3 and repository; the refusal none",
+               doc and doc["failures"])
+        tap.ok(tree_state(state) == before and took < 20,
+               f"live serve: status (human and JSON) wrote nothing under the state directory, and took {took:.1f} s",
+               took)
+        tap.ok(os.path.exists(os.path.join(state, "budget.lock")) and srv.alive()
+               and srv.probe(answering(1, "after-status"), BETA, OUTCOMES) == S.answer("NO"),
+               "live serve: status ran beside serve's ledger lock, and serve still answers after it")
+        rc = srv.stop()
+        tap.ok(rc == 0, "serve 1 stops cleanly (SIGTERM)", srv.stderr()[-300:])
+    finally:
+        srv.cleanup()
+    check(state, "after SIGTERM", want_used=5)
+
+    # ---- serve 2: a clean restart on the same state --------------------------------------
+    srv = S.Serve(work, config, state, probe_id_base=base)
+    if not srv.start():
+        raise S.ServeFailed(srv.stderr()[-800:])
+    try:
+        doc = check(state, "restarted, nothing asked yet", want_used=5)
+        tap.ok(doc is not None and doc["latest_run"]["id"] == run1 and doc["budget"]["left"] == 1,
+               "restarted: the budget goes on (5 used, 1 left), and the latest run in the log is still run 1",
+               doc and (doc["budget"], doc["latest_run"]))
+        # The last invocation: admitted, then serve is killed while it runs.
+        holder = {}
+        th = threading.Thread(target=lambda: holder.setdefault(
+            "out", srv.probe(SLEEPING, ALPHA, OUTCOMES, timeout=90)), daemon=True)
+        th.start()
+        admitted = S.wait_for(lambda: any(r["status"] == "admitted" and r["run"] != run1
+                                          for r in S.audit_lines(state, admissions=True)), timeout=60)
+        run2 = admitted and S.audit_lines(state, admissions=True)[-1]["run"]
+        doc = check(state, "a probe in flight", want_used=6)
+        tap.ok(admitted and doc is not None and doc["latest_run"]["id"] == run2 != run1
+               and doc["latest_run"]["counts"]["unfinished"] == 1 and doc["budget"]["left"] == 0,
+               "a probe in flight: a new latest run, its invocation admitted and unfinished, the budget spent",
+               doc and doc["latest_run"])
+        srv.kill9()
+        th.join(120)
+    finally:
+        srv.cleanup()
+    doc = check(state, "after kill -9", want_used=6)
+    tap.ok(doc is not None and doc["all_runs"]["unfinished"] == 1 and doc["latest_run"]["id"] == run2
+           and doc["audit"]["runs"] == 2,
+           "after kill -9: the killed invocation stays unfinished in run 2", doc and doc["all_runs"])
+
+    # A crash in the middle of a write leaves a partial last line: tolerated,
+    # counted, not read (serve itself refuses to start on it; it is removed).
+    log = S.audit_path(state)
+    size = os.path.getsize(log)
+    with open(log, "ab") as f:
+        f.write(b'{"id":"' + run2.encode() + b'-99","run":"' + run2.encode() + b'","received":"2026')
+    h, tdoc, detail = both(state)
+    tap.ok(tdoc is not None and tdoc["audit"]["torn_tail_bytes"] == os.path.getsize(log) - size
+           and tdoc["audit"]["records"] == doc["audit"]["records"] and "no whole line" in (h or ""),
+           "a torn last line (a crash mid-write): tolerated, counted in torn_tail_bytes and not read", detail)
+    os.truncate(log, size)
+
+    # ---- serve 3: after kill -9, the spent budget is refused ------------------------------
+    srv = S.Serve(work, config, state, probe_id_base=base)
+    if not srv.start():
+        raise S.ServeFailed(srv.stderr()[-800:])
+    try:
+        got = srv.probe(answering(0, "spent"), ALPHA, OUTCOMES)
+        tap.ok(got == S.ERROR_LINE, "serve 3: the spent budget answers ERROR", got)
+        doc = check(state, "after the restart that followed kill -9", want_latest={"refused": 1},
+                    want_causes=["budget_spent"], want_used=6)
+        tap.ok(doc is not None and doc["audit"]["runs"] == 3 and doc["latest_run"]["id"] not in (run1, run2),
+               "after kill -9 and a restart: a third run, the latest", doc and doc["latest_run"])
+    finally:
+        srv.cleanup()
+
+    # ---- the canary ------------------------------------------------------------------------
+    with open(log, "rb") as f:
+        raw_log = f.read()
+    tap.ok(OUTCOME_CANARY.encode() in raw_log,
+           "canary: the audit log holds the outcome canary (so status had it to leak)")
+    leaked = [(c, i) for i, out in enumerate(outputs) for c in CANARIES if c in out]
+    tap.ok(not leaked and len(outputs) >= 16,
+           f"canary: no output of status ({len(outputs)}, human and JSON, stdout and stderr) holds a script, "
+           "outcome, output, repository or staging-credential canary", leaked)
+    print(f"# status: {time.monotonic() - t_start:.0f} s", flush=True)
+finally:
+    work.close()
+tap.finish()
