@@ -139,6 +139,9 @@
 #define SP_CLONE_FLAGS_MAX   SP_CONFIG_MAX_REPOS
 #define SP_CATALOG_MAX_BYTES (1024 * 1024)
 #define SP_STAGED_MAX_BYTES  (256 * 1024)
+/* Staging's progress line on a terminal (progress.h): redrawn at most once
+   in this many milliseconds.  */
+#define SP_PROGRESS_INTERVAL_MS 100
 
 /* The GitHub tarball source (docs/staging.md; src/seed/github_fetch.c and
    tarball.c).  The three per-repository caps (tarball, entries, tree bytes)

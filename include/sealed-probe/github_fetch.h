@@ -9,6 +9,8 @@
 #include <sealed-probe/error.h>
 #include <sealed-probe/git_seed.h>
 
+struct sp_progress;
+
 struct sp_github_source
 {
   const char *api_base;       /* https://api.github.com, or https://HOST/api/v3 for GHES */
@@ -19,6 +21,9 @@ struct sp_github_source
   uint64_t max_tarball_bytes; /* the compressed download */
   uint64_t max_entries;       /* archive members, directories and links included */
   uint64_t max_tree_bytes;    /* regular-file bytes extracted, all members together */
+  /* Staging's progress line (progress.h), or NULL: the download's bytes,
+     then the tarball's (tarball.h).  */
+  struct sp_progress *progress;
 };
 
 /* Resolves ref to a commit through the API, downloads that commit's tarball,

@@ -10,6 +10,8 @@
 
 #include <sealed-probe/error.h>
 
+struct sp_progress;
+
 struct sp_copy_options
 {
   uint64_t max_bytes;   /* file bytes in all */
@@ -22,6 +24,10 @@ struct sp_copy_options
   /* Directories keep their sticky bit: serve's private copy of the rootfs
      must digest as the original, whose /tmp mount point is 1777.  */
   bool keep_sticky;
+  /* Counts every file and symlink copied, and the bytes, for staging's
+     progress line (progress.h); NULL for none.  The git tree writer
+     (git_stage.h), which takes these options too, counts into it.  */
+  struct sp_progress *progress;
 };
 
 /* Copies the tree under src_dirfd into the empty directory dst_dirfd:

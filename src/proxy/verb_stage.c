@@ -23,6 +23,7 @@
 #include <sealed-probe/git_seed.h>
 #include <sealed-probe/git_stage.h>
 #include <sealed-probe/github_fetch.h>
+#include <sealed-probe/progress.h>
 #include <sealed-probe/secret_env.h>
 #include <sealed-probe/seed_store.h>
 #include <sealed-probe/tree_copy.h>
@@ -141,12 +142,13 @@ preflight (const struct sp_config *config, const struct sp_catalog *catalog, con
    unchanged.  */
 static int
 stage_one (int run_fd, struct sp_seed *seed, const char *clone, const struct sp_github_source *github,
-           sp_error_t *err)
+           struct sp_progress *progress, sp_error_t *err)
 {
-  static const struct sp_copy_options limits = {
+  const struct sp_copy_options limits = {
     .max_bytes = SP_SEED_MAX_BYTES,
     .max_entries = SP_SEED_MAX_ENTRIES,
     .max_depth = SP_SEED_MAX_DEPTH,
+    .progress = progress,
   };
   cleanup_close int seed_fd = -1;
   char name[16];
@@ -182,6 +184,7 @@ stage_one (int run_fd, struct sp_seed *seed, const char *clone, const struct sp_
   /* Owned by the probe and owner-writable, so that an overlay snapshot is
      writable in the sandbox; the seed itself stays immutable through its
      read-only mount and the 0700 state directory (docs/staging.md).  */
+  sp_progress_phase (progress, "normalize", SP_PROGRESS_STEP, 0);
   if (sp_tree_normalize (seed_fd, &sp_seed_policy, err) < 0)
     return sp_error_wrap (err, "normalize the seed");
   return 0;
@@ -192,7 +195,8 @@ stage_one (int run_fd, struct sp_seed *seed, const char *clone, const struct sp_
    clone's objects, so it never runs while a credential is in memory.  */
 static int
 stage_all (int state_fd, const struct sp_config *config, const struct sp_catalog *catalog,
-           struct sp_github_source *github, char **token, struct sp_staged *staged, sp_error_t *err)
+           struct sp_github_source *github, char **token, struct sp_staged *staged,
+           struct sp_progress *progress, sp_error_t *err)
 {
   cleanup_close int seeds_fd = -1;
   cleanup_close int run_fd = -1;
@@ -224,8 +228,10 @@ stage_all (int state_fd, const struct sp_config *config, const struct sp_catalog
             continue;
           seed->repo = config->private_repos[i];
           seed->index = (unsigned)i;
-          if (stage_one (run_fd, seed, clone, github, err) < 0)
+          sp_progress_repo (progress, seed->repo);
+          if (stage_one (run_fd, seed, clone, github, progress, err) < 0)
             return sp_error_wrap (err, "%s", seed->repo);
+          sp_progress_done (progress);
           staged->n++;
         }
     }
@@ -236,8 +242,12 @@ stage_all (int state_fd, const struct sp_config *config, const struct sp_catalog
   /* Each digest is taken once, through the read-only mount: what is
      recorded is what every later reader sees.  */
   for (size_t i = 0; i < staged->n; i++)
-    if (sp_seed_measure (state_fd, staged->run, &staged->seeds[i], err) < 0)
-      return -1;
+    {
+      sp_progress_repo (progress, staged->seeds[i].repo);
+      sp_progress_phase (progress, "digest", SP_PROGRESS_STEP, 0);
+      if (sp_seed_measure (state_fd, staged->run, &staged->seeds[i], err) < 0)
+        return -1;
+    }
   return sp_staged_write (state_fd, staged, err);
 }
 
@@ -285,6 +295,7 @@ sp_verb_stage (int argc, char **argv)
   struct sp_staged staged = { 0 };
   struct stage_args a = { 0 };
   struct sp_github_source github;
+  struct sp_progress progress;
   int ret;
 
   ret = parse_args (argc, argv, &a);
@@ -312,6 +323,7 @@ sp_verb_stage (int argc, char **argv)
     .max_tarball_bytes = SP_GITHUB_DEFAULT_MAX_TARBALL_BYTES,
     .max_entries = SP_GITHUB_DEFAULT_MAX_ENTRIES,
     .max_tree_bytes = SP_GITHUB_DEFAULT_MAX_TREE_BYTES,
+    .progress = &progress,
   };
   staged.seeds = calloc (config->n_private_repos, sizeof (*staged.seeds));
   if (staged.seeds == NULL)
@@ -319,8 +331,13 @@ sp_verb_stage (int argc, char **argv)
       sp_make_error (&err, ENOMEM, "seeds");
       goto out;
     }
-  if (stage_all (state_fd, config, &catalog, &github, &token, &staged, &err) < 0)
+  /* On a terminal only; elsewhere stage prints exactly what it always has.  */
+  sp_progress_init (&progress, STDERR_FILENO);
+  ret = stage_all (state_fd, config, &catalog, &github, &token, &staged, &progress, &err);
+  sp_progress_clear (&progress);
+  if (ret < 0)
     {
+      ret = SP_EXIT_FAIL;
       discard_run (state_fd, staged.run, &err);
       goto out;
     }

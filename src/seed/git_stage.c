@@ -23,6 +23,7 @@
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/dir_names.h>
 #include <sealed-probe/fileio.h>
+#include <sealed-probe/progress.h>
 #include <sealed-probe/quote.h>
 #include <sealed-probe/tree_remove.h>
 
@@ -227,6 +228,7 @@ write_blob (struct stage_ctx *ctx, int dirfd, const git_tree_entry *e, mode_t mo
     return sp_make_error (err, errno, "create `%s`", sp_quote_name (ctx->path, q));
   if (sp_write_all (fd, git_blob_rawcontent (blob), (size_t)git_blob_rawsize (blob), err) < 0)
     return sp_error_wrap (err, "write `%s`", sp_quote_name (ctx->path, q));
+  sp_progress_add (ctx->limits->progress, 1, (uint64_t)git_blob_rawsize (blob));
   return 0;
 }
 
@@ -251,6 +253,7 @@ write_symlink (struct stage_ctx *ctx, int dirfd, const git_tree_entry *e, sp_err
   /* Kept as a link, whatever it points at: nothing is written through it.  */
   if (symlinkat (target, dirfd, git_tree_entry_name (e)) < 0)
     return sp_make_error (err, errno, "create `%s`", sp_quote_name (ctx->path, q));
+  sp_progress_add (ctx->limits->progress, 1, 0);
   return 0;
 }
 
@@ -362,6 +365,16 @@ replace_index (int gitfd, const git_tree *tree, sp_error_t *err)
 /* ---- the object store: exactly what HEAD and the refs reach ---- */
 
 static int
+pack_insert (struct stage_ctx *ctx, const git_oid *id, const char *name)
+{
+  int ret = git_packbuilder_insert (ctx->pb, id, name);
+
+  if (ret == 0)
+    sp_progress_add (ctx->limits->progress, 1, 0);
+  return ret;
+}
+
+static int
 pack_tree (struct stage_ctx *ctx, const git_oid *id, unsigned depth, sp_error_t *err)
 {
   cleanup_git_tree git_tree *tree = NULL;
@@ -374,7 +387,7 @@ pack_tree (struct stage_ctx *ctx, const git_oid *id, unsigned depth, sp_error_t 
     return sp_make_error (err, 0, "a tree in the history is more than %d levels deep", SP_COPY_DEPTH_CEILING);
   if (git_tree_lookup (&tree, ctx->repo, id) < 0)
     return lookup_error (err, id, "read the tree");
-  if (git_packbuilder_insert (ctx->pb, id, NULL) < 0)
+  if (pack_insert (ctx, id, NULL) < 0)
     return git_fail (err, "pack a tree");
   n = git_tree_entrycount (tree);
   for (size_t i = 0; i < n; i++)
@@ -393,7 +406,7 @@ pack_tree (struct stage_ctx *ctx, const git_oid *id, unsigned depth, sp_error_t 
           if (added < 0)
             return sp_make_error (err, ENOMEM, "list the objects");
           /* The name lets the packer put similar files side by side.  */
-          if (added > 0 && git_packbuilder_insert (ctx->pb, child, git_tree_entry_name (e)) < 0)
+          if (added > 0 && pack_insert (ctx, child, git_tree_entry_name (e)) < 0)
             return lookup_error (err, child, "pack the blob");
           break;
         case GIT_OBJECT_COMMIT: /* a gitlink: another repository's commit */
@@ -425,7 +438,7 @@ pack_history (struct stage_ctx *ctx, const git_oid *start, const char *from, sp_
         continue;
       if (git_commit_lookup (&commit, ctx->repo, &id) < 0)
         return lookup_error (err, &id, from);
-      if (git_packbuilder_insert (ctx->pb, &id, NULL) < 0)
+      if (pack_insert (ctx, &id, NULL) < 0)
         return git_fail (err, "pack a commit");
       if (pack_tree (ctx, git_commit_tree_id (commit), 0, err) < 0)
         return -1;
@@ -471,14 +484,14 @@ pack_object (struct stage_ctx *ctx, const git_oid *id, const char *from, sp_erro
           added = oid_set_add (&ctx->packed, &current);
           if (added < 0)
             return sp_make_error (err, ENOMEM, "list the objects");
-          if (added > 0 && git_packbuilder_insert (ctx->pb, &current, NULL) < 0)
+          if (added > 0 && pack_insert (ctx, &current, NULL) < 0)
             return git_fail (err, "pack a blob");
           return 0;
         case GIT_OBJECT_TAG:
           added = oid_set_add (&ctx->packed, &current);
           if (added < 0)
             return sp_make_error (err, ENOMEM, "list the objects");
-          if (added > 0 && git_packbuilder_insert (ctx->pb, &current, NULL) < 0)
+          if (added > 0 && pack_insert (ctx, &current, NULL) < 0)
             return git_fail (err, "pack a tag");
           current = *git_tag_target_id ((git_tag *)obj);
           break;
@@ -550,9 +563,18 @@ pack_refs (struct stage_ctx *ctx, sp_error_t *err)
   return 0;
 }
 
+/* libgit2's indexer reports the objects written so far.  */
+static int
+on_pack_written (const git_indexer_progress *stats, void *payload)
+{
+  sp_progress_set (payload, stats->indexed_objects, stats->received_bytes, stats->total_objects);
+  return 0;
+}
+
 static int
 write_pack (struct stage_ctx *ctx, int gitfd, sp_error_t *err)
 {
+  struct sp_progress *progress = ctx->limits->progress;
   char path[64];
 
   if (mkdirat (gitfd, NEW_OBJECTS, 0755) < 0)
@@ -560,7 +582,8 @@ write_pack (struct stage_ctx *ctx, int gitfd, sp_error_t *err)
   if (mkdirat (gitfd, NEW_OBJECTS "/pack", 0755) < 0 || mkdirat (gitfd, NEW_OBJECTS "/info", 0755) < 0)
     return sp_make_error (err, errno, "create `.git/%s`", NEW_OBJECTS);
   snprintf (path, sizeof (path), "/proc/self/fd/%d/" NEW_OBJECTS "/pack", gitfd);
-  if (git_packbuilder_write (ctx->pb, path, 0444, NULL, NULL) < 0)
+  sp_progress_phase (progress, "write the pack", SP_PROGRESS_OBJECTS, git_packbuilder_object_count (ctx->pb));
+  if (git_packbuilder_write (ctx->pb, path, 0444, progress != NULL ? on_pack_written : NULL, progress) < 0)
     return git_fail (err, "write the pack");
   return 0;
 }
@@ -622,8 +645,10 @@ stage_in_repo (struct stage_ctx *ctx, int seed_dirfd, int gitfd, const git_oid *
     return lookup_error (err, git_commit_tree_id (commit), "read HEAD's tree");
 
   ctx->path[0] = '\0';
+  sp_progress_phase (ctx->limits->progress, "write the tree", SP_PROGRESS_TREE, 0);
   if (write_tree (ctx, tree, seed_dirfd, 0, 0, err) < 0)
     return sp_error_wrap (err, "write the commit's tree");
+  sp_progress_phase (ctx->limits->progress, "write the index", SP_PROGRESS_STEP, 0);
   if (replace_index (gitfd, tree, err) < 0)
     return -1;
 
@@ -637,6 +662,7 @@ stage_in_repo (struct stage_ctx *ctx, int seed_dirfd, int gitfd, const git_oid *
     return git_fail (err, "libgit2: a pack builder");
   /* One thread: the same objects give the same pack, byte for byte.  */
   git_packbuilder_set_threads (ctx->pb, 1);
+  sp_progress_phase (ctx->limits->progress, "list the objects", SP_PROGRESS_OBJECTS, 0);
   if (pack_object (ctx, head, "HEAD", err) < 0 || pack_refs (ctx, err) < 0)
     return sp_error_wrap (err, "collect the objects to keep");
   /* One form for every ref (packed), and no stale list of them: a clone
@@ -712,6 +738,7 @@ sp_git_copy_gitdir (int clone_dirfd, int seed_dirfd, const struct sp_copy_option
   dst = openat (seed_dirfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dst < 0)
     return sp_make_error (err, errno, "open the seed's `.git`");
+  sp_progress_phase (limits->progress, "copy the git directory", SP_PROGRESS_FILES, 0);
   if (sp_tree_copy (src, dst, limits, 0, 0, err) < 0)
     return sp_error_wrap (err, "copy `.git`");
   return 0;

@@ -16,6 +16,7 @@
 #include "config.h"
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/cleanup.h>
+#include <sealed-probe/progress.h>
 #include <sealed-probe/repo_name.h>
 
 #include "tarball.h"
@@ -97,6 +98,7 @@ struct sink
   uint64_t dropped;
   bool over_limit;
   int write_errno;
+  struct sp_progress *progress; /* the tarball's bytes so far, of Content-Length when sent */
 };
 
 static size_t
@@ -131,6 +133,14 @@ on_body (char *data, size_t size, size_t nmemb, void *cookie)
         done += (size_t)w;
       }
   s->kept += n;
+  if (s->progress != NULL)
+    {
+      curl_off_t total = -1;
+
+      if (curl_easy_getinfo (s->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &total) != CURLE_OK || total < 0)
+        total = 0;
+      sp_progress_set (s->progress, 0, s->kept, (uint64_t)total);
+    }
   return n;
 }
 
@@ -459,7 +469,7 @@ static int
 download_tarball (const struct sp_github_source *source, const char *base, const char *repo, const char *auth,
                   const char *commit, int fd, sp_error_t *err)
 {
-  struct sink sink = { .fd = fd, .limit = source->max_tarball_bytes };
+  struct sink sink = { .fd = fd, .limit = source->max_tarball_bytes, .progress = source->progress };
   cleanup_free char *url = NULL;
   cleanup_free char *location = NULL;
   cleanup_free char *next = NULL;
@@ -482,7 +492,7 @@ download_tarball (const struct sp_github_source *source, const char *base, const
     return -1;
 
   /* The codeload host never sees the token: no Authorization header.  */
-  sink = (struct sink){ .fd = fd, .limit = source->max_tarball_bytes };
+  sink = (struct sink){ .fd = fd, .limit = source->max_tarball_bytes, .progress = source->progress };
   free (location);
   location = NULL;
   if (http_get (source, next, NULL, NULL, &sink, &status, &location, err) < 0)
@@ -533,7 +543,8 @@ sp_github_fetch (const struct sp_github_source *source, const char *repo, int ds
   if (check_api_base (source->api_base, &base, err) < 0)
     return sp_error_wrap (err, "github `%s`", repo);
   limits = (struct sp_tarball_limits){ .max_entries = source->max_entries,
-                                       .max_tree_bytes = source->max_tree_bytes };
+                                       .max_tree_bytes = source->max_tree_bytes,
+                                       .progress = source->progress };
 
   if (curl_global_init (CURL_GLOBAL_DEFAULT) != CURLE_OK)
     return sp_make_error (err, 0, "github `%s`: initialize libcurl", repo);
@@ -549,12 +560,14 @@ sp_github_fetch (const struct sp_github_source *source, const char *repo, int ds
       snprintf (auth, len, "%s%s", AUTH_PREFIX, source->token);
     }
 
+  sp_progress_phase (source->progress, "resolve the ref", SP_PROGRESS_STEP, 0);
   if (resolve_commit (source, base, repo, auth, resolved, err) < 0)
     return sp_error_wrap (err, "github `%s`: resolve ref `%s`", repo, source->ref);
 
   scratch = open_scratch (dst_dirfd, err);
   if (scratch < 0)
     return sp_error_wrap (err, "github `%s`", repo);
+  sp_progress_phase (source->progress, "download", SP_PROGRESS_DOWNLOAD, 0);
   if (download_tarball (source, base, repo, auth, resolved, scratch, err) < 0)
     return sp_error_wrap (err, "github `%s`: download the tarball of %s", repo, resolved);
   sp_secret_freep (&auth);

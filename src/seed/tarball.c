@@ -18,6 +18,7 @@
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/open_beneath.h>
+#include <sealed-probe/progress.h>
 #include <sealed-probe/quote.h>
 
 #define WRITER_OPTIONS                                                                                       \
@@ -171,6 +172,7 @@ extract_member (struct extraction *x, struct archive *in, struct archive_entry *
   bool is_reg = hardlink == NULL && archive_entry_filetype (entry) == AE_IFREG;
   const char *refused;
   mode_t link_perm = 0;
+  uint64_t bytes_before = x->bytes;
   bool exists;
   struct stat st;
 
@@ -241,6 +243,7 @@ extract_member (struct extraction *x, struct archive *in, struct archive_entry *
     return -1;
   if (archive_write_finish_entry (x->disk) != ARCHIVE_OK)
     return sp_make_error (err, 0, "finish writing it: %s", sp_archive_message (x->disk));
+  sp_progress_add (x->limits->progress, is_dir ? 0 : 1, x->bytes - bytes_before);
   return 0;
 }
 
@@ -295,6 +298,7 @@ check_stream (int tarfd, const struct sp_tarball_limits *limits, sp_error_t *err
       if (n < 0)
         return sp_make_error (err, 0, "the gzip stream is truncated or corrupt: %s", sp_archive_message (a));
       inflated += (uint64_t)n;
+      sp_progress_add (limits->progress, 0, (uint64_t)n);
       if (inflated > cap)
         return sp_make_error (err, 0, "the tarball inflates to more than %llu bytes",
                               (unsigned long long)cap);
@@ -382,7 +386,10 @@ sp_tarball_extract (int tarfd, int dst_dirfd, const struct sp_tarball_limits *li
 
   if (limits->max_entries == 0 || limits->max_tree_bytes == 0)
     return sp_make_error (err, 0, "the entry and byte limits must be positive");
-  if (require_empty (dst_dirfd, err) < 0 || check_stream (tarfd, limits, err) < 0)
+  if (require_empty (dst_dirfd, err) < 0)
+    return -1;
+  sp_progress_phase (limits->progress, "check the gzip stream", SP_PROGRESS_BYTES, 0);
+  if (check_stream (tarfd, limits, err) < 0)
     return -1;
   if (open_reader (tarfd, false, &in, err) < 0)
     return -1;
@@ -405,6 +412,7 @@ sp_tarball_extract (int tarfd, int dst_dirfd, const struct sp_tarball_limits *li
       return sp_make_error (err, errno, "enter the destination");
     }
 
+  sp_progress_phase (limits->progress, "extract", SP_PROGRESS_TREE, 0);
   ret = extract_all_utf8 (&x, in, err);
   /* Still inside the destination: libarchive's deferred directory fixups
      use relative names.  */

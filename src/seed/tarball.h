@@ -8,10 +8,15 @@
 
 #include <sealed-probe/error.h>
 
+struct sp_progress;
+
 struct sp_tarball_limits
 {
   uint64_t max_entries;    /* members, directories and links included */
   uint64_t max_tree_bytes; /* bytes of regular-file data, all members together */
+  /* Counts the bytes inflated by the integrity pass, then the members and
+     bytes extracted (progress.h); NULL for none.  */
+  struct sp_progress *progress;
 };
 
 /* Reads the gzip tar in tarfd (from offset 0; tarfd must be seekable) and

@@ -16,6 +16,7 @@
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/dir_names.h>
+#include <sealed-probe/progress.h>
 #include <sealed-probe/quote.h>
 
 #define COPY_CHUNK (64 * 1024)
@@ -161,6 +162,7 @@ copy_file (int srcdir, int dstdir, const char *name, const struct stat *st, stru
         return sp_make_error (err, 0, "the tree holds more than %llu bytes of files (at `%s`)",
                               (unsigned long long)ctx->limits->max_bytes, shown (ctx->path, q));
       ctx->bytes += (uint64_t)n;
+      sp_progress_add (ctx->limits->progress, 0, (uint64_t)n);
       for (ssize_t done = 0; done < n;)
         {
           ssize_t w = TEMP_FAILURE_RETRY (write (out, ctx->buf + done, (size_t)(n - done)));
@@ -169,6 +171,7 @@ copy_file (int srcdir, int dstdir, const char *name, const struct stat *st, stru
           done += w;
         }
     }
+  sp_progress_add (ctx->limits->progress, 1, 0);
   return set_owner_and_mode (out, ctx, opened.st_mode, err);
 }
 
@@ -189,6 +192,7 @@ copy_symlink (int srcdir, int dstdir, const char *name, struct copy_ctx *ctx, sp
     return sp_make_error (err, errno, "create the symlink `%s` in the copy", shown (ctx->path, q));
   if (fchownat (dstdir, name, ctx->uid, ctx->gid, AT_SYMLINK_NOFOLLOW) < 0)
     return sp_make_error (err, errno, "chown `%s`", shown (ctx->path, q));
+  sp_progress_add (ctx->limits->progress, 1, 0);
   return 0;
 }
 

@@ -48,11 +48,15 @@ def tarball(top, files):
 class FakeGitHub:
     """repos: {"owner/name": (commit, tarball bytes)}.  The API answers the
     commit with the sha media type and 302s the tarball to the codeload
-    server, which serves it after `delay` seconds."""
+    server, which serves it after `delay` seconds: whole, or `chunk` bytes at
+    a time with `pause` seconds after each (attributes a test may change
+    between requests), with a Content-Length, or chunked without one when
+    `content_length` is false."""
 
     def __init__(self, workdir, repos, token, delay=0.0):
         self.ca, cert, key = make_ca_and_cert(workdir)
         self.repos, self.token, self.delay = repos, token, delay
+        self.chunk, self.pause, self.content_length = None, 0.0, True
         self.requests = []
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(cert, key)
@@ -121,10 +125,27 @@ class FakeGitHub:
                     return
                 time.sleep(fake.delay)
                 body = fake.repos[repo][1]
+                step = fake.chunk or len(body)
+                if not fake.content_length:
+                    self.protocol_version = "HTTP/1.1"  # chunked needs it
+                    self.close_connection = True
                 self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
+                if fake.content_length:
+                    self.send_header("Content-Length", str(len(body)))
+                else:
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.send_header("Connection", "close")
                 self.end_headers()
-                self.wfile.write(body)
+                for at in range(0, len(body), step):
+                    piece = body[at:at + step]
+                    if fake.content_length:
+                        self.wfile.write(piece)
+                    else:
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    self.wfile.flush()
+                    time.sleep(fake.pause)
+                if not fake.content_length:
+                    self.wfile.write(b"0\r\n\r\n")
 
         return Codeload
 

@@ -143,7 +143,7 @@ START_TEST (sanitized_seed_is_still_a_valid_repository)
 {
   char commit[SP_COMMIT_HEX_MAX + 1];
   char head[SP_COMMIT_HEX_MAX + 1];
-  const struct sp_copy_options limits = { 1 << 20, 1000, 32, false, false };
+  const struct sp_copy_options limits = { 1 << 20, 1000, 32, false, false, NULL };
   cleanup_error sp_error_t err = NULL;
   cleanup_close int seed = fx_mkdirs (fx_fd, "seed");
 

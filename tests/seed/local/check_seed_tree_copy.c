@@ -43,7 +43,7 @@ teardown (void)
   fx_teardown ();
 }
 
-static const struct sp_copy_options roomy = { 1 << 20, 1000, 16, false, false };
+static const struct sp_copy_options roomy = { 1 << 20, 1000, 16, false, false, NULL };
 
 static int
 copy (const struct sp_copy_options *limits, sp_error_t *err)
@@ -253,7 +253,7 @@ END_TEST
 
 START_TEST (tree_copy_owner_writable_makes_a_read_only_tree_writable)
 {
-  const struct sp_copy_options snapshot = { 1 << 20, 1000, 16, true, false };
+  const struct sp_copy_options snapshot = { 1 << 20, 1000, 16, true, false, NULL };
   cleanup_error sp_error_t err = NULL;
 
   fx_put (src, "d/ro", "x", 0444);
@@ -275,8 +275,8 @@ END_TEST
 
 START_TEST (tree_copy_enforces_the_byte_limit)
 {
-  const struct sp_copy_options tight = { 99, 1000, 16, false, false };
-  const struct sp_copy_options exact = { 100, 1000, 16, false, false };
+  const struct sp_copy_options tight = { 99, 1000, 16, false, false, NULL };
+  const struct sp_copy_options exact = { 100, 1000, 16, false, false, NULL };
   cleanup_error sp_error_t err = NULL;
 
   fx_put (src, "a", "0123456789012345678901234567890123456789", 0644);
@@ -290,8 +290,8 @@ END_TEST
 
 START_TEST (tree_copy_enforces_the_entry_limit)
 {
-  const struct sp_copy_options tight = { 1 << 20, 4, 16, false, false };
-  const struct sp_copy_options exact = { 1 << 20, 5, 16, false, false };
+  const struct sp_copy_options tight = { 1 << 20, 4, 16, false, false, NULL };
+  const struct sp_copy_options exact = { 1 << 20, 5, 16, false, false, NULL };
   cleanup_error sp_error_t err = NULL;
 
   fx_put (src, "a", "", 0644);
@@ -307,8 +307,8 @@ END_TEST
 
 START_TEST (tree_copy_enforces_the_depth_limit)
 {
-  const struct sp_copy_options tight = { 1 << 20, 1000, 2, false, false };
-  const struct sp_copy_options exact = { 1 << 20, 1000, 3, false, false };
+  const struct sp_copy_options tight = { 1 << 20, 1000, 2, false, false, NULL };
+  const struct sp_copy_options exact = { 1 << 20, 1000, 3, false, false, NULL };
   cleanup_error sp_error_t err = NULL;
 
   fx_put (src, "a/b/c/file", "x", 0644);
