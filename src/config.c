@@ -12,6 +12,7 @@
 #include <sealed-probe/fileio.h>
 #include <sealed-probe/json.h>
 #include <sealed-probe/repo_name.h>
+#include <sealed-probe/yaml_tree.h>
 
 #define BLOCK "sealedProbes"
 
@@ -327,8 +328,73 @@ drop_repos (struct sp_config *c)
   c->n_private_repos = 0;
 }
 
+enum sp_config_syntax
+sp_config_syntax_for_path (const char *path)
+{
+  size_t n = strlen (path);
+
+  if (n >= 5 && strcmp (path + n - 5, ".json") == 0)
+    return SP_CONFIG_SYNTAX_JSON;
+  if ((n >= 5 && strcmp (path + n - 5, ".yaml") == 0) || (n >= 4 && strcmp (path + n - 4, ".yml") == 0))
+    return SP_CONFIG_SYNTAX_YAML;
+  return SP_CONFIG_SYNTAX_SNIFF;
+}
+
+/* JSON first, then YAML, as the agent firewall reads stdin.  */
+static int
+parse_sniffed (const char *buf, size_t len, struct sp_json **doc, sp_error_t *err)
+{
+  cleanup_error sp_error_t json_err = NULL;
+  cleanup_error sp_error_t yaml_err = NULL;
+  bool not_json, not_yaml;
+
+  if (sp_json_parse_checked (buf, len, SP_CONFIG_MAX_DEPTH, doc, &not_json, &json_err) == 0)
+    return 0;
+  if (!not_json)
+    {
+      *err = get_and_reset (&json_err);
+      return -1;
+    }
+  if (sp_yaml_tree_parse (buf, len, SP_CONFIG_MAX_DEPTH, doc, &not_yaml, &yaml_err) == 0)
+    return 0;
+  if (!not_yaml)
+    {
+      *err = get_and_reset (&yaml_err);
+      return -1;
+    }
+  /* Both messages are one line and echo no value, so neither does this.  */
+  return sp_make_error (err, 0, SP_JSON_ROOT_PATH ": neither JSON (%s) nor YAML (%s)",
+                        sp_error_message (json_err), sp_error_message (yaml_err));
+}
+
+static int
+parse_document (const char *buf, size_t len, enum sp_config_syntax syntax, struct sp_json **doc,
+                sp_error_t *err)
+{
+  bool not_yaml;
+
+  switch (syntax)
+    {
+    case SP_CONFIG_SYNTAX_JSON:
+      return sp_json_parse (buf, len, SP_CONFIG_MAX_DEPTH, doc, err);
+    case SP_CONFIG_SYNTAX_YAML:
+      return sp_yaml_tree_parse (buf, len, SP_CONFIG_MAX_DEPTH, doc, &not_yaml, err);
+    case SP_CONFIG_SYNTAX_SNIFF:
+      return parse_sniffed (buf, len, doc, err);
+    default:
+      return sp_make_error (err, EINVAL, "unknown config syntax %d", (int)syntax);
+    }
+}
+
 int
 sp_config_parse (const char *buf, size_t len, struct sp_config **out, sp_error_t *err)
+{
+  return sp_config_parse_syntax (buf, len, SP_CONFIG_SYNTAX_JSON, out, err);
+}
+
+int
+sp_config_parse_syntax (const char *buf, size_t len, enum sp_config_syntax syntax, struct sp_config **out,
+                        sp_error_t *err)
 {
   cleanup_json struct sp_json *doc = NULL;
   cleanup_config struct sp_config *c = NULL;
@@ -336,7 +402,7 @@ sp_config_parse (const char *buf, size_t len, struct sp_config **out, sp_error_t
   bool saw_repos = false;
 
   *out = NULL;
-  if (sp_json_parse (buf, len, SP_CONFIG_MAX_DEPTH, &doc, err) < 0)
+  if (parse_document (buf, len, syntax, &doc, err) < 0)
     return -1;
   if (doc->type != SP_JSON_OBJECT)
     return sp_make_error (err, 0, SP_JSON_ROOT_PATH ": must be an object");
@@ -386,5 +452,5 @@ sp_config_load (const char *path, struct sp_config **out, sp_error_t *err)
   *out = NULL;
   if (sp_read_path_capped (path, SP_CONFIG_MAX_BYTES, &buf, &len, err) < 0)
     return -1;
-  return sp_config_parse (buf, len, out, err);
+  return sp_config_parse_syntax (buf, len, sp_config_syntax_for_path (path), out, err);
 }

@@ -1,6 +1,7 @@
 /* The strict JSON tree: see include/sealed-probe/json.h.  The tree is built
-   from yajl's callback API; every node is attached to its parent the moment it
-   is created, so freeing the root frees everything on every error path.  */
+   from yajl's callback API through the builder (json_builder.h), which the
+   YAML reader shares; every node is attached to its parent the moment it is
+   created, so freeing the root frees everything on every error path.  */
 #define _GNU_SOURCE
 #include <sealed-probe/json.h>
 
@@ -10,27 +11,10 @@
 #include <string.h>
 
 #include <sealed-probe/cleanup.h>
+#include <sealed-probe/json_builder.h>
 #include <sealed-probe/json_text.h>
 #include <sealed-probe/utf8.h>
 #include <sealed-probe/yajl_util.h>
-
-/* One open array or object.  Its capacity lives here rather than in the node,
-   because only an open container ever grows.  */
-struct frame
-{
-  struct sp_json *node;
-  size_t cap;
-};
-
-struct builder
-{
-  struct sp_json *root;
-  struct frame *frames;
-  size_t depth;
-  size_t frames_cap;
-  sp_error_t *err;
-  bool failed; /* a callback set *err */
-};
 
 /* ---- path rendering ------------------------------------------------------ */
 
@@ -222,13 +206,12 @@ sp_json_path_index (const char *parent, size_t index)
   return sb_finish (&sb);
 }
 
-/* The path of the value being parsed: the open containers, then, when
-   with_pending is set, the key or index that the innermost one is waiting on.
-   Built only when an error is reported.  */
-static char *
-builder_path (const struct builder *b, size_t depth, bool with_pending)
+/* See sp_json_builder_path.  Built only when an error is reported.  */
+char *
+sp_json_builder_path (const struct sp_json_builder *b, bool with_pending)
 {
   struct strbuf sb = { 0 };
+  size_t depth = b->depth;
 
   for (size_t i = 0; i < depth; i++)
     {
@@ -283,12 +266,9 @@ grow (void **array, size_t *cap, size_t len, size_t elem)
 }
 
 static int
-fail_oom (struct builder *b)
+fail_oom (sp_error_t *err)
 {
-  if (!b->failed)
-    sp_make_error (b->err, ENOMEM, "parse JSON");
-  b->failed = true;
-  return 0; /* tells yajl to stop */
+  return sp_make_error (err, ENOMEM, "build the document tree");
 }
 
 static char *
@@ -309,13 +289,18 @@ copy_text (const void *s, size_t len)
 /* Hangs a new node on the innermost open container (or makes it the root).
    On failure the node is freed here.  */
 static int
-attach (struct builder *b, struct sp_json *node)
+attach (struct sp_json_builder *b, struct sp_json *node, sp_error_t *err)
 {
-  struct frame *top;
+  struct sp_json_builder_frame *top;
   struct sp_json *c;
 
   if (b->depth == 0)
     {
+      if (b->root != NULL)
+        {
+          sp_json_free (node);
+          return sp_make_error (err, EINVAL, "%s: a second root value", SP_JSON_ROOT_PATH);
+        }
       b->root = node;
       return 0;
     }
@@ -323,14 +308,20 @@ attach (struct builder *b, struct sp_json *node)
   c = top->node;
   if (c->type == SP_JSON_OBJECT)
     {
-      /* yajl always delivers a key before the value.  */
+      /* Both readers deliver a key before its value; a reader bug must not
+         overwrite a member.  */
+      if (c->u.object.len == 0 || c->u.object.members[c->u.object.len - 1].value != NULL)
+        {
+          sp_json_free (node);
+          return sp_make_error (err, EINVAL, "a value without a key");
+        }
       c->u.object.members[c->u.object.len - 1].value = node;
       return 0;
     }
   if (grow ((void **)&c->u.array.items, &top->cap, c->u.array.len, sizeof (struct sp_json *)) < 0)
     {
       sp_json_free (node);
-      return -1;
+      return fail_oom (err);
     }
   c->u.array.items[c->u.array.len++] = node;
   return 0;
@@ -347,31 +338,31 @@ new_node (enum sp_json_type type)
 }
 
 static int
-on_scalar (struct builder *b, struct sp_json *node)
+add_scalar (struct sp_json_builder *b, struct sp_json *node, sp_error_t *err)
 {
-  if (node == NULL || attach (b, node) < 0)
-    return fail_oom (b);
-  return 1;
+  if (node == NULL)
+    return fail_oom (err);
+  return attach (b, node, err);
 }
 
-static int
-cb_null (void *ctx)
+int
+sp_json_builder_null (struct sp_json_builder *b, sp_error_t *err)
 {
-  return on_scalar (ctx, new_node (SP_JSON_NULL));
+  return add_scalar (b, new_node (SP_JSON_NULL), err);
 }
 
-static int
-cb_boolean (void *ctx, int value)
+int
+sp_json_builder_bool (struct sp_json_builder *b, bool value, sp_error_t *err)
 {
   struct sp_json *node = new_node (SP_JSON_BOOL);
 
   if (node)
-    node->u.boolean = value != 0;
-  return on_scalar (ctx, node);
+    node->u.boolean = value;
+  return add_scalar (b, node, err);
 }
 
-static int
-cb_number (void *ctx, const char *text, size_t len)
+int
+sp_json_builder_number (struct sp_json_builder *b, const char *text, size_t len, sp_error_t *err)
 {
   struct sp_json *node = new_node (SP_JSON_NUMBER);
 
@@ -380,11 +371,11 @@ cb_number (void *ctx, const char *text, size_t len)
       free (node);
       node = NULL;
     }
-  return on_scalar (ctx, node);
+  return add_scalar (b, node, err);
 }
 
-static int
-cb_string (void *ctx, const unsigned char *s, size_t len)
+int
+sp_json_builder_string (struct sp_json_builder *b, const char *s, size_t len, sp_error_t *err)
 {
   struct sp_json *node = new_node (SP_JSON_STRING);
 
@@ -395,55 +386,51 @@ cb_string (void *ctx, const unsigned char *s, size_t len)
     }
   if (node)
     node->u.string.len = len;
-  return on_scalar (ctx, node);
+  return add_scalar (b, node, err);
 }
 
-static int
-open_container (struct builder *b, enum sp_json_type type)
+int
+sp_json_builder_open (struct sp_json_builder *b, enum sp_json_type type, sp_error_t *err)
 {
   struct sp_json *node = new_node (type);
 
-  if (node == NULL || attach (b, node) < 0)
-    return fail_oom (b);
-  if (grow ((void **)&b->frames, &b->frames_cap, b->depth, sizeof (struct frame)) < 0)
-    return fail_oom (b);
+  if (node == NULL)
+    return fail_oom (err);
+  if (attach (b, node, err) < 0)
+    return -1;
+  if (grow ((void **)&b->frames, &b->frames_cap, b->depth, sizeof (struct sp_json_builder_frame)) < 0)
+    return fail_oom (err);
   b->frames[b->depth].node = node;
   b->frames[b->depth].cap = 0;
   b->depth++;
-  return 1;
+  return 0;
 }
 
-static int
-cb_start_map (void *ctx)
+int
+sp_json_builder_key (struct sp_json_builder *b, const char *key, size_t len, sp_error_t *err)
 {
-  return open_container (ctx, SP_JSON_OBJECT);
-}
+  struct sp_json_builder_frame *top;
+  struct sp_json *c;
+  char *copy;
 
-static int
-cb_start_array (void *ctx)
-{
-  return open_container (ctx, SP_JSON_ARRAY);
-}
-
-static int
-cb_map_key (void *ctx, const unsigned char *key, size_t len)
-{
-  struct builder *b = ctx;
-  struct frame *top = &b->frames[b->depth - 1];
-  struct sp_json *c = top->node;
-  char *copy = copy_text (key, len);
-
+  if (b->depth == 0 || b->frames[b->depth - 1].node->type != SP_JSON_OBJECT)
+    return sp_make_error (err, EINVAL, "a key outside an object");
+  top = &b->frames[b->depth - 1];
+  c = top->node;
+  if (c->u.object.len > 0 && c->u.object.members[c->u.object.len - 1].value == NULL)
+    return sp_make_error (err, EINVAL, "a key without a value");
+  copy = copy_text (key, len);
   if (copy == NULL)
-    return fail_oom (b);
+    return fail_oom (err);
   if (grow ((void **)&c->u.object.members, &top->cap, c->u.object.len, sizeof (struct sp_json_member)) < 0)
     {
       free (copy);
-      return fail_oom (b);
+      return fail_oom (err);
     }
   c->u.object.members[c->u.object.len].key = copy;
   c->u.object.members[c->u.object.len].value = NULL;
   c->u.object.len++;
-  return 1;
+  return 0;
 }
 
 static int
@@ -462,7 +449,7 @@ compare_members (const void *a, const void *b)
 /* Sorting a copy keeps the check O(n log n): a 1 MiB config can hold some
    100 000 keys in one object.  Reports the duplicate that occurs first.  */
 static int
-check_duplicates (struct builder *b, const struct sp_json *obj)
+check_duplicates (const struct sp_json_builder *b, const struct sp_json *obj, sp_error_t *err)
 {
   size_t n = obj->u.object.len;
   cleanup_free const struct sp_json_member **sorted = NULL;
@@ -471,10 +458,10 @@ check_duplicates (struct builder *b, const struct sp_json *obj)
   cleanup_free char *quoted = NULL;
 
   if (n < 2)
-    return 1;
+    return 0;
   sorted = calloc (n, sizeof (*sorted));
   if (sorted == NULL)
-    return fail_oom (b);
+    return fail_oom (err);
   for (size_t i = 0; i < n; i++)
     sorted[i] = &obj->u.object.members[i];
   qsort (sorted, n, sizeof (*sorted), compare_members);
@@ -482,19 +469,17 @@ check_duplicates (struct builder *b, const struct sp_json *obj)
     if (strcmp (sorted[i]->key, sorted[i + 1]->key) == 0 && (first_dup == NULL || sorted[i + 1] < first_dup))
       first_dup = sorted[i + 1];
   if (first_dup == NULL)
-    return 1;
+    return 0;
 
-  path = builder_path (b, b->depth, false);
+  path = sp_json_builder_path (b, false);
   quoted = sp_json_quote (first_dup->key, strlen (first_dup->key));
   if (path == NULL || quoted == NULL)
-    return fail_oom (b);
-  sp_make_error (b->err, 0, "%s: duplicate key %s", path, quoted);
-  b->failed = true;
-  return 0;
+    return fail_oom (err);
+  return sp_make_error (err, 0, "%s: duplicate key %s", path, quoted);
 }
 
 static void
-shrink_top (struct builder *b)
+shrink_top (struct sp_json_builder *b)
 {
   struct sp_json *c = b->frames[b->depth - 1].node;
   void *smaller;
@@ -514,26 +499,117 @@ shrink_top (struct builder *b)
     }
 }
 
-static int
-cb_end_map (void *ctx)
+int
+sp_json_builder_close (struct sp_json_builder *b, sp_error_t *err)
 {
-  struct builder *b = ctx;
+  const struct sp_json *c;
 
-  if (check_duplicates (b, b->frames[b->depth - 1].node) == 0)
-    return 0;
+  if (b->depth == 0)
+    return sp_make_error (err, EINVAL, "a close with nothing open");
+  c = b->frames[b->depth - 1].node;
+  if (c->type == SP_JSON_OBJECT)
+    {
+      if (c->u.object.len > 0 && c->u.object.members[c->u.object.len - 1].value == NULL)
+        return sp_make_error (err, EINVAL, "a key without a value");
+      if (check_duplicates (b, c, err) < 0)
+        return -1;
+    }
   shrink_top (b);
   b->depth--;
+  return 0;
+}
+
+struct sp_json *
+sp_json_builder_take (struct sp_json_builder *b)
+{
+  if (b->depth != 0)
+    return NULL;
+  return get_and_reset (&b->root);
+}
+
+void
+sp_json_builder_release (struct sp_json_builder *b)
+{
+  sp_json_free (b->root);
+  free (b->frames);
+  *b = (struct sp_json_builder){ 0 };
+}
+
+/* ---- the JSON reader: yajl's callbacks feed the builder ------------------ */
+
+struct reader
+{
+  struct sp_json_builder b;
+  sp_error_t *err;
+  bool failed; /* a callback set *err */
+};
+
+/* A builder's verdict as a yajl callback's: 1 goes on, 0 stops yajl.  */
+static int
+step (struct reader *r, int ret)
+{
+  if (ret < 0)
+    {
+      r->failed = true;
+      return 0;
+    }
   return 1;
 }
 
 static int
-cb_end_array (void *ctx)
+cb_null (void *ctx)
 {
-  struct builder *b = ctx;
+  struct reader *r = ctx;
+  return step (r, sp_json_builder_null (&r->b, r->err));
+}
 
-  shrink_top (b);
-  b->depth--;
-  return 1;
+static int
+cb_boolean (void *ctx, int value)
+{
+  struct reader *r = ctx;
+  return step (r, sp_json_builder_bool (&r->b, value != 0, r->err));
+}
+
+static int
+cb_number (void *ctx, const char *text, size_t len)
+{
+  struct reader *r = ctx;
+  return step (r, sp_json_builder_number (&r->b, text, len, r->err));
+}
+
+static int
+cb_string (void *ctx, const unsigned char *s, size_t len)
+{
+  struct reader *r = ctx;
+  return step (r, sp_json_builder_string (&r->b, (const char *)s, len, r->err));
+}
+
+static int
+cb_start_map (void *ctx)
+{
+  struct reader *r = ctx;
+  return step (r, sp_json_builder_open (&r->b, SP_JSON_OBJECT, r->err));
+}
+
+static int
+cb_start_array (void *ctx)
+{
+  struct reader *r = ctx;
+  return step (r, sp_json_builder_open (&r->b, SP_JSON_ARRAY, r->err));
+}
+
+static int
+cb_map_key (void *ctx, const unsigned char *key, size_t len)
+{
+  struct reader *r = ctx;
+  return step (r, sp_json_builder_key (&r->b, (const char *)key, len, r->err));
+}
+
+static int
+cb_end (void *ctx)
+{
+  struct reader *r = ctx;
+  return step (r, sp_json_builder_close (&r->b, r->err));
 }
 
 static const yajl_callbacks callbacks = {
@@ -543,37 +619,42 @@ static const yajl_callbacks callbacks = {
   .yajl_string = cb_string,
   .yajl_start_map = cb_start_map,
   .yajl_map_key = cb_map_key,
-  .yajl_end_map = cb_end_map,
+  .yajl_end_map = cb_end,
   .yajl_start_array = cb_start_array,
-  .yajl_end_array = cb_end_array,
+  .yajl_end_array = cb_end,
 };
 
 static int
-yajl_failure (struct builder *b, yajl_handle h, size_t offset)
+yajl_failure (struct reader *r, yajl_handle h, size_t offset)
 {
   cleanup_free char *msg = sp_yajl_error_line (h);
-  cleanup_free char *path = builder_path (b, b->depth, true);
+  cleanup_free char *path = sp_json_builder_path (&r->b, true);
 
-  return sp_make_error (b->err, 0, "%s: invalid JSON at byte %zu (%s)", path ? path : SP_JSON_ROOT_PATH,
+  return sp_make_error (r->err, 0, "%s: invalid JSON at byte %zu (%s)", path ? path : SP_JSON_ROOT_PATH,
                         offset, msg ? msg : "parse error");
 }
 
 int
-sp_json_parse (const char *buf, size_t len, unsigned max_depth, struct sp_json **out, sp_error_t *err)
+sp_json_parse_checked (const char *buf, size_t len, unsigned max_depth, struct sp_json **out, bool *not_json,
+                       sp_error_t *err)
 {
   cleanup_yajl yajl_handle h = NULL;
-  struct builder b = { .err = err };
+  struct reader r = { .err = err };
   yajl_status st;
   size_t offset;
   int ret = -1;
 
   *out = NULL;
+  *not_json = false;
   if (max_depth > SP_JSON_DEPTH_LIMIT)
     max_depth = SP_JSON_DEPTH_LIMIT;
   if (sp_json_text_check (buf, len, max_depth, err) < 0)
-    return sp_error_wrap (err, SP_JSON_ROOT_PATH);
+    {
+      *not_json = true;
+      return sp_error_wrap (err, SP_JSON_ROOT_PATH);
+    }
 
-  h = sp_yajl_strict_alloc (&callbacks, &b);
+  h = sp_yajl_strict_alloc (&callbacks, &r);
   if (h == NULL)
     return sp_make_error (err, ENOMEM, "allocate the JSON parser");
 
@@ -585,25 +666,34 @@ sp_json_parse (const char *buf, size_t len, unsigned max_depth, struct sp_json *
       st = yajl_complete_parse (h);
       offset = len;
     }
-  if (b.failed)
+  if (r.failed)
     goto out; /* a callback stopped yajl and said why */
   if (st != yajl_status_ok)
     {
-      yajl_failure (&b, h, offset);
+      *not_json = true;
+      yajl_failure (&r, h, offset);
       goto out;
     }
-  if (b.root == NULL || b.depth != 0)
+  *out = sp_json_builder_take (&r.b);
+  if (*out == NULL)
     {
+      *not_json = true;
       sp_make_error (err, 0, "%s: incomplete JSON document", SP_JSON_ROOT_PATH);
       goto out;
     }
-  *out = get_and_reset (&b.root);
   ret = 0;
 
 out:
-  sp_json_free (b.root);
-  free (b.frames);
+  sp_json_builder_release (&r.b);
   return ret;
+}
+
+int
+sp_json_parse (const char *buf, size_t len, unsigned max_depth, struct sp_json **out, sp_error_t *err)
+{
+  bool not_json;
+
+  return sp_json_parse_checked (buf, len, max_depth, out, &not_json, err);
 }
 
 void

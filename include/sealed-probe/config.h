@@ -1,4 +1,5 @@
-/* The `sealedProbes` block of the agent firewall's JSON config document.
+/* The `sealedProbes` block of the agent firewall's config document, written
+   in JSON or in YAML.
    docs/config.md is the reference; docs/config.schema.json says the same in
    JSON Schema, and tests/schema/ keeps the two in agreement.  */
 #ifndef SEALED_PROBE_CONFIG_H
@@ -39,17 +40,41 @@ struct sp_config
   uint32_t max_invocations;
 };
 
-/* Parses a whole config document.  Pure: no I/O.  The root must be an object;
-   its other top-level keys belong to the host application and are ignored,
-   but the whole document must be strict JSON with no duplicate key anywhere.
-   On error, *err reads "<key path>: <reason>", e.g.
-   `sealedProbes.timeout: must be an integer from 1 to 300`; it may echo a key
-   but never a string value.  */
+/* The syntax a document is read in.  SNIFF is the agent firewall's rule for
+   standard input and unknown names: a text that is JSON by its syntax (the
+   lexical pre-pass and yajl's grammar accept it) is JSON, and what is
+   refused then is final; only a text that fails as JSON syntax is read as
+   YAML.  A text that is neither fails with one message naming both:
+   `(document): neither JSON (<why>) nor YAML (<why>)`.  */
+enum sp_config_syntax
+{
+  SP_CONFIG_SYNTAX_JSON,
+  SP_CONFIG_SYNTAX_YAML,
+  SP_CONFIG_SYNTAX_SNIFF,
+};
+
+/* By the path's name: `.json` is JSON, `.yaml` and `.yml` are YAML, and
+   standard input ("-") and any other name are SNIFF.  Pure.  */
+enum sp_config_syntax sp_config_syntax_for_path (const char *path);
+
+/* Parses a whole config document in the given syntax.  Pure: no I/O.  The
+   root must be an object; its other top-level keys belong to the host
+   application and are ignored, but the whole document must be strict JSON,
+   or strict YAML (yaml_tree.h), with no duplicate key anywhere.  On error,
+   *err reads "<key path>: <reason>", e.g.
+   `sealedProbes.timeout: must be an integer from 1 to 300`, the same in
+   both syntaxes; it may echo a key but never a string value.  */
+int sp_config_parse_syntax (const char *buf, size_t len, enum sp_config_syntax syntax, struct sp_config **out,
+                            sp_error_t *err);
+
+/* sp_config_parse_syntax with SP_CONFIG_SYNTAX_JSON.  */
 int sp_config_parse (const char *buf, size_t len, struct sp_config **out, sp_error_t *err);
 
 /* Reads path (or standard input when path is "-") through one code path,
-   capped at SP_CONFIG_MAX_BYTES, then sp_config_parse.  Parse errors do not
-   name the source, so a file and the same bytes on stdin fail identically.  */
+   capped at SP_CONFIG_MAX_BYTES, then sp_config_parse_syntax with the
+   path's syntax.  Parse errors do not name the source, so a file and the
+   same bytes on stdin fail identically when both are read the same way
+   (a name without `.json`, `.yaml` or `.yml`, like stdin, is sniffed).  */
 int sp_config_load (const char *path, struct sp_config **out, sp_error_t *err);
 
 void sp_config_free (struct sp_config *config);

@@ -62,6 +62,14 @@ struct sp_json
    and the reason.  */
 int sp_json_parse (const char *buf, size_t len, unsigned max_depth, struct sp_json **out, sp_error_t *err);
 
+/* sp_json_parse, also saying what kind of failure it was: *not_json is set
+   when the text is not JSON at all (the lexical pre-pass or yajl's grammar
+   refused it, or it ended early), and cleared when it is JSON that breaks a
+   rule of the tree (a duplicate key) or memory ran out.  The config loader
+   tries YAML only after the former (config.h).  */
+int sp_json_parse_checked (const char *buf, size_t len, unsigned max_depth, struct sp_json **out,
+                           bool *not_json, sp_error_t *err);
+
 void sp_json_free (struct sp_json *value);
 
 static inline void

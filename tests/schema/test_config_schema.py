@@ -7,10 +7,24 @@ For each file in $SP_VECTORS/accept and $SP_VECTORS/reject:
       (exit 1, one message line on stderr, empty stdout);
   (b) the JSON Schema ($SP_SCHEMA, Draft 2020-12) gives the same verdict;
   (c) the same bytes on stdin (`--config -`) give byte-identical stdout,
-      stderr and exit status.
+      stderr and exit status to a file whose name is sniffed the same way
+      (no extension); and to the `.json` file whenever the text is JSON by
+      its syntax.  A text that is not JSON goes on to YAML on stdin (the
+      agent firewall's rule, docs/config.md): then stdin must give what a
+      `.yaml` file of the same bytes gives, or, when that is a YAML syntax
+      error, the one "neither JSON (...) nor YAML (...)" message naming both;
+  (d) the vector's YAML twin (generated here from the parsed JSON, through
+      PyYAML's event emitter, so that duplicate keys and number texts
+      survive) gives, from a `.yaml` file and from stdin, the same verdict
+      and the same message (byte positions aside), and for an accepted
+      vector byte-identical `config` output.  A vector whose point is JSON
+      syntax (a trailing comma, a byte order mark, ...) has no twin: it is
+      skipped, with the reason printed.
 Accepted vectors also have their effective settings checked against the
 document with the schema's defaults applied, and no output may echo a
-canary token or a privateRepos value.
+canary token or a privateRepos value.  Refused YAML documents with planted
+canaries, and examples/sealed-probes.yaml against its JSON twin, are
+checked too.
 
 Some rules are not expressible in JSON Schema, which sees a parsed value.
 They are enforced here at parse level, mirroring the loader's strict parser,
@@ -20,15 +34,17 @@ fraction or exponent is never an integer (30.0, 3e1); NaN and Infinity;
 whitespace other than space, tab, LF and CR; nesting deeper than 64; and a
 document larger than 1048576 bytes.
 
-TAP on stdout; stdlib and jsonschema only.
+TAP on stdout; stdlib, jsonschema and PyYAML (its emitter only).
 """
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 
+import yaml
 from jsonschema import Draft202012Validator
 
 MAX_BYTES = 1024 * 1024
@@ -91,7 +107,7 @@ def _check_string(s):
         raise ParseReject("unpaired surrogate") from None
 
 
-def strict_load(raw):
+def strict_load(raw, allow_duplicates=False, check_depth=True):
     """Parses like the loader: returns the document or raises ParseReject."""
     if len(raw) > MAX_BYTES:
         raise ParseReject("larger than 1 MiB")
@@ -104,13 +120,13 @@ def strict_load(raw):
     try:
         doc = json.loads(
             text,
-            object_pairs_hook=_no_duplicates,
+            object_pairs_hook=dict if allow_duplicates else _no_duplicates,
             parse_float=NotAnInteger,
             parse_constant=_reject_constant,
         )
     except json.JSONDecodeError as e:
         raise ParseReject(f"invalid JSON: {e}") from None
-    _check_value(doc, 0)
+    _check_value(doc, 0 if check_depth else -(1 << 30))
     return doc
 
 
@@ -149,6 +165,10 @@ class Tap:
                 print(f"#   {line}")
         return ok
 
+    def skip(self, name, why):
+        self.n += 1
+        print(f"ok {self.n} - {name} # SKIP {why}")
+
     def done(self):
         print(f"1..{self.n}")
         return 1 if self.failed else 0
@@ -176,12 +196,119 @@ def repo_values(raw):
         return []
 
 
-def check_vector(tap, proxy, validator, schema, name, raw, expect_accept):
-    path_result = None
-    with tempfile.NamedTemporaryFile(prefix="sp-vector-", suffix=".json") as f:
+def run_file(proxy, raw, suffix):
+    """`config --config FILE` on raw written to a file ending in suffix
+    ("" for a name that is sniffed like stdin)."""
+    with tempfile.NamedTemporaryFile(prefix="sp-vector-", suffix=suffix) as f:
         f.write(raw)
         f.flush()
-        path_result = run_proxy(proxy, ["--config", f.name])
+        return run_proxy(proxy, ["--config", f.name])
+
+
+def is_json_text(raw):
+    """What the loader calls JSON when it sniffs: the lexical pre-pass (its
+    depth cap included) and the grammar accept the text.  Duplicate keys are
+    a rule of a JSON text, not its syntax."""
+    try:
+        strict_load(raw, allow_duplicates=True)
+        return True
+    except ParseReject:
+        return False
+
+
+class Number(str):
+    """A JSON number's text, kept as written for the YAML twin."""
+
+
+class Pairs(list):
+    """A JSON object's members in order, duplicates kept."""
+
+
+PLAIN_SAFE = re.compile(r"[A-Za-z][A-Za-z0-9/._-]*|[1-9][0-9]*[a-z]")
+# Words that YAML 1.1 or 1.2 reads as other than a string when plain.
+PLAIN_WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null"}
+
+
+def _scalar(value, plain):
+    if plain:
+        return yaml.ScalarEvent(None, None, (True, False), value, style=None)
+    return yaml.ScalarEvent(None, None, (False, True), value, style='"')
+
+
+def _string_event(s):
+    return _scalar(s, PLAIN_SAFE.fullmatch(s) is not None and s.lower() not in PLAIN_WORDS)
+
+
+def _events(node):
+    if isinstance(node, Pairs):
+        yield yaml.MappingStartEvent(None, None, True, flow_style=False)
+        for key, value in node:
+            yield _string_event(key)
+            yield from _events(value)
+        yield yaml.MappingEndEvent()
+    elif isinstance(node, list):
+        yield yaml.SequenceStartEvent(None, None, True, flow_style=False)
+        for item in node:
+            yield from _events(item)
+        yield yaml.SequenceEndEvent()
+    elif isinstance(node, Number):
+        yield _scalar(str(node), True)
+    elif node is True or node is False or node is None:
+        yield _scalar({True: "true", False: "false", None: "null"}[node], True)
+    else:
+        yield _string_event(node)
+
+
+def yaml_twin(name, raw):
+    """The vector as block-style YAML with the same tree, or (None, why)
+    when the vector's point is JSON syntax and it has no twin.  Strings are
+    plain where no YAML reader can take them for anything else, and
+    double-quoted (non-ASCII escaped) otherwise; numbers are plain and
+    keep their text."""
+    try:
+        strict_load(raw, allow_duplicates=True, check_depth=False)
+    except ParseReject as e:
+        return None, f"the vector's point is JSON syntax ({e})"
+    doc = json.loads(
+        raw.decode("utf-8"),
+        object_pairs_hook=Pairs,
+        parse_int=Number,
+        parse_float=Number,
+    )
+    events = [yaml.StreamStartEvent(), yaml.DocumentStartEvent(explicit=False)]
+    events += list(_events(doc))
+    events += [yaml.DocumentEndEvent(explicit=False), yaml.StreamEndEvent()]
+    text = f"# The YAML twin of {name}.\n" + yaml.emit(events, width=1 << 30)
+    return text.encode("utf-8"), None
+
+
+POSITION = re.compile(rb"at byte \d+|at line \d+, column \d+")
+
+
+def without_positions(result):
+    rc, out, err = result
+    return rc, out, POSITION.sub(b"at <position>", err)
+
+
+YAML_SYNTAX_ERROR = re.compile(rb": invalid YAML at (byte \d+|line \d+, column \d+) \(")
+
+
+def sniffed_expectation(raw, json_result, yaml_result):
+    """What stdin must give: the JSON verdict for JSON text; for any other
+    text the YAML verdict, or one message naming both when the YAML reader
+    refused the syntax too."""
+    if is_json_text(raw):
+        return json_result
+    rc, out, err = yaml_result
+    if rc == 1 and YAML_SYNTAX_ERROR.search(err):
+        json_why = json_result[2][len(PREFIX) :].rstrip(b"\n")
+        yaml_why = err[len(PREFIX) :].rstrip(b"\n")
+        return 1, b"", PREFIX.encode() + b"(document): neither JSON (" + json_why + b") nor YAML (" + yaml_why + b")\n"
+    return yaml_result
+
+
+def check_vector(tap, proxy, validator, schema, name, raw, expect_accept):
+    path_result = run_file(proxy, raw, ".json")
     rc, out, err = path_result
 
     # (a) the loader
@@ -214,12 +341,20 @@ def check_vector(tap, proxy, validator, schema, name, raw, expect_accept):
         why,
     )
 
-    # (c) stdin behaves exactly as the file
+    # (c) stdin behaves exactly as a file read the same way
     stdin_result = run_proxy(proxy, ["--config", "-"], raw)
+    sniffed_file = run_file(proxy, raw, "")
     tap.check(
-        stdin_result == path_result,
-        f"{name}: stdin gives identical stdout, stderr and exit",
-        f"file {path_result!r}\nstdin {stdin_result!r}",
+        stdin_result == sniffed_file,
+        f"{name}: stdin gives identical stdout, stderr and exit to a file without extension",
+        f"file {sniffed_file!r}\nstdin {stdin_result!r}",
+    )
+    as_yaml = run_file(proxy, raw, ".yaml")
+    want = sniffed_expectation(raw, path_result, as_yaml)
+    tap.check(
+        stdin_result == want,
+        f"{name}: stdin reads {'JSON text as the .json file' if is_json_text(raw) else 'non-JSON text as YAML'}",
+        f"want {want!r}\nstdin {stdin_result!r}",
     )
 
     # never echo a secret or a repository value
@@ -237,6 +372,33 @@ def check_vector(tap, proxy, validator, schema, name, raw, expect_accept):
             printed = None
         want = effective(doc, schema)
         tap.check(printed == want, f"{name}: effective settings have defaults applied", f"got {printed}\nwant {want}")
+
+    check_yaml_twin(tap, proxy, name, raw, path_result)
+
+
+def check_yaml_twin(tap, proxy, name, raw, json_result):
+    twin, why = yaml_twin(name, raw)
+    if twin is None:
+        tap.skip(f"{name}: YAML twin gives the same verdict and message", why)
+        return
+    by_file = run_file(proxy, twin, ".yaml")
+    by_stdin = run_proxy(proxy, ["--config", "-"], twin)
+    tap.check(
+        without_positions(by_file) == without_positions(json_result),
+        f"{name}: YAML twin gives the same verdict and message"
+        + (" and byte-identical output" if json_result[0] == 0 else ""),
+        f"json {json_result!r}\nyaml {by_file!r}\ntwin:\n{twin.decode()[:2000]}",
+    )
+    tap.check(
+        by_stdin == sniffed_expectation(twin, run_file(proxy, twin, ".json"), by_file),
+        f"{name}: YAML twin on stdin gives what its file gives",
+        f"file {by_file!r}\nstdin {by_stdin!r}",
+    )
+    tap.check(
+        CANARY.encode() not in by_file[1] + by_file[2] + by_stdin[1] + by_stdin[2],
+        f"{name}: YAML twin's output echoes no canary",
+        f"file {by_file!r}\nstdin {by_stdin!r}",
+    )
 
 
 def generated_vectors():
@@ -316,6 +478,13 @@ def check_oversized(tap, proxy):
             f"generated/oversized: loader rejects from {how}",
             f"exit {rc}, stderr {err!r}",
         )
+    raw_yaml = b"sealedProbes:\n  enabled: false\npad: " + b"x" * MAX_BYTES + b"\n"
+    rc, out, err = run_file(proxy, raw_yaml, ".yaml")
+    tap.check(
+        rc == 1 and out == b"" and b"larger than 1048576 bytes" in err,
+        "generated/oversized: loader rejects YAML from a .yaml file",
+        f"exit {rc}, stderr {err!r}",
+    )
     try:
         strict_load(raw)
         tap.check(False, "generated/oversized: parse level rejects")
@@ -323,13 +492,76 @@ def check_oversized(tap, proxy):
         tap.check(True, "generated/oversized: parse level rejects")
 
 
+# Refused YAML documents, each planting a canary value where the refusal
+# happens: nothing of it may reach stdout or stderr.
+YAML_CANARY_DOCS = {
+    "anchor": b"sealedProbes:\n  runtime: &t ghp_CANARY_anchor\n",
+    "alias": b"host: &t ghp_CANARY_alias\nsealedProbes:\n  runtime: *t\n",
+    "merge key": b"sealedProbes:\n  <<: {runtime: ghp_CANARY_merge}\n",
+    "tag": b"sealedProbes:\n  runtime: !!str ghp_CANARY_tag\n",
+    "local tag": b"sealedProbes:\n  runtime: !ghp_CANARY_tag runc\n",
+    "two documents": b"sealedProbes: {}\n---\ntoken: ghp_CANARY_second\n",
+    "duplicate key": b"host: {token: ghp_CANARY_dup, token: ghp_CANARY_dup2}\n",
+    "non-scalar key": b"? [ghp_CANARY_key]\n: x\n",
+    "YAML 1.1 boolean": b"host: {token: ghp_CANARY_b}\nsealedProbes:\n  enabled: yes\n",
+    "sexagesimal": b"host: {token: ghp_CANARY_s}\nsealedProbes:\n  timeout: 1:30\n",
+    "unknown runtime": b"sealedProbes:\n  runtime: ghp_CANARY_runtime\n",
+    "credential in a repository": b"sealedProbes:\n  enabled: true\n  privateRepos:\n"
+    b"    - https://x:ghp_CANARY_repo@github.com/o/r\n",
+    "unterminated quoted string": b'sealedProbes:\n  runtime: "ghp_CANARY_open\n',
+    "syntax error after a value": b"sealedProbes:\n  runtime: ghp_CANARY_syntax\n bad: [\n",
+    "bad escape": b'host: "ghp_CANARY_esc\\q"\n',
+    "NUL escape": b'host: "ghp_CANARY_nul\\0"\n',
+    "control character": b"host: ghp_CANARY_ctl\x01\n",
+    "invalid UTF-8": b"host: ghp_CANARY_utf\xff\n",
+    "depth": b"host: ghp_CANARY_deep\nx: " + b"[" * 70 + b"]" * 70 + b"\n",
+}
+
+
+def check_yaml_canaries(tap):
+    proxy = os.environ["SP_PROXY"]
+    for what, raw in YAML_CANARY_DOCS.items():
+        results = [run_file(proxy, raw, ".yaml"), run_file(proxy, raw, ""), run_proxy(proxy, ["--config", "-"], raw)]
+        ok = all(rc == 1 and out == b"" and err.startswith(PREFIX.encode()) and err.count(b"\n") == 1
+                 and CANARY.encode() not in out + err for rc, out, err in results)
+        tap.check(ok, f"yaml canary: a refused document ({what}) echoes no value, from .yaml, no extension or stdin",
+                  "\n".join(repr(r) for r in results))
+
+
+def check_examples(tap, proxy, examples):
+    """The docs' YAML example passes `config` from a file and from stdin with
+    output byte-identical to its JSON twin."""
+    with open(os.path.join(examples, "sealed-probes.yaml"), "rb") as f:
+        raw_yaml = f.read()
+    json_result = run_proxy(proxy, ["--config", os.path.join(examples, "sealed-probes.json")])
+    tap.check(json_result[0] == 0 and json_result[2] == b"", "examples: sealed-probes.json passes config",
+              repr(json_result))
+    for how, result in (
+        ("from its file", run_proxy(proxy, ["--config", os.path.join(examples, "sealed-probes.yaml")])),
+        ("from stdin", run_proxy(proxy, ["--config", "-"], raw_yaml)),
+    ):
+        tap.check(result == json_result,
+                  f"examples: sealed-probes.yaml {how} prints exactly what sealed-probes.json prints",
+                  f"yaml {result!r}\njson {json_result!r}")
+    tap.check(b"#" in raw_yaml, "examples: sealed-probes.yaml keeps its comments")
+    # docs/config.md shows the same bytes, so what the docs show is what is tested.
+    with open(os.path.join(os.path.dirname(os.environ["SP_SCHEMA"]), "config.md"), encoding="utf-8") as f:
+        blocks = re.findall(r"```yaml\n(.*?)```", f.read(), re.S)
+    tap.check(
+        raw_yaml.decode("utf-8") in blocks,
+        "examples: docs/config.md shows sealed-probes.yaml verbatim",
+        f"{len(blocks)} yaml blocks in docs/config.md",
+    )
+
+
 def main():
     tap = Tap()
     proxy = os.environ.get("SP_PROXY")
     schema_path = os.environ.get("SP_SCHEMA")
     vectors = os.environ.get("SP_VECTORS")
-    if not (proxy and schema_path and vectors):
-        print("Bail out! SP_PROXY, SP_SCHEMA and SP_VECTORS must be set (tests/meson.build sets them)")
+    examples = os.environ.get("SP_EXAMPLES")
+    if not (proxy and schema_path and vectors and examples):
+        print("Bail out! SP_PROXY, SP_SCHEMA, SP_VECTORS and SP_EXAMPLES must be set (tests/meson.build sets them)")
         return 1
 
     with open(schema_path, "rb") as f:
@@ -365,6 +597,8 @@ def main():
         check_vector(tap, proxy, validator, schema, name, raw, ok)
     check_oversized(tap, proxy)
     check_cli(tap, proxy, vectors)
+    check_yaml_canaries(tap)
+    check_examples(tap, proxy, examples)
     return tap.done()
 
 
