@@ -24,6 +24,7 @@
 #include <sealed-probe/git_stage.h>
 #include <sealed-probe/github_fetch.h>
 #include <sealed-probe/progress.h>
+#include <sealed-probe/secret_cred.h>
 #include <sealed-probe/secret_env.h>
 #include <sealed-probe/seed_store.h>
 #include <sealed-probe/tree_copy.h>
@@ -43,6 +44,10 @@
 
 /* The token's names, in the order they are tried.  Both are always wiped.  */
 static const char *const token_names[] = { "GH_TOKEN", "GITHUB_TOKEN", NULL };
+
+/* The token's name in $CREDENTIALS_DIRECTORY: systemd/sealed-probe-stage.service
+   loads it (docs/staging.md, "Credentials").  */
+#define TOKEN_CREDENTIAL "github-token"
 
 struct stage_args
 {
@@ -129,7 +134,8 @@ preflight (const struct sp_config *config, const struct sp_catalog *catalog, con
       return sp_make_error (
           err, 0,
           "credentials: `%s` has no local clone (--clone or --catalog), so it is staged from "
-          "GitHub, which needs GH_TOKEN or GITHUB_TOKEN; neither is set",
+          "GitHub, which needs a token: the credential `" TOKEN_CREDENTIAL
+          "` in $" SP_CREDENTIALS_DIRECTORY_ENV ", GH_TOKEN or GITHUB_TOKEN; none is given",
           config->private_repos[i]);
   if (geteuid () != 0)
     return sp_make_error (err, 0, "stage needs root: it gives every seed to root and mounts it read-only");
@@ -282,12 +288,35 @@ discard_run (int state_fd, const char *run, sp_error_t *err)
     }
 }
 
+/* The token comes from systemd's credential or from the environment, never
+   from both: two sources that may disagree are an operator error, not a
+   choice to make silently.  Takes ownership of *env_token.  */
+static int
+take_token (char **env_token, const char *env_name, char **token, sp_error_t *err)
+{
+  cleanup_secret char *from_env = get_and_reset (env_token);
+  cleanup_secret char *from_cred = NULL;
+
+  if (sp_secret_cred_take (TOKEN_CREDENTIAL, SP_GITHUB_TOKEN_MAX, &from_cred, err) < 0)
+    return sp_error_wrap (err, "credentials");
+  if (from_cred != NULL && from_env != NULL)
+    return sp_make_error (err, 0,
+                          "credentials: the token is given twice, by the credential `" TOKEN_CREDENTIAL
+                          "` in $" SP_CREDENTIALS_DIRECTORY_ENV " and by %s; give it one way only "
+                          "(under systemd: the credential, with no token in the environment)",
+                          env_name);
+  *token = from_cred != NULL ? get_and_reset (&from_cred) : get_and_reset (&from_env);
+  return 0;
+}
+
 int
 sp_verb_stage (int argc, char **argv)
 {
   /* First of all, before anything can fail or print: the token leaves the
      environment, and lives only in this copy until exit.  */
-  cleanup_secret char *token = sp_secret_env_take (token_names, NULL);
+  const char *env_name = NULL;
+  cleanup_secret char *env_token = sp_secret_env_take (token_names, &env_name);
+  cleanup_secret char *token = NULL;
   cleanup_error sp_error_t err = NULL;
   cleanup_config struct sp_config *config = NULL;
   cleanup_close int state_fd = -1;
@@ -302,6 +331,10 @@ sp_verb_stage (int argc, char **argv)
   if (ret != 0)
     return ret < 0 ? SP_EXIT_OK : ret;
 
+  /* Before the config: a bad or doubled credential stops everything, so no
+     request is ever made with a token the operator did not mean.  */
+  if (take_token (&env_token, env_name, &token, &err) < 0)
+    return fail ("%s", sp_error_message (err));
   if (sp_verb_load_enabled_config ("stage", a.config, &config) < 0)
     return SP_EXIT_FAIL;
   ret = SP_EXIT_FAIL;
