@@ -26,39 +26,12 @@ import tempfile
 
 IN_NS = "SP_INSTALL_TEST_IN_NAMESPACE"
 
-n = 0
-failed = 0
+# The integration suite's TAP writer, shared rather than copied.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from sp_harness import Tap, env_path  # noqa: E402
 
-
-def ok(cond, name, detail=""):
-    global n, failed
-    n += 1
-    if not cond:
-        failed += 1
-    print(f"{'ok' if cond else 'not ok'} {n} - {name}", flush=True)
-    if detail and not cond:
-        for line in str(detail).splitlines()[:30]:
-            print(f"# {line}", flush=True)
-    return cond
-
-
-def skip(name, reason):
-    global n
-    n += 1
-    print(f"ok {n} - {name} # SKIP {reason}", flush=True)
-
-
-def finish():
-    print(f"1..{n}", flush=True)
-    sys.exit(1 if failed else 0)
-
-
-def env_path(name):
-    value = os.environ.get(name)
-    if not value:
-        print(f"Bail out! {name} is not set; run this test through meson", flush=True)
-        sys.exit(1)
-    return value
+tap = Tap()
+ok, skip, finish = tap.ok, tap.skip, tap.finish
 
 
 def run(argv, **kw):

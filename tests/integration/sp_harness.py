@@ -48,6 +48,10 @@ class Tap:
                 print(f"# {d}", flush=True)
         return cond
 
+    def skip(self, name, reason):
+        self.n += 1
+        print(f"ok {self.n} - {name} # SKIP {reason}", flush=True)
+
     def finish(self):
         print(f"1..{self.n}", flush=True)
         sys.exit(1 if self.failed else 0)

@@ -29,6 +29,10 @@ import subprocess
 import sys
 import tempfile
 
+# The integration suite's TAP writer, shared rather than copied.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from sp_harness import Tap, env_path  # noqa: E402
+
 # Verbs documented ahead of their merge: SKIP while the program lacks them,
 # checked in full once it has them.  Empty while none is pending.
 PENDING = {}
@@ -36,38 +40,6 @@ PENDING = {}
 LONG = re.compile(r"(?<![A-Za-z0-9-])--[a-z0-9][a-z0-9-]*")
 # Accepted by every verb and every command; the pages say so once.
 HELP = {"--help"}
-
-
-class Tap:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def ok(self, cond, name, detail=""):
-        self.n += 1
-        if not cond:
-            self.failed += 1
-        print(f"{'ok' if cond else 'not ok'} {self.n} - {name}", flush=True)
-        if detail and not cond:
-            for line in str(detail).splitlines()[:30]:
-                print(f"# {line}", flush=True)
-        return cond
-
-    def skip(self, name, reason):
-        self.n += 1
-        print(f"ok {self.n} - {name} # SKIP {reason}", flush=True)
-
-    def finish(self):
-        print(f"1..{self.n}", flush=True)
-        sys.exit(1 if self.failed else 0)
-
-
-def env_path(name):
-    value = os.environ.get(name)
-    if not value:
-        print(f"Bail out! {name} is not set; run this test through meson", flush=True)
-        sys.exit(1)
-    return value
 
 
 # ---- the pages ----------------------------------------------------------------

@@ -13,20 +13,12 @@ import subprocess
 import sys
 import tempfile
 
-n = 0
-failed = 0
+# The integration suite's TAP writer, shared rather than copied.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from sp_harness import Tap  # noqa: E402
 
-
-def ok(cond, name, detail=""):
-    global n, failed
-    n += 1
-    if not cond:
-        failed += 1
-    print(f"{'ok' if cond else 'not ok'} {n} - {name}", flush=True)
-    if detail and not cond:
-        for line in str(detail).splitlines()[:30]:
-            print(f"# {line}", flush=True)
-    return cond
+tap = Tap()
+ok = tap.ok
 
 
 def render(path):
@@ -73,8 +65,7 @@ def main():
         r = render(bad)
         ok(r.stderr != "", "self-check: a page with an unknown request makes `man -l` warn", r.stderr)
 
-    print(f"1..{n}", flush=True)
-    sys.exit(1 if failed else 0)
+    tap.finish()
 
 
 if __name__ == "__main__":
