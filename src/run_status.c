@@ -267,7 +267,7 @@ parse_status (const struct sp_json *v, struct line *l, uint64_t offset, sp_error
 static int
 parse_line (const struct sp_json *root, struct line *l, uint64_t offset, sp_error_t *err)
 {
-  const struct sp_json *run, *status, *received, *finished, *repo, *debited, *reason, *overflow;
+  const struct sp_json *run, *status, *received, *finished, *repo, *debited, *reason, *overflow = NULL;
 
   memset (l, 0, sizeof (*l));
   if (root->type != SP_JSON_OBJECT)
@@ -279,11 +279,16 @@ parse_line (const struct sp_json *root, struct line *l, uint64_t offset, sp_erro
       || get_typed (root, "repo", SP_JSON_STRING, true, &repo, offset, err) < 0
       || get_typed (root, "debited", SP_JSON_BOOL, false, &debited, offset, err) < 0
       || get_typed (root, "reason", SP_JSON_STRING, true, &reason, offset, err) < 0
-      || get_typed (root, "release_overflow", SP_JSON_BOOL, false, &overflow, offset, err) < 0
       || get_integer (root, "exit", 0, INT32_MAX, &l->has_exit, &l->exit_code, offset, err) < 0
       || get_integer (root, "signal", 0, INT32_MAX, &l->has_signal, &l->signal, offset, err) < 0
       || get_tristate (root, "oom", &l->oom, offset, err) < 0
       || get_tristate (root, "timed_out", &l->timed_out, offset, err) < 0)
+    return -1;
+  /* Records written before the release modes have no `release_overflow`:
+     nothing was held then, so nothing could overflow.  Present, it is
+     checked like every other key.  */
+  if (sp_json_object_get (root, "release_overflow") != NULL
+      && get_typed (root, "release_overflow", SP_JSON_BOOL, false, &overflow, offset, err) < 0)
     return -1;
   if (!is_run_id (run->u.string.data, run->u.string.len))
     return line_error (err, offset, "`run` is not a run id");
@@ -314,7 +319,7 @@ parse_line (const struct sp_json *root, struct line *l, uint64_t offset, sp_erro
   l->repo = repo ? repo->u.string.data : NULL;
   l->debited = debited->u.boolean;
   l->reason = reason ? reason->u.string.data : NULL;
-  l->release_overflow = overflow->u.boolean;
+  l->release_overflow = overflow != NULL && overflow->u.boolean;
   return 0;
 }
 

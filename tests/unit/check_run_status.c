@@ -412,6 +412,43 @@ START_TEST (torn_last_line_is_counted_not_read)
 }
 END_TEST
 
+/* A log kept across an upgrade: lines written before the release modes
+   have no `release_overflow`, and are read as not overflowed; the key, when
+   present, is still checked.  */
+START_TEST (records_from_before_the_release_modes_are_read)
+{
+  static const char key[] = ",\"release_overflow\":false";
+  cleanup_run_status struct sp_run_status *st = NULL;
+  size_t len;
+  cleanup_free char *line = render (&(struct rec){ "fff", 2, SP_AUDIT_STATUS_PROBE, "acme/alpha", true,
+                                                   "the probe exited with status 1", 0, 1, 0, false },
+                                    &len);
+  cleanup_free char *wrong = strdup (line);
+  char *at = strstr (line, key);
+  cleanup_free char *msg = NULL;
+
+  ck_assert_ptr_nonnull (at);
+  memmove (at, at + strlen (key), strlen (at + strlen (key)) + 1);
+  make_audit ();
+  append_rec (&(struct rec){ "fff", 2, SP_AUDIT_STATUS_ADMITTED, "acme/alpha", true, NULL, 0, -2, 0, false });
+  append_bytes (line, strlen (line));
+  write_ledger ("{\"version\":2,\"limit\":5,\"used\":1,\"repositories\":{\"acme/alpha\":{\"millibits\":2000,"
+                "\"unbounded_calls\":1}}}\n");
+  st = read_ok ();
+  ck_assert_uint_eq (st->records, 2);
+  ck_assert_uint_eq (st->failures_total, 1);
+  ck_assert (!sp_run_status_failure (st, 0)->release_overflow);
+
+  /* Present, the key must still be a boolean.  */
+  at = strstr (wrong, key);
+  ck_assert_ptr_nonnull (at);
+  memcpy (at + strlen (key) - 5, "\"no\" ", 5);
+  append_bytes (wrong, strlen (wrong));
+  msg = read_fails ();
+  ck_assert_msg (strstr (msg, "`release_overflow` must be a boolean") != NULL, "%s", msg);
+}
+END_TEST
+
 START_TEST (empty_log_and_no_ledger_yet)
 {
   cleanup_run_status struct sp_run_status *st = NULL;
@@ -735,6 +772,7 @@ run_status_suite (void)
   tcase_add_test (tc, unknown_status_is_refused_unquoted);
   tcase_add_test (tc, bad_repository_name_is_refused_unquoted);
   tcase_add_test (tc, missing_key_is_refused);
+  tcase_add_test (tc, records_from_before_the_release_modes_are_read);
   tcase_add_test (tc, empty_line_is_refused);
   tcase_add_test (tc, overlong_line_is_refused);
   tcase_add_test (tc, malformed_ledger_is_refused);
