@@ -368,20 +368,9 @@ START_TEST (bounds_match_the_documented_values)
 }
 END_TEST
 
-static char *
-data_path (const char *rel)
-{
-  const char *data = getenv ("SP_TEST_DATA");
-  char *path = NULL;
-
-  ck_assert_msg (data != NULL, "SP_TEST_DATA is not set");
-  ck_assert (asprintf (&path, "%s/%s", data, rel) > 0);
-  return path;
-}
-
 START_TEST (sample_config_loads_with_runc_and_sample_repo)
 {
-  cleanup_free char *path = data_path ("../../examples/sealed-probes.json");
+  cleanup_free char *path = sp_check_data_path ("../../examples/sealed-probes.json");
   cleanup_config struct sp_config *c = NULL;
   sp_error_t err = NULL;
 
@@ -395,7 +384,7 @@ END_TEST
 
 START_TEST (missing_file_names_the_path)
 {
-  cleanup_free char *path = data_path ("config/no-such-file.json");
+  cleanup_free char *path = sp_check_data_path ("config/no-such-file.json");
   struct sp_config *c = NULL;
   sp_error_t err = NULL;
 

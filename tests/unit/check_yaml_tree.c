@@ -616,21 +616,10 @@ START_TEST (yaml_file_past_the_size_cap_is_refused)
 }
 END_TEST
 
-static char *
-data_path (const char *rel)
-{
-  const char *data = getenv ("SP_TEST_DATA");
-  char *path = NULL;
-
-  ck_assert_msg (data != NULL, "SP_TEST_DATA is not set");
-  ck_assert (asprintf (&path, "%s/%s", data, rel) > 0);
-  return path;
-}
-
 START_TEST (yaml_example_loads_as_its_json_twin)
 {
-  cleanup_free char *yaml_path = data_path ("../../examples/sealed-probes.yaml");
-  cleanup_free char *json_path = data_path ("../../examples/sealed-probes.json");
+  cleanup_free char *yaml_path = sp_check_data_path ("../../examples/sealed-probes.yaml");
+  cleanup_free char *json_path = sp_check_data_path ("../../examples/sealed-probes.json");
   cleanup_config struct sp_config *y = NULL;
   cleanup_config struct sp_config *j = NULL;
   sp_error_t err = NULL;

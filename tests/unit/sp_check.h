@@ -6,6 +6,7 @@
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static inline int
@@ -19,6 +20,23 @@ sp_check_run (Suite *suite)
   failed = srunner_ntests_failed (runner);
   srunner_free (runner);
   return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+/* rel under $SP_TEST_DATA (tests/data, set by tests/meson.build); the
+   caller frees it.  */
+static inline char *
+sp_check_data_path (const char *rel)
+{
+  const char *data = getenv ("SP_TEST_DATA");
+  size_t size;
+  char *path;
+
+  ck_assert_msg (data != NULL, "SP_TEST_DATA is not set");
+  size = strlen (data) + 1 + strlen (rel) + 1;
+  path = malloc (size);
+  ck_assert_ptr_nonnull (path);
+  snprintf (path, size, "%s/%s", data, rel);
+  return path;
 }
 
 #define SP_CHECK_MAIN(make_suite)                                                                            \
