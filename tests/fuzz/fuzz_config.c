@@ -22,7 +22,20 @@ check_success (const struct sp_config *c)
   FUZZ_REQUIRE (c->max_invocations >= SP_INVOCATIONS_MIN && c->max_invocations <= SP_INVOCATIONS_MAX);
   FUZZ_REQUIRE (c->memory_limit_bytes >= SP_MEMORY_MIN_BYTES && c->memory_limit_bytes <= SP_MEMORY_MAX_BYTES);
   FUZZ_REQUIRE (c->memory_limit != NULL && strlen (c->memory_limit) >= 2);
-  unit = c->memory_limit[strlen (c->memory_limit) - 1] == 'g' ? 1ULL << 30 : 1ULL << 20;
+  /* Either case of either suffix: "512m", "512M", "1g", "1G".  */
+  switch (c->memory_limit[strlen (c->memory_limit) - 1])
+    {
+    case 'g':
+    case 'G':
+      unit = 1ULL << 30;
+      break;
+    case 'm':
+    case 'M':
+      unit = 1ULL << 20;
+      break;
+    default:
+      FUZZ_REQUIRE (!"memoryLimit kept without its unit");
+    }
   FUZZ_REQUIRE (strtoull (c->memory_limit, NULL, 10) * unit == c->memory_limit_bytes);
   FUZZ_REQUIRE (strcmp (sp_runtime_name (c->runtime), "unknown") != 0);
   FUZZ_REQUIRE (c->interpreter == SP_INTERPRETER_PYTHON3);
