@@ -120,6 +120,10 @@ sp_runtime_bundle_rules_for (enum sp_runtime kind)
    (the config's choice of backend) already holds that tag.  */
 struct sp_runtime_backend;
 
+/* A container `create` made and `start` has not yet ended: the backend's
+   own (runc's waiting init, a Docker container id).  */
+struct sp_runtime_sandbox;
+
 struct sp_runtime_ops
 {
   const char *name;                   /* sp_runtime_name's spelling */
@@ -147,6 +151,24 @@ struct sp_runtime_ops
      Built by the same code `run` uses.  */
   int (*describe) (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, char **json, size_t *len,
                    sp_error_t *err);
+  /* Optional, all three or none (NULL: the backend cannot create ahead, and
+     serve runs every sandbox cold through `run`).  `run` split in two, so
+     that serve can create a sandbox before its request arrives
+     (docs/runtimes.md, "Sandboxes created ahead"): `create` makes the
+     container from job (workspace mounted, limits applied, its init waiting)
+     and returns a handle that keeps copies of what it needs from job; it
+     never starts the probe.  `start` releases the probe and waits for it,
+     under job->timeout_seconds from that moment, with `run`'s facts and
+     return rules (a failure at `start` itself leaves facts->stage at
+     SP_RUN_STAGE_CREATE).  `destroy` kills what is left, removes the
+     container, confirms it is gone and frees the handle, whatever happened
+     before; it returns -1 when something stayed.  A handle is started at
+     most once.  On a failed create, *out is NULL and nothing is left.  */
+  int (*create) (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struct sp_run_facts *facts,
+                 struct sp_runtime_sandbox **out, sp_error_t *err);
+  int (*start) (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sandbox, struct sp_run_facts *facts,
+                sp_error_t *err);
+  int (*destroy) (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sandbox, sp_error_t *err);
   /* Kills a running container of this run (SIGKILL to all of it).  Safe to
      call from another thread than the one in `run`.  */
   int (*kill) (struct sp_runtime_backend *rt, const char *container_id, sp_error_t *err);
