@@ -424,56 +424,125 @@ run_checked (struct oci_cli *r, const struct sp_runtime_job *job, struct sp_run_
   return 0;
 }
 
+/* A created container: its init (and runsc's gofer) held by this process,
+   waiting for `start`.  */
+struct sp_runtime_sandbox
+{
+  char *container_id;
+  char *cgroup_path; /* NULL: no statistics */
+  char *pid_file;
+  uint32_t timeout_seconds;
+  struct sp_child init;
+  struct sp_child helper;
+  bool started;
+};
+
+static void
+sandbox_free (struct sp_runtime_sandbox *sb)
+{
+  free (sb->container_id);
+  free (sb->cgroup_path);
+  free (sb->pid_file);
+  free (sb);
+}
+
+/* Reaps what create left, deletes the container and confirms its state is
+   gone.  */
+static int
+sandbox_remove (struct oci_cli *r, struct sp_runtime_sandbox *sb, sp_error_t *err)
+{
+  cleanup_error sp_error_t ignored = NULL;
+  int status = 0;
+
+  sp_child_kill_and_reap (&sb->init);
+  /* A helper leaves once the sandbox is gone; one that does not is killed.
+     Either way it is reaped here, so that `delete` does not wait on it.  */
+  if (sb->helper.pidfd >= 0 && sp_child_wait (&sb->helper, HELPER_EXIT_MS, &status, &ignored) != 1)
+    sp_child_kill_and_reap (&sb->helper);
+  sp_error_release (&ignored);
+  unlink (sb->pid_file);
+  if (delete_id (r, r->root, sb->container_id, err) < 0)
+    return -1;
+  return state_gone (r, sb->container_id, err);
+}
+
 int
-oci_cli_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struct sp_run_facts *facts,
-             sp_error_t *err)
+oci_cli_create (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struct sp_run_facts *facts,
+                struct sp_runtime_sandbox **out, sp_error_t *err)
 {
   struct oci_cli *r = (struct oci_cli *)rt;
-  const char *name = r->flavor->binary_name;
-  struct sp_cgroup_stats stats;
   cleanup_error sp_error_t ignored = NULL;
-  cleanup_free char *pid_file = NULL;
-  struct sp_child init = { .pid = -1, .pidfd = -1 };
-  struct sp_child helper = { .pid = -1, .pidfd = -1 };
-  char what[64 + CONTAINER_ID_MAX];
-  uint64_t start;
-  int status = 0;
-  int ret;
+  struct sp_runtime_sandbox *sb;
 
+  *out = NULL;
   if (run_checked (r, job, facts, err) < 0)
     return -1;
-  pid_file = pid_file_path (r, job->container_id);
-  if (pid_file == NULL)
+  sb = calloc (1, sizeof (*sb));
+  if (sb == NULL)
     return sp_make_error (err, ENOMEM, "allocate");
+  sb->init = (struct sp_child){ .pid = -1, .pidfd = -1 };
+  sb->helper = (struct sp_child){ .pid = -1, .pidfd = -1 };
+  sb->timeout_seconds = job->timeout_seconds;
+  sb->container_id = strdup (job->container_id);
+  sb->cgroup_path = job->cgroup_path ? strdup (job->cgroup_path) : NULL;
+  sb->pid_file = pid_file_path (r, job->container_id);
+  if (sb->container_id == NULL || (job->cgroup_path && sb->cgroup_path == NULL) || sb->pid_file == NULL)
+    {
+      sandbox_free (sb);
+      return sp_make_error (err, ENOMEM, "allocate");
+    }
 
   /* `create` returns once the container exists and its init waits to exec
      the probe; `start` releases it.  A failure up to there is the
      runtime's (or the host's), never the probe's: `run`'s exit status could
      not tell the two apart (docs/runtimes.md).  */
-  if (create_container (r, job, pid_file, facts, err) < 0)
+  if (create_container (r, job, sb->pid_file, facts, err) < 0)
     {
-      if (facts->stage == SP_RUN_STAGE_NONE)
-        return -1; /* the runtime never ran: nothing to remove */
-      goto cleanup;
+      if (facts->stage != SP_RUN_STAGE_NONE)
+        (void)sandbox_remove (r, sb, &ignored);
+      sandbox_free (sb);
+      return -1;
     }
-  if (init_open (pid_file, &init, err) < 0)
-    goto cleanup;
-  if (r->flavor->adopt_helpers && r->flavor->adopt_helpers (r, job->container_id, &helper, err) < 0)
+  if (init_open (sb->pid_file, &sb->init, err) < 0
+      || (r->flavor->adopt_helpers && r->flavor->adopt_helpers (r, job->container_id, &sb->helper, err) < 0))
     {
-      sp_child_kill_and_reap (&init);
-      goto cleanup;
+      (void)sandbox_remove (r, sb, &ignored);
+      sandbox_free (sb);
+      return -1;
     }
+  *out = sb;
+  return 0;
+}
+
+int
+oci_cli_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, struct sp_run_facts *facts,
+               sp_error_t *err)
+{
+  struct oci_cli *r = (struct oci_cli *)rt;
+  const char *name = r->flavor->binary_name;
+  cleanup_error sp_error_t ignored = NULL;
+  struct sp_cgroup_stats stats;
+  char what[64 + CONTAINER_ID_MAX];
+  uint64_t start;
+  int status = 0;
+  int ret;
+
+  if (sb->started)
+    return sp_make_error (err, 0, "%s start `%s`: a sandbox starts once", name, sb->container_id);
+  sb->started = true;
+  facts->launched = true;
+  facts->stage = SP_RUN_STAGE_CREATE;
   start = sp_monotonic_ns ();
-  snprintf (what, sizeof (what), "%s start `%s`", name, job->container_id);
+  snprintf (what, sizeof (what), "%s start `%s`", name, sb->container_id);
   {
-    char *words[] = START_WORDS (job->container_id);
+    char *words[] = START_WORDS (sb->container_id);
     char *argv[ARGV_MAX];
 
     command_line (r, r->root, words, argv);
     if (runtime_bounded (r->binary, argv, what, err) < 0)
       {
-        sp_child_kill_and_reap (&init);
-        goto cleanup;
+        sp_child_kill_and_reap (&sb->init);
+        return -1;
       }
   }
   facts->stage = SP_RUN_STAGE_PROBE;
@@ -481,21 +550,21 @@ oci_cli_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, st
   /* runc: the probe runs as the init itself, so its wait status is the
      probe's own, death by a signal included.  runsc: the sandbox exits with
      the probe's exit status (docs/runtimes.md).  */
-  ret = sp_child_wait (&init, (int)job->timeout_seconds * 1000, &status, err);
+  ret = sp_child_wait (&sb->init, (int)sb->timeout_seconds * 1000, &status, err);
   if (ret == 0)
     {
       facts->timed_out = true;
       /* A failed kill is not final: the grace wait and a direct kill follow.  */
-      kill_id (r, r->root, job->container_id, &ignored);
+      kill_id (r, r->root, sb->container_id, &ignored);
       sp_error_release (&ignored);
-      if (sp_child_wait (&init, SP_SERVE_KILL_GRACE_SECONDS * 1000, &status, &ignored) != 1)
-        sp_child_kill_and_reap (&init);
+      if (sp_child_wait (&sb->init, SP_SERVE_KILL_GRACE_SECONDS * 1000, &status, &ignored) != 1)
+        sp_child_kill_and_reap (&sb->init);
       sp_error_release (&ignored);
     }
   else if (ret < 0)
     {
-      sp_error_wrap (err, "%s `%s`", name, job->container_id);
-      sp_child_kill_and_reap (&init);
+      sp_error_wrap (err, "%s `%s`", name, sb->container_id);
+      sp_child_kill_and_reap (&sb->init);
     }
   facts->wall_ns = sp_monotonic_ns () - start;
   if (facts->timed_out)
@@ -507,27 +576,41 @@ oci_cli_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, st
 
   /* Statistics are for the audit log only: a failure to read them leaves 0s
      and does not fail the run.  */
-  if (job->cgroup_path && sp_cgroup_stats_read (job->cgroup_path, &stats, &ignored) == 0)
+  if (sb->cgroup_path && sp_cgroup_stats_read (sb->cgroup_path, &stats, &ignored) == 0)
     {
       facts->peak_memory_bytes = stats.peak_memory_bytes;
       facts->cpu_ns = stats.cpu_ns;
       facts->oom = stats.oom_kills > 0;
     }
-  sp_error_release (&ignored);
+  return ret < 0 ? -1 : 0;
+}
 
-cleanup:
-  sp_child_kill_and_reap (&init);
-  /* A helper leaves once the sandbox is gone; one that does not is killed.
-     Either way it is reaped here, so that `delete` does not wait on it.  */
-  if (helper.pidfd >= 0 && sp_child_wait (&helper, HELPER_EXIT_MS, &status, &ignored) != 1)
-    sp_child_kill_and_reap (&helper);
-  sp_error_release (&ignored);
-  unlink (pid_file);
-  if (delete_id (r, r->root, job->container_id, *err ? &ignored : err) < 0)
+int
+oci_cli_destroy (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, sp_error_t *err)
+{
+  int ret;
+
+  if (sb == NULL)
+    return 0;
+  ret = sandbox_remove ((struct oci_cli *)rt, sb, err);
+  sandbox_free (sb);
+  return ret;
+}
+
+int
+oci_cli_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struct sp_run_facts *facts,
+             sp_error_t *err)
+{
+  struct sp_runtime_sandbox *sb = NULL;
+  cleanup_error sp_error_t ignored = NULL;
+  int ret;
+
+  if (oci_cli_create (rt, job, facts, &sb, err) < 0)
     return -1;
-  if (state_gone (r, job->container_id, *err ? &ignored : err) < 0)
+  ret = oci_cli_start (rt, sb, facts, err);
+  if (oci_cli_destroy (rt, sb, *err ? &ignored : err) < 0)
     return -1;
-  return *err ? -1 : 0;
+  return *err ? -1 : ret;
 }
 
 int

@@ -67,11 +67,11 @@
 /* The probe's host identity (docs/runtimes.md, "The probe's identity"):
    every sandbox runs in a user namespace that maps its root and its
    SP_PROBE_UID:SP_PROBE_GID onto two host ids of its own, uid and gid alike,
-   from a range the operator reserves: slot K (0 .. --concurrency) uses
-   BASE + 2K (root) and BASE + 2K + 1 (the probe).  */
+   from a range the operator reserves: slot K (0 .. --concurrency, then the
+   pool's) uses BASE + 2K (root) and BASE + 2K + 1 (the probe): 64 ids.  */
 #define SP_PROBE_ID_BASE_DEFAULT 2100000000U
 #define SP_PROBE_IDS_PER_SLOT    2U
-#define SP_PROBE_ID_RANGE        (SP_PROBE_IDS_PER_SLOT * (SP_SERVE_CONCURRENCY_MAX + 1))
+#define SP_PROBE_ID_RANGE        (SP_PROBE_IDS_PER_SLOT * (SP_SERVE_CONCURRENCY_MAX + 1 + SP_SERVE_POOL_SLOTS_MAX))
 /* Run and invocation ids: [a-z0-9-], chosen by the proxy, never the agent.  */
 #define SP_ID_MAX_CHARS 32
 
@@ -178,6 +178,11 @@
 /* The proxy, serve (docs/operations.md).  */
 #define SP_SERVE_CONCURRENCY_DEFAULT      1
 #define SP_SERVE_CONCURRENCY_MAX          16
+/* --pool: sandboxes created ahead per repository (docs/operations.md), and
+   in all: each holds a slot, and so two probe ids, while it waits.  */
+#define SP_SERVE_POOL_DEFAULT    1
+#define SP_SERVE_POOL_MAX        4
+#define SP_SERVE_POOL_SLOTS_MAX  15
 #define SP_SERVE_QUEUE_DEFAULT            16 /* accepted requests waiting for a slot */
 #define SP_SERVE_QUEUE_MAX                1024
 #define SP_SERVE_QUEUE_WAIT_DEFAULT       120 /* seconds a request may wait for a slot */

@@ -159,12 +159,20 @@ int sp_bundle_render_config (const struct sp_bundle_spec *spec, char **json, siz
 /* Fills the empty directory dirfd (which is spec->bundle_dir) with:
      repo/        0700, owned by host_probe_id: the mount point's source,
                   empty here; serve snapshots the seed into it
-     probe.py     0444, root: the script's bytes
+     probe.py     0444, root: the script's bytes (empty for a sandbox
+                  created ahead: sp_bundle_put_script fills it)
      out          0600, owned by host_probe_id, empty: the answer file
      config.json  0444, root
    Needs root, to give repo/ and out to the probe's host id.  */
 int sp_bundle_write (int dirfd, const struct sp_bundle_spec *spec, const void *script, size_t script_len,
                      sp_error_t *err);
+
+/* Writes the script into the empty probe.py of a bundle written with no
+   script (script_len 0), through the same inode, so that a container
+   created before its request runs it: the bind mount the runtime made at
+   create time shows these bytes.  Refuses a probe.py that is not that
+   empty placeholder (root's, 0444, a regular file).  */
+int sp_bundle_put_script (int dirfd, const void *script, size_t script_len, sp_error_t *err);
 
 /* For tmp_on_host: makes tmp/ (0755, root) in the bundle directory dirfd
    (whose absolute path is bundle_dir) and mounts on it the sandbox's /tmp:

@@ -31,7 +31,7 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
                         struct sp_serve_options *opt)
 {
   const char *concurrency = NULL, *queue = NULL, *queue_wait = NULL, *snapshot = NULL, *scratch = NULL;
-  const char *probe_ids = NULL, *release = NULL, *bit_budget = NULL;
+  const char *probe_ids = NULL, *release = NULL, *bit_budget = NULL, *pool = NULL;
   const struct sp_option common[] = {
     { .name = "--config", .value = &opt->config },
     { .name = "--state", .value = &opt->state },
@@ -54,6 +54,7 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     { .name = "--concurrency", .value = &concurrency },
     { .name = "--queue", .value = &queue },
     { .name = "--queue-wait", .value = &queue_wait },
+    { .name = "--pool", .value = &pool },
   };
   size_t n_options = with_serving ? sizeof (common) / sizeof (common[0]) : 15;
   int ret;
@@ -64,6 +65,8 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     .queue_wait_seconds = SP_SERVE_QUEUE_WAIT_DEFAULT,
     .snapshot = SP_SNAPSHOT_OVERLAY,
     .scratch_bytes = SP_SERVE_SCRATCH_DEFAULT_BYTES,
+    /* check's canary always starts cold: only serve has a pool.  */
+    .pool = with_serving ? SP_SERVE_POOL_DEFAULT : 0,
   };
   ret = sp_options_parse (verb, usage, argc, argv, common, n_options);
   if (ret != 0)
@@ -124,5 +127,11 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
   if (queue_wait != NULL && parse_count (queue_wait, SP_SERVE_QUEUE_WAIT_MAX, &opt->queue_wait_seconds) < 0)
     return sp_options_usage_error (verb, usage, "--queue-wait: must be an integer from 1 to %d seconds",
                                    SP_SERVE_QUEUE_WAIT_MAX);
+  if (pool != NULL && strcmp (pool, "0") == 0)
+    opt->pool = 0;
+  else if (pool != NULL && parse_count (pool, SP_SERVE_POOL_MAX, &opt->pool) < 0)
+    return sp_options_usage_error (verb, usage,
+                                   "--pool: must be an integer from 0 (none) to %d sandboxes ahead per repository",
+                                   SP_SERVE_POOL_MAX);
   return 0;
 }

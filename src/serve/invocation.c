@@ -57,40 +57,6 @@ answer (int fd, uint8_t index)
   (void)send (fd, frame, sizeof (frame), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-/* Claims a free sandbox slot for the container id, under the lock that
-   shutdown takes: its index is the probe's identity (probe_identity.h), and
-   sp_serve_stop kills what it holds.  -1 once the proxy is stopping.  */
-static int
-claim_slot (struct sp_serve *s, const char *id)
-{
-  int slot = -1;
-
-  pthread_mutex_lock (&s->lock);
-  if (!s->stopping)
-    for (unsigned i = 0; i < s->opt->concurrency + 1; i++)
-      if (s->active[i] == NULL)
-        {
-          s->active[i] = (char *)id;
-          slot = (int)i;
-          break;
-        }
-  pthread_mutex_unlock (&s->lock);
-  return slot;
-}
-
-/* Releases the slot; returns whether the proxy is stopping.  */
-static bool
-release_slot (struct sp_serve *s, int slot)
-{
-  bool stopping;
-
-  pthread_mutex_lock (&s->lock);
-  s->active[slot] = NULL;
-  stopping = s->stopping;
-  pthread_mutex_unlock (&s->lock);
-  return stopping;
-}
-
 static bool
 proxy_stopping (struct sp_serve *s)
 {
@@ -112,7 +78,7 @@ sp_serve_stop (struct sp_serve *s)
   /* Answers held for their release go now (release.c).  */
   if (s->release_cv_ready)
     pthread_cond_broadcast (&s->release_cv);
-  for (unsigned i = 0; i < s->opt->concurrency + 1; i++)
+  for (unsigned i = 0; i < s->n_slots; i++)
     if (s->active[i] != NULL)
       {
         sp_error_t err = NULL;
@@ -123,19 +89,6 @@ sp_serve_stop (struct sp_serve *s)
       }
   pthread_mutex_unlock (&s->lock);
   return running;
-}
-
-static void
-workspace_limits (const struct sp_serve *s, const struct sp_serve_seed *seed, struct sp_workspace_limits *l)
-{
-  l->tmpfs_bytes = s->opt->scratch_bytes + SP_SERVE_WORKSPACE_OVERHEAD_BYTES;
-  l->tmpfs_inodes = SP_SERVE_SCRATCH_INODES + 64;
-  l->noexec = s->rules.workspaces_on_host;
-  if (s->opt->snapshot == SP_SNAPSHOT_COPY)
-    {
-      l->tmpfs_bytes += seed->bytes;
-      l->tmpfs_inodes += seed->entries;
-    }
 }
 
 /* Whose a failure outside the probe is (docs/audit.md, "status"): the
@@ -177,139 +130,102 @@ failure_status (struct invocation *inv, const char *rootfs_root, sp_error_t *err
   return SP_AUDIT_STATUS_INTERNAL;
 }
 
-/* Steps 4 to 9: returns 0 with *index set (0 for ERROR) and inv->status, or
-   -1 with the reason; the workspace is gone either way, and a failure to
-   remove it is itself a failure.  */
+/* Steps 4 to 8: a sandbox for the repository (one made ahead, or one made
+   now), the script put in, the run, /probe/out read and checked.  Returns 0
+   with *index set (0 for ERROR) and inv->status, or -1 with the reason.
+   *sandbox is what is left to remove (remove_sandbox), or NULL.  */
 static int
-run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
+run_probe (struct invocation *inv, bool cold, uint8_t *index, struct sp_serve_sandbox **sandbox,
+           sp_error_t *err)
 {
   struct sp_serve *s = inv->s;
-  static const struct sp_copy_options copy_limits = {
-    .max_bytes = SP_SEED_MAX_BYTES,
-    .max_entries = SP_SEED_MAX_ENTRIES,
-    .max_depth = SP_SEED_MAX_DEPTH,
-    .owner_writable = true,
-  };
-  struct sp_workspace ws = { .dirfd = -1, .bundle_dirfd = -1 };
-  struct sp_workspace_limits limits;
-  cleanup_free char *container_id = NULL;
-  cleanup_free char *cgroup_path = NULL;
-  cleanup_close int seed_fd = -1;
+  size_t seed_index = (size_t)(inv->seed - s->seeds);
   char out[SP_RESULT_MAX_BYTES + 1];
-  struct sp_bundle_spec spec;
-  sp_error_t cleanup_err = NULL;
+  struct sp_serve_sandbox *sb = NULL;
   size_t out_len = 0;
-  const struct sp_probe_identity *id;
-  int ret = -1;
-  int slot;
-  bool stopping, cleanup_failed;
+  int ret;
 
   *index = SP_RESPONSE_ERROR;
+  *sandbox = NULL;
   inv->status = SP_AUDIT_STATUS_INTERNAL;
-  spec = (struct sp_bundle_spec){
-    .rootfs_root = s->rootfs.root_path,
-    .rootfs_digest = s->rootfs.digest,
-    .run_id = s->run_id,
-    .invocation_id = inv->inv,
-    .memory_limit_bytes = s->config->memory_limit_bytes,
-    .interpreter = s->config->interpreter,
-    .seccomp = s->seccomp,
-    .rules = s->rules,
-  };
-  container_id = sp_bundle_container_id (&spec);
-  if (container_id == NULL)
-    return sp_make_error (err, errno, "allocate the invocation");
-  /* The slot first: it decides who the probe is on the host.  */
-  slot = claim_slot (s, container_id);
-  if (slot < 0)
+  if (!cold)
+    sb = sp_serve_pool_take (s, seed_index);
+  if (sb == NULL)
+    {
+      /* The slot first: it decides who the probe is on the host.  */
+      int slot = sp_serve_slot_claim (s);
+
+      if (slot < 0)
+        {
+          inv->stopped = true;
+          return sp_make_error (err, 0, "the proxy is shutting down");
+        }
+      if (sp_serve_sandbox_make (s, seed_index, (unsigned)slot, inv->inv, &sb, &inv->ran, &inv->facts, err) < 0)
+        {
+          sp_serve_slot_free (s, (unsigned)slot);
+          if (proxy_stopping (s))
+            inv->stopped = true;
+          return -1;
+        }
+    }
+  *sandbox = sb;
+  inv->ran = true;
+  inv->facts = sb->facts;
+  if (!sp_serve_sandbox_activate (s, sb))
     {
       inv->stopped = true;
       return sp_make_error (err, 0, "the proxy is shutting down");
     }
-  id = &s->identities[slot];
-  spec.host_root_id = id->host_root_id;
-  spec.host_probe_id = id->host_probe_id;
-  workspace_limits (s, inv->seed, &limits);
-  if (sp_workspace_create (s->work_run_fd, s->work_run_path, inv->inv, &limits, &ws, err) < 0)
+
+  ret = sp_serve_sandbox_run (s, sb, inv->script, inv->script_len, s->config->timeout_seconds, err);
+  inv->facts = sb->facts;
+  if (proxy_stopping (s))
     {
-      release_slot (s, slot);
-      return sp_error_wrap (err, "workspace");
-    }
-  spec.bundle_dir = ws.bundle_path;
-  cgroup_path = sp_bundle_cgroup_path (&spec);
-  /* A directory fd of its own: a copy reads the seed's entries through it,
-     and invocations run at once.  */
-  seed_fd = openat (inv->seed->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (cgroup_path == NULL || seed_fd < 0)
-    sp_make_error (err, errno, "allocate the invocation");
-  else if (sp_bundle_write (ws.bundle_dirfd, &spec, inv->script, inv->script_len, err) < 0)
-    sp_error_wrap (err, "bundle");
-  else if (spec.rules.tmp_on_host && sp_bundle_mount_tmp (ws.bundle_dirfd, ws.bundle_path, err) < 0)
-    sp_error_wrap (err, "bundle");
-  else if (sp_workspace_snapshot (&ws, s->opt->snapshot, seed_fd, &copy_limits, id, err) < 0)
-    sp_error_wrap (err, "snapshot");
-  else if (proxy_stopping (s))
-    {
-      sp_make_error (err, 0, "the proxy is shutting down");
+      /* Its kill, not the runtime or the probe, ended it.  */
+      sp_error_release (err);
       inv->stopped = true;
+      return sp_make_error (err, 0, "the proxy stopped while the probe ran");
     }
-  else
+  if (ret < 0)
+    return sp_error_wrap (err, "runtime");
+  if (inv->facts.timed_out)
     {
-      const struct sp_runtime_job job = {
-        .bundle_dir = ws.bundle_path,
-        .container_id = container_id,
-        .cgroup_path = cgroup_path,
-        .timeout_seconds = s->config->timeout_seconds,
-      };
-
-      inv->ran = true;
-      ret = s->runtime->ops->run (s->runtime, &job, &inv->facts, err);
-      stopping = proxy_stopping (s);
-      if (stopping)
-        {
-          /* Its kill, not the runtime or the probe, ended it.  */
-          sp_error_release (err);
-          ret = sp_make_error (err, 0, "the proxy stopped while the probe ran");
-          inv->stopped = true;
-        }
-      else if (ret < 0)
-        sp_error_wrap (err, "runtime");
-      else if (inv->facts.timed_out)
-        {
-          inv->status = SP_AUDIT_STATUS_TIMED_OUT;
-          ret = sp_make_error (err, 0, "the probe ran past the %" PRIu32 " s timeout", job.timeout_seconds);
-        }
-      else if (inv->facts.signal != 0 || inv->facts.exit_code != 0)
-        {
-          inv->status = SP_AUDIT_STATUS_PROBE;
-          ret = inv->facts.signal
-                    ? sp_make_error (err, 0, "the probe died of signal %d%s", inv->facts.signal,
-                                     inv->facts.oom ? " (out of memory)" : "")
-                    : sp_make_error (err, 0, "the probe exited with status %d", inv->facts.exit_code);
-        }
-      else
-        {
-          int found;
-
-          inv->status = SP_AUDIT_STATUS_PROBE;
-          if (sp_probe_out_read (ws.bundle_dirfd, SP_BUNDLE_OUT, out, sizeof (out), &out_len, err) < 0)
-            ret = sp_error_wrap (err, "/probe/out");
-          else if ((found = sp_result_validate (out, out_len, inv->outcomes, err)) < 0)
-            ret = sp_error_wrap (err, "/probe/out");
-          else
-            {
-              *index = (uint8_t)found;
-              inv->status = SP_AUDIT_STATUS_ANSWERED;
-              ret = 0;
-            }
-        }
+      inv->status = SP_AUDIT_STATUS_TIMED_OUT;
+      return sp_make_error (err, 0, "the probe ran past the %" PRIu32 " s timeout", s->config->timeout_seconds);
     }
+  inv->status = SP_AUDIT_STATUS_PROBE;
+  if (inv->facts.signal != 0)
+    return sp_make_error (err, 0, "the probe died of signal %d%s", inv->facts.signal,
+                          inv->facts.oom ? " (out of memory)" : "");
+  if (inv->facts.exit_code != 0)
+    return sp_make_error (err, 0, "the probe exited with status %d", inv->facts.exit_code);
+  if (sp_probe_out_read (sb->ws.bundle_dirfd, SP_BUNDLE_OUT, out, sizeof (out), &out_len, err) < 0)
+    return sp_error_wrap (err, "/probe/out");
+  if ((ret = sp_result_validate (out, out_len, inv->outcomes, err)) < 0)
+    return sp_error_wrap (err, "/probe/out");
+  *index = (uint8_t)ret;
+  inv->status = SP_AUDIT_STATUS_ANSWERED;
+  return 0;
+}
 
-  /* Step 9: nothing of the invocation may outlive its answer; the slot
-     (and so the probe's identity) is free again only once it is gone.  */
-  cleanup_failed = sp_workspace_destroy (&ws, &cleanup_err) < 0;
-  release_slot (s, slot);
-  if (cleanup_failed)
+/* Whose a failure of run_probe's is, when nothing more precise said.  */
+static void
+classify (struct invocation *inv, int ret, sp_error_t *err)
+{
+  if (ret < 0 && !inv->stopped && strcmp (inv->status, SP_AUDIT_STATUS_INTERNAL) == 0)
+    inv->status = failure_status (inv, inv->s->rootfs.root_path, err);
+}
+
+/* Step 9, for run_probe's result ret: nothing of the invocation may outlive
+   its answer (in immediate release, its answer may leave first: see
+   sp_serve_invocation), and a failure to remove it is itself a failure.
+   Returns the invocation's result.  */
+static int
+remove_sandbox (struct invocation *inv, struct sp_serve_sandbox *sb, int ret, uint8_t *index, sp_error_t *err)
+{
+  sp_error_t cleanup_err = NULL;
+
+  if (sp_serve_sandbox_destroy (inv->s, sb, &cleanup_err) < 0)
     {
       *index = SP_RESPONSE_ERROR;
       if (ret == 0)
@@ -321,9 +237,27 @@ run_probe (struct invocation *inv, uint8_t *index, sp_error_t *err)
       else
         sp_error_release (&cleanup_err);
     }
-  if (ret < 0 && !inv->stopped && strcmp (inv->status, SP_AUDIT_STATUS_INTERNAL) == 0)
-    inv->status = failure_status (inv, spec.rootfs_root, err);
+  classify (inv, ret, err);
   return ret;
+}
+
+/* Immediate release only: the answer has left, and the sandbox goes now.
+   Its answer can no longer turn to ERROR, so a sandbox that stays halts
+   the proxy: its slot, and the probe identity with it, is not free again
+   until the operator has looked (docs/operations.md).  */
+static void
+remove_after_answer (struct invocation *inv, struct sp_serve_sandbox *sb)
+{
+  cleanup_error sp_error_t err = NULL;
+  cleanup_free char *why = NULL;
+
+  if (sp_serve_sandbox_destroy (inv->s, sb, &err) == 0)
+    return;
+  if (asprintf (&why, "invocation %s: its sandbox could not be removed after its answer left: %s", inv->id,
+                sp_error_message (err))
+      < 0)
+    why = NULL;
+  sp_serve_halt (inv->s, why ? why : "a sandbox could not be removed after its answer left");
 }
 
 void
@@ -549,6 +483,7 @@ sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t st
                            .release_from_ns = sp_monotonic_ns (),
                            .started_ns = started_ns };
   struct sp_ledger_charge charge;
+  struct sp_serve_sandbox *sb = NULL;
   struct invocation inv;
   char why[sizeof (s->halt_reason)];
   uint8_t index = SP_RESPONSE_ERROR;
@@ -615,13 +550,27 @@ sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t st
       goto done;
     }
 
-  if (run_probe (&inv, &index, &err) == 0)
+  ret = run_probe (&inv, false, &index, &sb, &err);
+  /* In immediate release the answer's time is the run's own, and it
+     promises nothing about what comes after: the sandbox goes once the
+     answer has left.  The other modes release at a time that must cover
+     the removal too (SP_RELEASE_MARGIN_MS), so it stays on the path.  */
+  if (s->opt->release == SP_RELEASE_IMMEDIATE)
+    classify (&inv, ret, &err);
+  else
+    {
+      ret = remove_sandbox (&inv, sb, ret, &index, &err);
+      sb = NULL;
+    }
+  if (ret == 0)
     sp_error_release (&err);
 
 done:
   if (!a.debited)
     a.remaining = sp_ledger_remaining (s->ledger);
   finish (&inv, fd, &a, index, err ? sp_error_message (err) : NULL);
+  if (sb != NULL)
+    remove_after_answer (&inv, sb);
 }
 
 /* The confinement canary: the proxy's own probe, run through the same path
@@ -761,8 +710,13 @@ sp_serve_canary (struct sp_serve *s, sp_error_t *err)
   inv.outcomes = outcomes;
   inv.script = script;
   inv.script_len = (size_t)len;
-  if (run_probe (&inv, &index, err) < 0)
-    return sp_error_wrap (err, "canary");
+  {
+    struct sp_serve_sandbox *sb = NULL;
+    int ret = run_probe (&inv, true, &index, &sb, err);
+
+    if (remove_sandbox (&inv, sb, ret, &index, err) < 0)
+      return sp_error_wrap (err, "canary");
+  }
   /* Answers are numbered from 1 (protocol.h); 0 is ERROR.  */
   if (index == 3)
     return sp_make_error (

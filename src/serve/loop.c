@@ -284,6 +284,12 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
       sp_serve_releaser_stop (s);
       return -1;
     }
+  if (sp_serve_pool_start (s, err) < 0)
+    {
+      free (q.items);
+      sp_serve_releaser_stop (s);
+      return -1;
+    }
   for (; started < s->opt->concurrency; started++)
     if ((errno = pthread_create (&workers[started], NULL, worker, &q)) != 0)
       {
@@ -334,6 +340,9 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
     usleep (SHUTDOWN_KILL_INTERVAL_US);
   for (unsigned i = 0; i < started; i++)
     pthread_join (workers[i], NULL);
+  /* The sandboxes made ahead go once no worker can take one.  */
+  if (sp_serve_pool_stop (s) < 0 && ret == 0)
+    ret = sp_make_error (err, 0, "pool: a sandbox made ahead could not be removed");
   expire (&q, true, "the proxy is shutting down");
   sp_serve_releaser_stop (s);
   free (q.items);

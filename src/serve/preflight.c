@@ -157,11 +157,34 @@ open_work (struct sp_serve *s, sp_error_t *err)
   return s->work_run_fd < 0 ? -1 : 0;
 }
 
+/* The sandbox slots: one per worker, one for the canary, and the pool's.
+   A backend that cannot create ahead has no pool: it starts every sandbox
+   cold, and says so.  */
+static int
+make_slots (struct sp_serve *s, sp_error_t *err)
+{
+  uint64_t wanted = (uint64_t)s->opt->pool * s->config->n_private_repos;
+
+  if (s->opt->pool > 0 && s->runtime->ops->create == NULL)
+    fprintf (stderr,
+             "sealed-probe-proxy: serve: --pool %u: runtime `%s` cannot create a sandbox ahead of its request: "
+             "every sandbox starts cold\n",
+             s->opt->pool, s->runtime->ops->name);
+  else
+    s->pool_slots = wanted < SP_SERVE_POOL_SLOTS_MAX ? (unsigned)wanted : SP_SERVE_POOL_SLOTS_MAX;
+  s->n_slots = s->opt->concurrency + 1 + s->pool_slots;
+  s->active = calloc (s->n_slots, sizeof (*s->active));
+  s->slot_taken = calloc (s->n_slots, sizeof (*s->slot_taken));
+  if (s->active == NULL || s->slot_taken == NULL)
+    return sp_make_error (err, errno, "allocate the sandbox slots");
+  return 0;
+}
+
 /* The probes' identities, one per slot, from a range nobody else holds.  */
 static int
 make_identities (struct sp_serve *s, sp_error_t *err)
 {
-  unsigned slots = s->opt->concurrency + 1;
+  unsigned slots = s->n_slots;
   cleanup_close int run_dir = -1;
   cleanup_close int lock_dir = -1;
 
@@ -249,9 +272,6 @@ sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_e
   s->state_fd = s->work_fd = s->work_run_fd = -1;
   atomic_init (&s->next_invocation, 1);
   pthread_mutex_init (&s->lock, NULL);
-  s->active = calloc (opt->concurrency + 1, sizeof (*s->active));
-  if (s->active == NULL)
-    return sp_make_error (err, errno, "allocate the invocation slots");
 
   if (sp_state_open (opt->state, 0, &s->state_fd, err) < 0)
     return sp_error_wrap (err, "--state: `%s`", opt->state);
@@ -288,6 +308,8 @@ sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_e
   s->runtime_verified = true;
   if (s->runtime->ops->cleanup_orphans (s->runtime, false, err) < 0)
     return sp_error_wrap (err, "remove the containers of earlier runs");
+  if (make_slots (s, err) < 0)
+    return -1;
   /* After the orphans: a sandbox of an earlier run no longer holds an id.  */
   if (make_identities (s, err) < 0)
     return -1;
@@ -335,7 +357,7 @@ sp_serve_release (struct sp_serve *s, sp_error_t *err)
     (void)rmdir (s->work_path);
   sp_runtime_closep (&s->runtime);
   if (s->identities != NULL)
-    for (unsigned i = 0; i < s->opt->concurrency + 1; i++)
+    for (unsigned i = 0; i < s->n_slots; i++)
       sp_probe_identity_release (&s->identities[i]);
   free (s->identities);
   sp_closep (&s->work_fd);
@@ -353,6 +375,7 @@ sp_serve_release (struct sp_serve *s, sp_error_t *err)
   sp_closep (&s->state_fd);
   free (s->state_path);
   free (s->active);
+  free (s->slot_taken);
   memset (s, 0, sizeof (*s));
   s->state_fd = s->work_fd = s->work_run_fd = -1;
   return ret;

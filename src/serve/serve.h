@@ -49,6 +49,7 @@ struct sp_serve_options
   uint32_t probe_id_base;        /* --probe-ids: the first host id of the probes' range */
   enum sp_release_mode release;  /* --release: when answers leave (release.h) */
   uint64_t bit_budget_millibits; /* --bit-budget, x1000: per repository; 0: none */
+  unsigned pool;                 /* --pool: sandboxes created ahead per repository; 0: none */
 };
 
 /* One staged seed as serve uses it: verified once, kept open.  */
@@ -88,7 +89,14 @@ struct sp_serve
      same lock just before launch, so that none starts after the kill.  */
   pthread_mutex_t lock;
   bool stopping;
-  char **active; /* opt->concurrency + 1 slots: the running container ids */
+  /* n_slots = opt->concurrency + 1 (the canary) + pool_slots.  A slot is
+     taken by a sandbox from its creation to its removal; active[i] is its
+     container id only while it may run (the kill on stop), never while it
+     waits in the pool.  */
+  unsigned n_slots;
+  unsigned pool_slots; /* min (--pool x repositories, SP_SERVE_POOL_SLOTS_MAX); 0 without create */
+  bool *slot_taken;
+  char **active;
   /* One probe identity per slot (probe_identity.h): a slot's sandbox runs
      as its ids, which no other host process and no other slot has.  */
   struct sp_probe_identity *identities;
@@ -105,7 +113,63 @@ struct sp_serve
   pthread_cond_t release_cv;
   bool release_cv_ready;
   struct sp_serve_releaser *releaser;
+
+  /* Sandboxes created ahead (pool.c), under lock; NULL when pool_slots is 0.  */
+  struct sp_serve_pool *pool;
 };
+
+/* One sandbox from its creation to its removal (sandbox.c): a slot (and so
+   a probe identity), a workspace with the bundle and the repository's
+   snapshot, and the container the runtime created from it (NULL for a
+   backend without `create`, which makes it at `run`).  Nothing in it comes
+   from a request until sp_serve_sandbox_run puts the script in.  */
+struct sp_serve_sandbox
+{
+  size_t seed_index; /* the repository it was made for: s->seeds[seed_index] */
+  unsigned slot;
+  char *name; /* the workspace's name, and the container id's last part */
+  struct sp_workspace ws;
+  char *container_id;
+  char *cgroup_path;
+  struct sp_runtime_sandbox *handle;
+  struct sp_run_facts facts; /* create's, then start's */
+  bool ran;                  /* the runtime was asked to create or run it */
+};
+
+/* Takes a free slot; -1 when none is free or the proxy is stopping.  */
+int sp_serve_slot_claim (struct sp_serve *s);
+/* Frees the slot (its sandbox is gone); returns whether the proxy is stopping.  */
+bool sp_serve_slot_free (struct sp_serve *s, unsigned slot);
+
+/* Makes a sandbox for seed seed_index in slot, named name (workspace,
+   bundle without a script, snapshot, and the runtime's `create` when it
+   has one).  On failure *out is NULL, everything made is gone, the slot is
+   still the caller's, *ran says whether the runtime was asked, and *facts
+   (when not NULL) what its `create` did.  */
+int sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, const char *name,
+                           struct sp_serve_sandbox **out, bool *ran, struct sp_run_facts *facts, sp_error_t *err);
+/* Puts the script in and runs the probe to its end (`start`, or `run` for
+   a backend without `create`): sb->facts say what happened.  The caller has
+   made it active (sp_serve_sandbox_activate).  */
+int sp_serve_sandbox_run (struct sp_serve *s, struct sp_serve_sandbox *sb, const void *script, size_t script_len,
+                          uint32_t timeout_seconds, sp_error_t *err);
+/* Registers sb's container for the kill on stop; false (nothing
+   registered) once the proxy is stopping.  */
+bool sp_serve_sandbox_activate (struct sp_serve *s, struct sp_serve_sandbox *sb);
+/* Removes the container and the workspace, and frees the slot and sb;
+   -1 when something stayed.  NULL is a no-op.  */
+int sp_serve_sandbox_destroy (struct sp_serve *s, struct sp_serve_sandbox *sb, sp_error_t *err);
+
+/* The pool (pool.c, docs/operations.md "Sandboxes created ahead"): a thread
+   keeps up to --pool sandboxes per repository created, each for exactly one
+   invocation of its repository, within pool_slots in all.  */
+int sp_serve_pool_start (struct sp_serve *s, sp_error_t *err);
+/* A sandbox made ahead for seed seed_index, now the caller's, or NULL (none
+   ready: the caller makes one cold).  */
+struct sp_serve_sandbox *sp_serve_pool_take (struct sp_serve *s, size_t seed_index);
+/* Ends the thread and removes every sandbox still waiting.  Returns -1 when
+   something stayed (named on stderr).  */
+int sp_serve_pool_stop (struct sp_serve *s);
 
 /* When one answer leaves (release.h): its release time, on the monotonic
    clock and as ms after the request's acceptance, and whether it was ready

@@ -256,6 +256,22 @@ def docker_containers(labels, socket_path=None):
     return value
 
 
+def docker_state_statuses(state, run=None, socket_path=None):
+    """{name: State} ("created", "running", "exited") of the containers
+    labelled with state's key (and run's id when given)."""
+    try:
+        labels = {"org.sealed-probe.state": docker_state_key(state)}
+    except OSError:
+        return {}
+    if run:
+        labels["org.sealed-probe.run"] = run
+    out = {}
+    for c in docker_containers(labels, socket_path):
+        names = [n.lstrip("/") for n in c.get("Names") or []]
+        out[names[0] if names else c["Id"]] = c.get("State")
+    return out
+
+
 def docker_state_containers(state, run=None, socket_path=None):
     """{name: id} of the containers labelled with state's key (and run's id
     when given).  Empty when state does not exist."""
@@ -981,12 +997,13 @@ class Backend:
         for root in glob.glob(os.path.join(state, self.state_subdir, "*")):
             self.force_delete_all(root)
 
-    def leftover_containers(self, state):
+    def leftover_containers(self, state, exclude=frozenset()):
         """What a leak check reports of state's containers: one line per
         --root holding any; for docker, the containers labelled with the
-        state's key (org.sealed-probe.state), of any run."""
+        state's key (org.sealed-probe.state), of any run.  Ids in exclude
+        (a live serve's pool) are not reported."""
         if self.docker:
-            left = docker_state_containers(state, socket_path=self.socket)
+            left = sorted(set(docker_state_containers(state, socket_path=self.socket)) - set(exclude))
             return [f"containers labelled org.sealed-probe.state={docker_state_key(state)}: {sorted(left)}"] \
                 if left else []
         if self.sbx:
@@ -994,7 +1011,7 @@ class Backend:
             return [f"sbx VMs of this state directory: {left}"] if left else []
         found = []
         for root in glob.glob(os.path.join(state, self.state_subdir, "*")):
-            ids = self.containers(root)
+            ids = self.containers(root) - set(exclude)
             if ids:
                 found.append(f"containers in {root}: {sorted(ids)}")
         return found

@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import time
 
-from sp_harness import backend, cached_rootfs, env_path, remove_bundle, unmount_under
+from sp_harness import backend, cached_rootfs, docker_state_statuses, env_path, remove_bundle, unmount_under
 
 PROXY = env_path("SP_PROXY")
 CLIENT = os.environ.get("SP_CLIENT") or os.path.join(os.path.dirname(PROXY), "sealed-probe")
@@ -243,6 +243,8 @@ class Serve:
         # probes would otherwise each wait for their bucket (test_release.py
         # is where the release modes are tested, on every backend).
         release = [] if "--release" in extra else ["--release", "immediate"]
+        if "--pool" not in extra and pool_size() is not None:
+            release += ["--pool", str(pool_size())]
         self.argv = argv + list(extra) + release + [a for a in B.extra_args if "--sbx-template" not in extra]
         self.env = env if env is not None else {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
         self.proc = None
@@ -530,16 +532,21 @@ def cgroup_dirs(run):
                   glob.glob(f"/sys/fs/cgroup/*/*/sealed-probe/{run}-*"))
 
 
-def processes_in_run_cgroups(run, zombies=False):
-    """Live processes (not zombies, unless asked) whose cgroup is one of run's."""
+def processes_in_run_cgroups(run, zombies=False, exclude=()):
+    """Live processes (not zombies, unless asked) whose cgroup is one of run's
+    (but those named in exclude: <run>-<name> cgroup names)."""
     pids = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
             with open(f"/proc/{pid}/cgroup") as f:
-                if f"sealed-probe/{run}-" not in f.read():
-                    continue
+                text = f.read()
+            if f"sealed-probe/{run}-" not in text:
+                continue
+            if exclude and all(any(line.endswith(f"sealed-probe/{x}") for x in exclude)
+                               for line in text.splitlines() if f"sealed-probe/{run}-" in line):
+                continue
             with open(f"/proc/{pid}/stat") as f:
                 st = f.read().rsplit(")", 1)[1].split()[0]
         except OSError:
@@ -621,7 +628,104 @@ def gvisor_sandboxes(state):
     return found
 
 
-def leaks(state, run, serve_pid=None, after_exit=False, srv=None, running_run=None):
+# A sandbox serve made ahead of its request (--pool; docs/operations.md,
+# "Sandboxes created ahead") is named p<N>: its workspace, and its container
+# sp-<run>-p<N>.
+POOL_NAME = re.compile(r"p[0-9]+")
+
+
+def pool_members(state, run, serve_pid):
+    """The names (p<N>) of run's sandboxes waiting in serve's pool: a
+    workspace p<N> whose bundle/probe.py is still the empty placeholder,
+    read in serve's own mount namespace (/proc/PID/root).  One that got its
+    script is not the pool's any more: it is a probe's, running or left."""
+    if not (run and serve_pid):
+        return set()
+    top = f"/proc/{serve_pid}/root" + os.path.join(work_dir(state), run)
+    try:
+        names = os.listdir(top)
+    except OSError:
+        return set()
+    out = set()
+    for n in names:
+        if POOL_NAME.fullmatch(n):
+            try:
+                if os.stat(os.path.join(top, n, "bundle", "probe.py")).st_size == 0:
+                    out.add(n)
+            except OSError:
+                pass
+    return out
+
+
+def pool_size():
+    """The --pool every Serve gets: SP_TEST_POOL (scripts/test runs the
+    matrix once with the pool on and once with it off), else serve's own
+    default (None: no --pool given)."""
+    v = os.environ.get("SP_TEST_POOL", "")
+    return int(v) if v.isdigit() else None
+
+
+# The backends that create a sandbox ahead of its request (a `create` op in
+# their runtime vtable); sbx starts every sandbox cold.
+CREATES_AHEAD = B.name in ("runc", "gvisor", "docker")
+
+
+def pool_expected(repos=1):
+    """How many sandboxes a serve of this test run keeps waiting, for a
+    config of repos repositories: --pool (SP_TEST_POOL, else serve's default
+    of 1) per repository, at most 15 in all; 0 on a backend that cannot
+    create ahead."""
+    per = pool_size()
+    per = 1 if per is None else per
+    return min(per * repos, 15) if CREATES_AHEAD else 0
+
+
+def created_containers(state, run):
+    """run's containers that the runtime reports as created and not started
+    (`runc list`'s and `runsc list`'s status column; docker's State)."""
+    root = B.run_root(state, run)
+    if B.docker:
+        return {n for n, st in docker_state_statuses(state, run, B.socket).items() if st == "created"}
+    if B.sbx or not os.path.isdir(root):
+        return set()
+    r = subprocess.run(B.prefix(root) + ["list"], capture_output=True, text=True)
+    return {f[0] for f in (ln.split() for ln in r.stdout.splitlines()[1:]) if len(f) >= 3 and f[2] == "created"}
+
+
+def wait_pool_full(srv, repos=1, timeout=60):
+    """Waits until srv's pool holds pool_expected(repos) sandboxes, each
+    created by the runtime (not half-way); their names, or None on a
+    timeout."""
+    return wait_pool_full_n(srv, pool_expected(repos), timeout)
+
+
+def wait_pool_full_n(srv, want, timeout=60):
+    """wait_pool_full for a pool of exactly want sandboxes (0: returns an
+    empty set at once)."""
+    if not want:
+        return set()
+
+    def full():
+        m = pool_members(srv.state, srv.run, srv.pid)
+        done = created_containers(srv.state, srv.run)
+        return m if len(m) == want and all(f"sp-{srv.run}-{n}" in done for n in m) else None
+    return wait_for(full, timeout=timeout)
+
+
+def leaks(state, run, serve_pid=None, after_exit=False, srv=None, running_run=None, running_pid=None,
+          settle=10):
+    """leaks_now(), until it finds nothing or settle seconds passed: in
+    immediate release a sandbox is removed just after its answer left, and a
+    pool refills just after a sandbox was taken."""
+    deadline = time.monotonic() + settle
+    while True:
+        found = leaks_now(state, run, serve_pid, after_exit, srv, running_run, running_pid)
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.1)
+
+
+def leaks_now(state, run, serve_pid=None, after_exit=False, srv=None, running_run=None, running_pid=None):
     """Everything of run that is left; [] when nothing is.  While serve runs
     (serve_pid), its own mount namespace is checked for mounts below its
     work directory (work_dir) as well.  after_exit: also the backend's
@@ -633,10 +737,17 @@ def leaks(state, run, serve_pid=None, after_exit=False, srv=None, running_run=No
     rootfs copy and workspaces are in the host's mount namespace under
     STATE/docker-work/<running_run> (STATE/sbx-work/...), by design, and are
     not run's leftovers (on runc and gvisor they are in that serve's own
-    namespace, which this never reads)."""
-    found = B.leftover_containers(state)
-    found += [f"cgroup {d}" for d in cgroup_dirs(run)] if run else []
-    pids = processes_in_run_cgroups(run) if run else []
+    namespace, which this never reads).  The sandboxes waiting in a live
+    serve's pool (pool_members: serve_pid's of run, running_pid's of
+    running_run) are not leftovers either."""
+    pooled = set()
+    if not after_exit:
+        pooled |= {(run, m) for m in pool_members(state, run, serve_pid)}
+    pooled |= {(running_run, m) for m in pool_members(state, running_run, running_pid)}
+    pooled_names = {f"{r}-{m}" for r, m in pooled}
+    found = B.leftover_containers(state, exclude={f"sp-{n}" for n in pooled_names})
+    found += [f"cgroup {d}" for d in cgroup_dirs(run) if os.path.basename(d) not in pooled_names] if run else []
+    pids = processes_in_run_cgroups(run, exclude=pooled_names) if run else []
     if pids:
         found.append(f"processes in the run's cgroups: {pids}")
     work_run = os.path.join(work_dir(state), run) if run else None
@@ -646,14 +757,17 @@ def leaks(state, run, serve_pid=None, after_exit=False, srv=None, running_run=No
     for mi in ["/proc/self/mountinfo"] + ([f"/proc/{serve_pid}/mountinfo"] if serve_pid else []):
         # (one directory for docker: its work directory is STATE/docker-work)
         for base in dict.fromkeys((work_dir(state), os.path.join(state, B.state_subdir))):
-            m = [p for p in mounts_under(base, mi) if p != private_rootfs]
+            m = [p for p in mounts_under(base, mi) if p != private_rootfs
+                 and not any(p == os.path.join(work_dir(state), r, n) or p.startswith(os.path.join(work_dir(state), r, n) + "/")
+                             for r, n in pooled)]
             if B.workspaces_on_host and running_run:
                 live = os.path.join(work_dir(state), running_run)
                 m = [p for p in m if p != live and not p.startswith(live + "/")]
             if m:
                 found.append(f"mounts in {mi}: {m}")
     if work_run and os.path.isdir(work_run):
-        entries = [e for e in os.listdir(work_run) if os.path.join(work_run, e) != private_rootfs]
+        entries = [e for e in os.listdir(work_run) if os.path.join(work_run, e) != private_rootfs
+                   and (run, e) not in pooled]
         if entries or after_exit:
             found.append(f"{work_run} holds {entries}" if entries else f"{work_run} is left")
     if after_exit and run and os.path.exists(B.run_root(state, run)):
@@ -679,13 +793,18 @@ def wait_for(pred, timeout=30, interval=0.05):
     return pred()
 
 
-def wait_container(state, run, timeout=30):
-    """Waits until a container of run exists in the run's --root
-    (STATE/runc/<run>, STATE/runsc/<run>); its id."""
-    root = B.run_root(state, run)
+def probe_containers(state, run, serve_pid):
+    """run's containers but those waiting in serve's pool: the probes'."""
+    pooled = {f"sp-{run}-{m}" for m in pool_members(state, run, serve_pid)}
+    return containers(B.run_root(state, run)) - pooled if run else set()
 
+
+def wait_container(state, run, timeout=30, serve_pid=None):
+    """Waits until a probe's container of run exists in the run's --root
+    (STATE/runc/<run>, STATE/runsc/<run>), not one waiting in serve_pid's
+    pool; its id."""
     def one():
-        ids = containers(root) if run else set()
+        ids = probe_containers(state, run, serve_pid)
         return sorted(ids)[0] if ids else None
     return wait_for(one, timeout)
 

@@ -212,6 +212,9 @@ with open("/probe/out", "w") as f:
                 tap.ok(any(e[0] == run_root for e in created),
                        f"control: the inotify watch sees a container created under STATE/{B.state_subdir}/<run>",
                        created)
+            # The pool refills after each probe: settled first, so that
+            # what the refused request does is all the watch sees.
+            pooled = S.wait_pool_full(srv)
             ino = S.Inotify()
             watch_all(ino)
             before = len(S.audit_lines(bstate))
@@ -221,8 +224,11 @@ with open("/probe/out", "w") as f:
             ino.close()
             lines = S.audit_lines(bstate)[before:]
             tap.ok(r == S.ERROR_LINE, f"budget exhausted ({attempt}): the request is ERROR", r)
-            tap.ok(not created and not S.containers(run_root),
+            tap.ok(not created and not S.probe_containers(bstate, srv.run, srv.pid),
                    f"budget exhausted ({attempt}): no container and no workspace was created", created)
+            tap.ok(pooled is not None and S.pool_members(bstate, srv.run, srv.pid) == pooled,
+                   f"budget exhausted ({attempt}): the sandboxes made ahead are the same, none taken "
+                   f"(validate, debit, then launch)", (pooled, S.pool_members(bstate, srv.run, srv.pid)))
             tap.ok(len(lines) == 1 and lines[0]["launched"] is False and lines[0]["status"] == "refused"
                    and lines[0]["debited"] is False and lines[0]["budget_remaining"] == 0,
                    f"budget exhausted ({attempt}): audited launched false, status refused, debited false, 0 left",

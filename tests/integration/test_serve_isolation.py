@@ -49,8 +49,7 @@ def parallel(*calls):
 
 
 def both_running(srv):
-    root = B.run_root(srv.state, srv.run)
-    return S.wait_for(lambda: len(S.containers(root)) >= 2, timeout=20)
+    return S.wait_for(lambda: len(S.probe_containers(srv.state, srv.run, srv.pid)) >= 2, timeout=20)
 
 
 try:
@@ -136,7 +135,7 @@ with open("/probe/out", "w") as f:
             res = {}
             t = threading.Thread(target=lambda: res.setdefault("w", srv.probe(conc_writer, "acme/alpha")))
             t.start()
-            S.wait_for(lambda: S.containers(B.run_root(state, run)), timeout=20)
+            S.wait_for(lambda: S.probe_containers(state, run, srv.pid), timeout=20)
             res["s"] = srv.probe(conc_search, "acme/alpha", FO)
             t.join(timeout=60)
             lines = [rec for rec in S.audit_lines(state, run)][-2:]

@@ -48,7 +48,7 @@ try:
             t[key] = time.monotonic() - t0
         long_ = threading.Thread(target=go, args=("long", SLEEPY % 4))
         long_.start()
-        S.wait_container(state, srv.run, timeout=20)
+        S.wait_container(state, srv.run, timeout=20, serve_pid=srv.pid)
         queued = threading.Thread(target=go, args=("queued", QUICK))
         queued.start()
         time.sleep(0.3)
@@ -107,7 +107,7 @@ try:
         threads = [threading.Thread(target=fire, args=(i,)) for i in range(50)]
         for th in threads:
             th.start()
-        S.wait_container(state, run, timeout=20)
+        S.wait_container(state, run, timeout=20, serve_pid=srv.pid)
         time.sleep(1.5)
         containers_seen = S.containers(B.run_root(state, run))
         rc = srv.stop(sig=signal.SIGTERM, timeout=90)
@@ -144,9 +144,9 @@ try:
         old_run = srv.run
         th = threading.Thread(target=lambda: srv.probe(SLEEPY % 60, "acme/alpha", timeout=90), daemon=True)
         th.start()
-        cid = S.wait_container(state, old_run, timeout=20)
+        cid = S.wait_container(state, old_run, timeout=20, serve_pid=srv.pid)
         pids = S.wait_for(lambda: S.processes_in_run_cgroups(old_run), timeout=10)
-        tap.ok(cid and cid.startswith(f"sp-{old_run}-") and cid.rsplit("-", 1)[1].isdigit() and pids and S.cgroup_dirs(old_run),
+        tap.ok(cid and cid.startswith(f"sp-{old_run}-") and (cid.rsplit("-", 1)[1].isdigit() or S.POOL_NAME.fullmatch(cid.rsplit("-", 1)[1])) and pids and S.cgroup_dirs(old_run),
                "orphans: the long probe's container, cgroup and processes exist", (cid, pids, S.cgroup_dirs(old_run)))
         srv.kill9()
         time.sleep(0.5)
@@ -161,7 +161,7 @@ try:
         ok = srv2.start()
         tap.ok(ok, "orphans: a new serve on the same state becomes ready", srv2.stderr())
         if ok:
-            left = S.leaks(state, old_run, after_exit=True, running_run=srv2.run)
+            left = S.leaks(state, old_run, after_exit=True, running_run=srv2.run, running_pid=srv2.pid)
             tap.ok(srv2.run != old_run and not left and not os.path.exists(os.path.join(S.work_dir(state), old_run)),
                    f"orphans: once ready, the old run's containers, cgroups, processes, {RT} root and work "
                    "dir are gone",
