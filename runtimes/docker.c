@@ -274,33 +274,76 @@ kill_container (const struct docker *d, const char *id, sp_error_t *err)
   return docker_api_json (d->socket, "POST", path, NULL, ok, CALL_TIMEOUT_MS, NULL, NULL, err);
 }
 
+/* A container `create` made: copies of what start and destroy need, so that
+   the job may be gone by then.  */
+struct sp_runtime_sandbox
+{
+  char *name;        /* job->container_id: errors name the container by it */
+  char id[65];       /* the daemon's id, 64 hex: every later call uses it */
+  char *cgroup_path; /* the container's parent cgroup, or NULL */
+  uint32_t timeout_seconds;
+  bool started;
+};
+
+static void
+sandbox_free (struct sp_runtime_sandbox *sb)
+{
+  if (sb == NULL)
+    return;
+  free (sb->name);
+  free (sb->cgroup_path);
+  free (sb);
+}
+
+/* The container (by name when the daemon gave no id) and its parent
+   cgroup: ?force=1 kills it first when it still runs.  The first failure
+   is kept.  */
 static int
-docker_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struct sp_run_facts *facts,
-            sp_error_t *err)
+sandbox_remove (const struct docker *d, const char *id_or_name, const char *cgroup_path, sp_error_t *err)
+{
+  cleanup_error sp_error_t ignored = NULL;
+  int ret = 0;
+
+  if (remove_container (d, id_or_name, err) < 0)
+    ret = -1;
+  /* The cgroup goes even when the container could not be confirmed gone:
+     an rmdir of a cgroup still in use fails, harmlessly.  */
+  if (cgroup_path != NULL && remove_cgroup (cgroup_path, ret < 0 ? &ignored : err) < 0)
+    ret = -1;
+  return ret;
+}
+
+static int
+docker_create (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struct sp_run_facts *facts,
+               struct sp_runtime_sandbox **out, sp_error_t *err)
 {
   struct docker *d = (struct docker *)rt;
   cleanup_free char *body = NULL;
   cleanup_free char *create_path = NULL;
   cleanup_json struct sp_json *created = NULL;
-  cleanup_json struct sp_json *state = NULL;
   cleanup_error sp_error_t ignored = NULL;
-  const struct sp_json *id_json, *st;
-  char id[80], path[256];
-  struct sp_cgroup_stats stats;
-  uint64_t start;
-  long status = 0;
-  int64_t code = -1;
+  struct sp_runtime_sandbox *sb;
+  const struct sp_json *id_json;
 
+  *out = NULL;
   memset (facts, 0, sizeof (*facts));
   facts->exit_code = -1;
   if (job == NULL || job->bundle_dir == NULL || job->container_id == NULL || job->timeout_seconds == 0
       || job->timeout_seconds > SP_TIMEOUT_MAX_SECONDS)
-    return sp_make_error (err, 0, "docker run: bad job");
+    return sp_make_error (err, 0, "docker create: bad job");
   if (job_body (d, job, true, &body, NULL, err) < 0)
     return -1;
-  if (asprintf (&create_path, DOCKER_API_PREFIX "/containers/create?name=%s", job->container_id) < 0)
+  sb = calloc (1, sizeof (*sb));
+  if (sb == NULL)
+    return sp_make_error (err, ENOMEM, "allocate");
+  sb->timeout_seconds = job->timeout_seconds;
+  sb->name = strdup (job->container_id);
+  sb->cgroup_path = job->cgroup_path ? strdup (job->cgroup_path) : NULL;
+  if (sb->name == NULL || (job->cgroup_path && sb->cgroup_path == NULL)
+      || asprintf (&create_path, DOCKER_API_PREFIX "/containers/create?name=%s", job->container_id) < 0)
     {
       create_path = NULL;
+      sandbox_free (sb);
       return sp_make_error (err, ENOMEM, "allocate");
     }
   facts->launched = true;
@@ -317,49 +360,85 @@ docker_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, str
           sp_error_release (&ignored);
           facts->launched = false;
           facts->stage = SP_RUN_STAGE_NONE;
+          sandbox_free (sb);
           return sp_error_wrap (err, "docker: create `%s`", job->container_id);
         }
       docker_response_release (&ping);
       sp_error_wrap (err, "docker: create `%s`", job->container_id);
-      remove_container (d, job->container_id, &ignored);
+      /* It may exist all the same (a create that timed out on our side).  */
+      sandbox_remove (d, sb->name, sb->cgroup_path, &ignored);
+      sandbox_free (sb);
       return -1;
     }
   id_json = sp_json_object_get (created, "Id");
   if (id_json == NULL || id_json->type != SP_JSON_STRING || id_json->u.string.len != 64
       || strspn (id_json->u.string.data, "0123456789abcdef") != 64)
     {
-      remove_container (d, job->container_id, &ignored);
+      sandbox_remove (d, sb->name, sb->cgroup_path, &ignored);
+      sandbox_free (sb);
       return sp_make_error (err, 0, "docker: create `%s` answered no container id", job->container_id);
     }
-  snprintf (id, sizeof (id), "%s", id_json->u.string.data);
+  snprintf (sb->id, sizeof (sb->id), "%s", id_json->u.string.data);
   if (!atomic_load (&d->inspected))
     {
-      if (check_applied (d, id, body, err) < 0)
-        goto cleanup;
+      if (check_applied (d, sb->id, body, err) < 0)
+        {
+          sandbox_remove (d, sb->id, sb->cgroup_path, &ignored);
+          sandbox_free (sb);
+          return -1;
+        }
       atomic_store (&d->inspected, true);
     }
+  *out = sb;
+  return 0;
+}
+
+static int
+docker_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, struct sp_run_facts *facts,
+              sp_error_t *err)
+{
+  struct docker *d = (struct docker *)rt;
+  cleanup_json struct sp_json *state = NULL;
+  cleanup_error sp_error_t ignored = NULL;
+  const struct sp_json *st;
+  char path[256];
+  struct sp_cgroup_stats stats;
+  uint64_t start;
+  long status = 0;
+  int64_t code = -1;
+
+  if (sb == NULL)
+    return sp_make_error (err, 0, "docker start: no sandbox");
+  /* A second start would find an exited container: refused, and the first
+     one's facts are left as they are.  */
+  if (sb->started)
+    return sp_make_error (err, 0, "docker: start `%s`: a sandbox starts once", sb->name);
+  sb->started = true;
+  memset (facts, 0, sizeof (*facts));
+  facts->exit_code = -1;
+  facts->launched = true;
+  facts->stage = SP_RUN_STAGE_CREATE;
+  /* The timeout counts from here: a container created ahead has waited
+     for its request, not run.  */
   start = sp_monotonic_ns ();
-  if (container_path (path, sizeof (path), id, "/start") < 0
+  if (container_path (path, sizeof (path), sb->id, "/start") < 0
       || docker_api_json (d->socket, "POST", path, NULL, OK_204, CALL_TIMEOUT_MS, NULL, NULL, err) < 0)
-    {
-      sp_error_wrap (err, "docker: start `%s`", job->container_id);
-      goto cleanup;
-    }
+    return sp_error_wrap (err, "docker: start `%s`", sb->name);
   facts->stage = SP_RUN_STAGE_PROBE;
 
   /* The wait is the timeout: when it runs out, the container is killed.  */
-  container_path (path, sizeof (path), id, "/wait");
+  container_path (path, sizeof (path), sb->id, "/wait");
   {
     cleanup_json struct sp_json *waited = NULL;
     sp_error_t wait_err = NULL;
 
-    if (docker_api_json (d->socket, "POST", path, NULL, OK_200, (long)job->timeout_seconds * 1000, &waited,
+    if (docker_api_json (d->socket, "POST", path, NULL, OK_200, (long)sb->timeout_seconds * 1000, &waited,
                          NULL, &wait_err)
         < 0)
       {
         sp_error_release (&wait_err);
         facts->timed_out = true;
-        kill_container (d, id, &ignored);
+        kill_container (d, sb->id, &ignored);
         sp_error_release (&ignored);
         if (docker_api_json (d->socket, "POST", path, NULL, OK_200, SP_SERVE_KILL_GRACE_SECONDS * 1000L, NULL,
                              NULL, &ignored)
@@ -371,12 +450,9 @@ docker_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, str
 
   /* The container's own account: its exit and whether the OOM killer
      struck.  Statistics are for the audit log only.  */
-  container_path (path, sizeof (path), id, "/json");
+  container_path (path, sizeof (path), sb->id, "/json");
   if (docker_api_json (d->socket, "GET", path, NULL, OK_200, CALL_TIMEOUT_MS, &state, &status, err) < 0)
-    {
-      sp_error_wrap (err, "docker: inspect `%s`", job->container_id);
-      goto cleanup;
-    }
+    return sp_error_wrap (err, "docker: inspect `%s`", sb->name);
   st = sp_json_object_get (state, "State");
   facts->oom = sp_json_object_get (st, "OOMKilled")
                && sp_json_object_get (st, "OOMKilled")->type == SP_JSON_BOOL
@@ -387,9 +463,9 @@ docker_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, str
     facts->exit_code = (int)code;
   /* The container's parent cgroup (the bundle's cgroupsPath) holds its
      whole account, and outlives it.  */
-  if (job->cgroup_path != NULL)
+  if (sb->cgroup_path != NULL)
     {
-      if (sp_cgroup_stats_read (job->cgroup_path, &stats, &ignored) == 0)
+      if (sp_cgroup_stats_read (sb->cgroup_path, &stats, &ignored) == 0)
         {
           facts->peak_memory_bytes = stats.peak_memory_bytes;
           facts->cpu_ns = stats.cpu_ns;
@@ -397,13 +473,35 @@ docker_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, str
         }
       sp_error_release (&ignored);
     }
+  return 0;
+}
 
-cleanup:
-  if (remove_container (d, id, *err ? &ignored : err) < 0)
+static int
+docker_destroy (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, sp_error_t *err)
+{
+  int ret;
+
+  if (sb == NULL)
+    return 0;
+  ret = sandbox_remove ((struct docker *)rt, sb->id, sb->cgroup_path, err);
+  sandbox_free (sb);
+  return ret;
+}
+
+static int
+docker_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struct sp_run_facts *facts,
+            sp_error_t *err)
+{
+  struct sp_runtime_sandbox *sb = NULL;
+  cleanup_error sp_error_t ignored = NULL;
+  int ret;
+
+  if (docker_create (rt, job, facts, &sb, err) < 0)
     return -1;
-  if (job->cgroup_path != NULL && remove_cgroup (job->cgroup_path, *err ? &ignored : err) < 0)
+  ret = docker_start (rt, sb, facts, err);
+  if (docker_destroy (rt, sb, *err ? &ignored : err) < 0)
     return -1;
-  return *err ? -1 : 0;
+  return *err ? -1 : ret;
 }
 
 static int
@@ -564,6 +662,9 @@ static const struct sp_runtime_ops docker_ops = {
   .use_rootfs = docker_use_rootfs,
   .run = docker_run,
   .describe = docker_describe,
+  .create = docker_create,
+  .start = docker_start,
+  .destroy = docker_destroy,
   .kill = docker_kill,
   .cleanup_orphans = docker_cleanup_orphans,
   .close = docker_close,
