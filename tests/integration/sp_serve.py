@@ -777,7 +777,10 @@ def leaks_now(state, run, serve_pid=None, after_exit=False, srv=None, running_ru
             if os.path.lexists(p):
                 found.append(f"{p} is left")
     if after_exit:
-        procs = runtime_processes(state)
+        # A waiting sandbox of a live serve keeps its runtime's processes
+        # (runsc's sandbox and gofer name its bundle).
+        procs = [p for p in runtime_processes(state)
+                 if not any(f"/{r}/{m}/bundle".encode() in p[1] for r, m in pooled)]
         if procs:
             found.append(f"{B.binary_name} processes: {procs}")
     return found
