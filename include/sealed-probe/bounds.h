@@ -91,6 +91,13 @@
 #define SP_ROOTFS_MAX_ENTRIES (100 * 1000)
 #define SP_ROOTFS_MAX_BYTES   (1024LL * 1024 * 1024)
 #define SP_ROOTFS_LINK_MAX    1024 /* bytes of a symlink target */
+/* The precompiled stdlib (src/rootfs/pyc.c): the tree's python3.11 compiles
+   it in about a second; this much is a hung interpreter.  Of its output, the
+   last this many bytes are kept for an error message.  The pycs count
+   against SP_ROOTFS_MAX_ENTRIES and SP_ROOTFS_MAX_BYTES too (543 entries
+   and 11 MB today).  */
+#define SP_ROOTFS_COMPILE_TIMEOUT_MS (120 * 1000)
+#define SP_ROOTFS_COMPILE_OUTPUT_MAX 4096
 
 /* Every tree: seeds, clones, tarballs, snapshots and the rootfs
    (docs/staging.md, "Paths and names").  A path inside a tree is at most

@@ -20,6 +20,7 @@
 #include "deb.h"
 #include "extract.h"
 #include "lock.h"
+#include "pyc.h"
 #include <sealed-probe/tree_normalize.h>
 #include <sealed-probe/tree_remove.h>
 #include "skeleton.h"
@@ -147,11 +148,12 @@ extract_all (int rootfd, int debsfd, const struct sp_lock *lock, sp_error_t *err
 
 /* Everything between creating the temporary directory and renaming it.  */
 static int
-build_in (int tmpfd, int debsfd, const struct sp_lock *lock, char digest[SP_DIGEST_TEXT_SIZE],
+build_in (int tmpfd, int debsfd, const struct sp_lock *lock, unsigned flags, char digest[SP_DIGEST_TEXT_SIZE],
           sp_error_t *err)
 {
   cleanup_close int rootfd = -1;
   char text[SP_DIGEST_TEXT_SIZE + 1];
+  unsigned compiled;
 
   if (mkdirat (tmpfd, SP_ROOTFS_ROOT_DIR, 0700) < 0)
     return sp_make_error (err, errno, "create `%s`", SP_ROOTFS_ROOT_DIR);
@@ -159,8 +161,13 @@ build_in (int tmpfd, int debsfd, const struct sp_lock *lock, char digest[SP_DIGE
   if (rootfd < 0)
     return sp_make_error (err, errno, "open `%s`", SP_ROOTFS_ROOT_DIR);
 
-  if (extract_all (rootfd, debsfd, lock, err) < 0 || sp_rootfs_make_skeleton (rootfd, err) < 0
-      || sp_rootfs_normalize (rootfd, err) < 0 || sp_rootfs_open_tmp (rootfd, err) < 0
+  if (extract_all (rootfd, debsfd, lock, err) < 0 || sp_rootfs_make_skeleton (rootfd, err) < 0)
+    return -1;
+  /* The tree is final but for metadata: normalization then covers the
+     pycs and their __pycache__ directories like every other entry.  */
+  if (!(flags & SP_ROOTFS_BUILD_NO_PYC) && sp_rootfs_compile_stdlib (rootfd, &compiled, err) < 0)
+    return -1;
+  if (sp_rootfs_normalize (rootfd, err) < 0 || sp_rootfs_open_tmp (rootfd, err) < 0
       || sp_tree_digest (rootfd, digest, err) < 0)
     return -1;
 
@@ -178,7 +185,7 @@ build_in (int tmpfd, int debsfd, const struct sp_lock *lock, char digest[SP_DIGE
 }
 
 int
-sp_rootfs_build (const char *lock_path, const char *debs_dir, const char *out_dir,
+sp_rootfs_build (const char *lock_path, const char *debs_dir, const char *out_dir, unsigned flags,
                  char digest[SP_DIGEST_TEXT_SIZE], sp_error_t *err)
 {
   cleanup_lock struct sp_lock lock = { 0 };
@@ -207,7 +214,7 @@ sp_rootfs_build (const char *lock_path, const char *debs_dir, const char *out_di
   tmpfd = openat (parentfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (tmpfd < 0)
     sp_make_error (err, errno, "open `%s`", tmp);
-  else if (build_in (tmpfd, debsfd, &lock, digest, err) == 0)
+  else if (build_in (tmpfd, debsfd, &lock, flags, digest, err) == 0)
     {
       if (renameat2 (parentfd, tmp, parentfd, base, RENAME_NOREPLACE) == 0)
         {

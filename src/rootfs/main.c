@@ -22,12 +22,13 @@
 static void
 usage (FILE *out)
 {
-  fprintf (out, "usage: " PROGRAM " build [--lock FILE] --debs DIR --out DIR\n"
+  fprintf (out, "usage: " PROGRAM " build [--lock FILE] [--no-pyc] --debs DIR --out DIR\n"
                 "       " PROGRAM " verify DIR\n"
                 "\n"
                 "build   extracts the packages pinned in FILE (default " SP_DEFAULT_LOCK ")\n"
                 "        from the .debs in DIR into the new directory --out (OUT/root and\n"
-                "        OUT/digest) and prints the digest\n"
+                "        OUT/digest), compiles its stdlib into unchecked-hash pycs (not\n"
+                "        with --no-pyc) and prints the digest\n"
                 "verify  checks that DIR/root is read-only and matches DIR/digest, and prints it\n"
                 "\n"
                 "See sealed-probe-rootfs(8).\n");
@@ -48,11 +49,13 @@ cmd_build (int argc, char **argv)
     { "lock", required_argument, NULL, 'l' },
     { "debs", required_argument, NULL, 'd' },
     { "out", required_argument, NULL, 'o' },
+    { "no-pyc", no_argument, NULL, 'n' }, /* leave the stdlib uncompiled */
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   const char *lock = NULL, *debs = NULL, *out = NULL;
   char digest[SP_DIGEST_TEXT_SIZE];
+  unsigned flags = 0;
   sp_error_t err = NULL;
   int c;
 
@@ -67,6 +70,9 @@ cmd_build (int argc, char **argv)
         break;
       case 'o':
         out = optarg;
+        break;
+      case 'n':
+        flags |= SP_ROOTFS_BUILD_NO_PYC;
         break;
       case 'h':
         usage (stdout);
@@ -87,7 +93,7 @@ cmd_build (int argc, char **argv)
     lock = SP_DEFAULT_LOCK;
   /* Files the builder creates get exactly the modes it asks for.  */
   umask (022);
-  if (sp_rootfs_build (lock, debs, out, digest, &err) < 0)
+  if (sp_rootfs_build (lock, debs, out, flags, digest, &err) < 0)
     return fail ("build", &err);
   printf ("%s\n", digest);
   return EXIT_SUCCESS;

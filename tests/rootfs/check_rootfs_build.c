@@ -478,8 +478,9 @@ START_TEST (cli_build_and_verify_print_the_same_digest)
   fx_add_package ("xx", none, 1, NULL);
   fx_write_file (fx.lock, fx.lock_text);
   {
-    char *argv[]
-        = { (char *)rootfs_bin (), "build", "--lock", fx.lock, "--debs", fx.debs, "--out", fx.out, NULL };
+    char *argv[] = {
+      (char *)rootfs_bin (), "build", "--lock", fx.lock, "--no-pyc", "--debs", fx.debs, "--out", fx.out, NULL
+    };
     ck_assert_int_eq (fx_run (argv, &out, &err), 0);
   }
   {
@@ -490,6 +491,28 @@ START_TEST (cli_build_and_verify_print_the_same_digest)
   ck_assert_str_eq (verr, "");
   ck_assert_uint_eq (strlen (out), SP_DIGEST_TEXT_SIZE);
   ck_assert_str_eq (out, vout);
+}
+END_TEST
+
+/* Without --no-pyc the build compiles the stdlib with the tree's own
+   python3.11; the synthetic one is no interpreter, so the build fails,
+   saying so, and leaves nothing behind (tests/rootfs/check_rootfs_pyc.c
+   builds with the real one).  */
+START_TEST (cli_build_compiles_the_stdlib_by_default_and_fails_without_an_interpreter)
+{
+  cleanup_free char *out = NULL, *err = NULL, *names = NULL;
+  char *argv[]
+      = { (char *)rootfs_bin (), "build", "--lock", fx.lock, "--debs", fx.debs, "--out", fx.out, NULL };
+
+  fx_add_package ("base", base, N (base), NULL);
+  fx_write_file (fx.lock, fx.lock_text);
+  ck_assert_int_eq (fx_run (argv, &out, &err), 1);
+  ck_assert_str_eq (out, "");
+  ck_assert_msg (
+      strstr (err, "sealed-probe-rootfs: build: compile the standard library: run `/usr/bin/python3.11`"),
+      "%s", err);
+  names = fx_list_dir (fx.dir);
+  ck_assert_str_eq (names, "debs rootfs.lock");
 }
 END_TEST
 
@@ -550,6 +573,7 @@ make_suite (void)
   tcase_add_test (tc, verify_fails_when_a_skeleton_mount_point_is_missing);
   tcase_add_test (tc, verify_fails_when_the_digest_file_is_malformed);
   tcase_add_test (tc, cli_build_and_verify_print_the_same_digest);
+  tcase_add_test (tc, cli_build_compiles_the_stdlib_by_default_and_fails_without_an_interpreter);
   tcase_add_test (tc, cli_failure_prints_verb_and_reason_and_exits_1);
   tcase_add_test (tc, cli_bad_usage_exits_2);
   suite_add_tcase (s, tc);

@@ -44,6 +44,7 @@ struct fx_env
   char *lock_text; /* the lock being assembled */
   char *error;     /* the last build's error message, or NULL */
   char digest[SP_DIGEST_TEXT_SIZE];
+  unsigned build_flags; /* sp_rootfs_build's; fx_setup sets SP_ROOTFS_BUILD_NO_PYC */
 };
 
 extern struct fx_env fx;
