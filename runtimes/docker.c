@@ -423,7 +423,19 @@ docker_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, stru
   start = sp_monotonic_ns ();
   if (container_path (path, sizeof (path), sb->id, "/start") < 0
       || docker_api_json (d->socket, "POST", path, NULL, OK_204, CALL_TIMEOUT_MS, NULL, NULL, err) < 0)
-    return sp_error_wrap (err, "docker: start `%s`", sb->name);
+    {
+      struct docker_response ping;
+
+      /* A daemon that does not answer at all started nothing: the host's
+         failure, as at create (a sandbox made ahead was created while it
+         still answered).  */
+      if (docker_api_call (d->socket, "GET", "/_ping", NULL, -1, CALL_TIMEOUT_MS, &ping, &ignored) < 0)
+        facts->stage = SP_RUN_STAGE_NONE;
+      else
+        docker_response_release (&ping);
+      sp_error_release (&ignored);
+      return sp_error_wrap (err, "docker: start `%s`", sb->name);
+    }
   facts->stage = SP_RUN_STAGE_PROBE;
 
   /* The wait is the timeout: when it runs out, the container is killed.  */

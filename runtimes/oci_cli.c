@@ -123,7 +123,7 @@ command_line (const struct oci_cli *r, const char *root, char *const words[], ch
 /* Runs one short command to completion within COMMAND_TIMEOUT_MS; anything
    but exit 0 is an error naming what.  */
 static int
-runtime_bounded (const char *binary, char *const argv[], const char *what, sp_error_t *err)
+runtime_bounded (const char *binary, char *const argv[], const char *what, bool *spawned, sp_error_t *err)
 {
   struct sp_child child;
   int status = 0;
@@ -132,6 +132,8 @@ runtime_bounded (const char *binary, char *const argv[], const char *what, sp_er
 
   if (sp_spawn (binary, argv, runtime_env, &child, err) < 0)
     return sp_error_wrap (err, "%s", what);
+  if (spawned != NULL)
+    *spawned = true;
   ret = sp_child_wait (&child, COMMAND_TIMEOUT_MS, &status, err);
   if (ret <= 0)
     {
@@ -159,7 +161,7 @@ container_verb (const struct oci_cli *r, const char *root, char *const words[], 
 
   command_line (r, root, words, argv);
   snprintf (what, sizeof (what), "%s %s `%s`", r->flavor->binary_name, words[0], id);
-  return runtime_bounded (r->binary, argv, what, err);
+  return runtime_bounded (r->binary, argv, what, NULL, err);
 }
 
 static int
@@ -537,10 +539,16 @@ oci_cli_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, str
   {
     char *words[] = START_WORDS (sb->container_id);
     char *argv[ARGV_MAX];
+    bool spawned = false;
 
     command_line (r, r->root, words, argv);
-    if (runtime_bounded (r->binary, argv, what, err) < 0)
+    if (runtime_bounded (r->binary, argv, what, &spawned, err) < 0)
       {
+        /* A binary that cannot be executed any more started nothing: the
+           host's failure, as at create (a sandbox made ahead was created
+           while it still could be).  */
+        if (!spawned)
+          facts->stage = SP_RUN_STAGE_NONE;
         sp_child_kill_and_reap (&sb->init);
         return -1;
       }

@@ -181,6 +181,7 @@ render_once (const struct sp_audit_record *rec, const char *reason, size_t reaso
   put_str_or_null (&w, "seed_commit", rec->seed_commit);
   put_str_or_null (&w, "seed_digest", rec->seed_digest);
   put_str_or_null (&w, "snapshot", rec->snapshot);
+  put_str_or_null (&w, "sandbox", rec->sandbox);
   put_bool (&w, "debited", rec->debited);
   put_u64 (&w, "budget_remaining", rec->budget_remaining);
   key (&w, "result");

@@ -45,6 +45,10 @@ struct sp_audit_record
   const char *seed_commit;         /* NULL when no seed was used */
   const char *seed_digest;
   const char *snapshot; /* "overlay" or "copy", NULL when none was made */
+  /* The sandbox the probe was given: its workspace's name and its container
+     id's last part, "7" when made for this request, "p3" when made ahead
+     (docs/operations.md); NULL when none was.  */
+  const char *sandbox;
   bool debited;         /* the budget was debited for this request */
   uint32_t budget_remaining;
   uint8_t answer; /* 0 for ERROR, else the 1-based outcome index */

@@ -36,6 +36,7 @@ struct invocation
   const void *script;
   size_t script_len;
   const struct sp_bytes *outcomes;
+  char sandbox[24]; /* the name of the sandbox it was given, or "" */
   struct sp_run_facts facts;
   bool ran;
   bool stopped; /* the proxy's own stop ended it */
@@ -169,6 +170,7 @@ run_probe (struct invocation *inv, bool cold, uint8_t *index, struct sp_serve_sa
         }
     }
   *sandbox = sb;
+  snprintf (inv->sandbox, sizeof (inv->sandbox), "%s", sb->name);
   inv->ran = true;
   inv->facts = sb->facts;
   if (!sp_serve_sandbox_activate (s, sb))
@@ -361,6 +363,7 @@ audit (struct invocation *inv, const struct audit_facts *a, bool admission, uint
       rec.seed_commit = inv->seed->seed->commit;
       rec.seed_digest = inv->seed->seed->digest;
       rec.snapshot = inv->ran && !admission ? sp_snapshot_mode_name (inv->s->opt->snapshot) : NULL;
+      rec.sandbox = inv->sandbox[0] && !admission ? inv->sandbox : NULL;
     }
   if (sp_audit_append (inv->s->audit, &rec, err) < 0)
     {
@@ -552,10 +555,12 @@ sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t st
 
   ret = run_probe (&inv, false, &index, &sb, &err);
   /* In immediate release the answer's time is the run's own, and it
-     promises nothing about what comes after: the sandbox goes once the
-     answer has left.  The other modes release at a time that must cover
-     the removal too (SP_RELEASE_MARGIN_MS), so it stays on the path.  */
-  if (s->opt->release == SP_RELEASE_IMMEDIATE)
+     promises nothing about what comes after: an answer's sandbox goes once
+     the answer has left.  A failed run's goes first, so that its record
+     says everything that failed.  The other modes release at a time that
+     must cover the removal too (SP_RELEASE_MARGIN_MS), so it stays on the
+     path.  */
+  if (s->opt->release == SP_RELEASE_IMMEDIATE && ret == 0)
     classify (&inv, ret, &err);
   else
     {

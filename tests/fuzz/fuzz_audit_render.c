@@ -39,6 +39,7 @@ static const char *const keys[] = {
   "seed_commit",
   "seed_digest",
   "snapshot",
+  "sandbox",
   "debited",
   "budget_remaining",
   "result",
@@ -198,6 +199,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     .seed_commit = str[7],
     .seed_digest = str[8],
     .snapshot = str[9][0] ? str[9] : NULL,
+    /* The id's bytes again: a sandbox name is another proxy-made string.  */
+    .sandbox = h[3] & 8 ? str[0] : NULL,
     .debited = h[0] & 1,
     .budget_remaining = (uint32_t)take_u64 (h + 16),
     .answer = (uint8_t)(h[0] >> 1 & 3) == 3 ? (uint8_t)(h[2] & 7) : (uint8_t)(h[0] >> 1 & 3),
@@ -243,6 +246,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       check_string (root, "repo", rec.repo);
       check_string (root, "status", rec.status);
       check_string (root, "snapshot", rec.snapshot);
+      check_string (root, "sandbox", rec.sandbox);
       v = sp_json_object_get (root, "result");
       if (rec.answer == 0)
         FUZZ_REQUIRE (json_string_is (v, "ERROR", 5));

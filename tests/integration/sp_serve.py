@@ -30,7 +30,7 @@ ERROR_LINE = '{"result":"ERROR"}\n'
 ERROR_FRAME = b"SPRB\x01\x02\x00\x00\x00\x01\x00"
 OUTCOMES = ("YES", "NO", "UNKNOWN")
 AUDIT_KEYS = ["id", "run", "received", "started", "finished", "repo", "outcomes", "script_sha256", "seed_commit",
-              "seed_digest", "snapshot", "debited", "budget_remaining", "result", "status", "reason", "launched",
+              "seed_digest", "snapshot", "sandbox", "debited", "budget_remaining", "result", "status", "reason", "launched",
               "exit", "signal", "oom", "timed_out", "wall_ms", "cpu_ms", "peak_memory_bytes",
               "release", "release_ms", "release_overflow", "bits", "timing_bits", "repo_bits"]
 RELEASE_MODES = {"bucketed", "fixed", "immediate"}
@@ -655,6 +655,19 @@ def pool_members(state, run, serve_pid):
             except OSError:
                 pass
     return out
+
+
+def probe_workspaces(state, run, serve_pid):
+    """The names of run's workspaces that hold a probe's script (a probe's,
+    running or left), not those waiting in the pool; sorted."""
+    top = f"/proc/{serve_pid}/root" + os.path.join(work_dir(state), run)
+    out = []
+    with contextlib.suppress(OSError):
+        for n in os.listdir(top):
+            with contextlib.suppress(OSError):
+                if n != "rootfs" and os.stat(os.path.join(top, n, "bundle", "probe.py")).st_size > 0:
+                    out.append(n)
+    return sorted(out)
 
 
 def pool_size():

@@ -115,7 +115,7 @@ API = "/v1.41"
 LABEL_STATE = "org.sealed-probe.state"
 LABEL_RUN = "org.sealed-probe.run"
 LABEL_DIGEST = "org.sealed-probe.rootfs.digest"
-PROBE_ID_RANGE = 2 * (16 + 1)  # SP_PROBE_ID_RANGE (bounds.h)
+PROBE_ID_RANGE = 2 * (16 + 1 + 15)  # SP_PROBE_ID_RANGE (bounds.h): workers, the canary, the pool
 ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 
 tap = Tap()

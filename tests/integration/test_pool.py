@@ -170,7 +170,7 @@ try:
             tap.ok(r1 == S.ERROR_LINE and before is not None
                    and S.pool_members(srv.state, srv.run, srv.pid) == before,
                    "an unknown repository, a bad frame and duplicate outcomes are refused, and the waiting "
-                   "sandboxes are the same ones", (r1, r2, r3, before, srv.stderr()[-600:]))
+                   "sandboxes are the same ones", (r1, r2, r3, before, S.pool_members(srv.state, srv.run, srv.pid), S.created_containers(srv.state, srv.run), srv.stderr()[-600:]))
         else:
             tap.skip("pool: refused requests take nothing", NOT_AHEAD)
 

@@ -688,8 +688,8 @@ try:
 
     expect = {"answered": ["create", "start", "delete"], "timed_out": ["create", "start", "kill", "delete"]}
     for rec in records[:2]:
-        inv = S.audit_id_inv(rec)
-        cid = f"sp-{run}-{inv}"
+        # The sandbox it ran in: its own number, or pN when made ahead.
+        cid = f"sp-{run}-{rec['sandbox'] or S.audit_id_inv(rec)}"
         cmds = commands_of(cid)
         verbs = [verb_of(a) for a in cmds]
         tap.ok(verbs == expect[rec["status"]],

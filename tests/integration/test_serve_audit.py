@@ -76,7 +76,10 @@ try:
     if r.returncode != 0:
         raise RuntimeError(f"stage failed: {r.stderr.strip()}")
     filler = os.path.join(state, "filler")
-    with S.serving(work, config, state, concurrency=2, queue=32) as srv:
+    # --pool 0: a container's creation is its launch only when nothing is made
+    # ahead; with a pool, that a request takes and starts a sandbox only after
+    # its admission is test_pool.py's and test_serve_failures.py's.
+    with S.serving(work, config, state, concurrency=2, queue=32, extra=["--pool", "0"]) as srv:
         run = srv.run
         ino = S.Inotify()
         ino.watch(B.run_root(state, run))

@@ -127,10 +127,11 @@ def gvisor_held(state):
     return out
 
 
-def snapshot_dir(state, run):
-    """The probe's repository as serve mounted it: WORK/RUN/INV/bundle/repo."""
+def snapshot_dir(state, run, serve_pid):
+    """A running probe's repository as serve mounted it:
+    WORK/RUN/INV/bundle/repo (not a sandbox waiting in the pool)."""
     run_dir = os.path.join(S.work_dir(state), run)
-    invs = [d for d in os.listdir(run_dir) if d != "rootfs"]
+    invs = S.probe_workspaces(state, run, serve_pid)
     return os.path.join(run_dir, invs[0], "bundle", "repo") if invs else run_dir
 
 
@@ -155,7 +156,7 @@ def identity_gvisor(mode, srv, state, base):
         return held
     sandbox, gofer = held[0]
     uid = ids[gofer]["Uid"][0]
-    snap = snapshot_dir(state, srv.run)
+    snap = snapshot_dir(state, srv.run, srv.pid)
     control = doors_as(0, gofer, srv.pid, snap)
     control_sandbox = doors_as(0, sandbox, srv.pid, snap)
     tap.ok("read root" in control and "list snapshot via serve" in control and "read maps" in control_sandbox,
@@ -249,9 +250,11 @@ try:
                     release(srv, gofer)
                 held = {}
             else:
-                held = S.wait_for(lambda: (lambda p: p if len(p) == 2 and all(
-                    os.path.exists(f"/proc/{pid}/root/probe/repo/held.txt") for pid in p) else None)(
-                        probe_pids(base, 6)), timeout=30) or {}
+                # The probes holding: a sandbox waiting in the pool has a
+                # process in the range too (its init, as the slot's root id).
+                held = S.wait_for(lambda: (lambda p: p if len(p) == 2 else None)(
+                    {pid: uid for pid, uid in probe_pids(base, 64).items()
+                     if os.path.exists(f"/proc/{pid}/root/probe/repo/held.txt")}), timeout=30) or {}
                 uids = sorted(set(held.values()))
                 tap.ok(len(held) == 2 and len(uids) == 2 and all(u % 2 == 1 for u in uids),
                        f"{mode}: two concurrent probes run as two different host ids of serve's range, each its "
@@ -259,9 +262,7 @@ try:
             if held:
                 pid, uid = next(iter(held.items()))
                 # The probe's repository as serve mounted it: WORK/RUN/INV/bundle/repo.
-                run_dir = os.path.join(S.work_dir(state), srv.run)
-                invs = [d for d in os.listdir(run_dir) if d != "rootfs"]
-                snap = os.path.join(run_dir, invs[0], "bundle", "repo") if invs else run_dir
+                snap = snapshot_dir(state, srv.run, srv.pid)
                 control = doors_as(0, pid, srv.pid, snap)
                 tap.ok("read root" in control and "list snapshot via serve" in control,
                        f"{mode}: control: root on the host reads the repository through /proc/PID/root and "
