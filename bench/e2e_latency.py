@@ -163,9 +163,10 @@ class Serve:
         self.stderr_path = os.path.join(work, f"serve-{name}.stderr")
         # Each proxy its own probe id range (docs/runtimes.md): they run side
         # by side, and beside other engineers' proxies and tests.
+        # probe_ids None: none given (a serve older than --probe-ids).
         self.argv = [proxy, "serve", "--config", config, "--state", state, "--rootfs", rootfs,
-                     "--socket", self.socket, "--ready-file", self.ready, "--probe-ids", str(probe_ids),
-                     *serve_args] + runtime_args
+                     "--socket", self.socket, "--ready-file", self.ready,
+                     *(["--probe-ids", str(probe_ids)] if probe_ids is not None else []), *serve_args] + runtime_args
         self.proc = None
         self.ready_s = None
 
@@ -204,10 +205,10 @@ class Serve:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def ask(client, socket_path, repo):
+def ask(client, socket_path, repo, probe=PROBE):
     t0 = time.perf_counter()
     r = subprocess.run([client, "--repo", repo] + [a for o in OUTCOMES for a in ("--outcome", o)],
-                       input=PROBE.encode(), capture_output=True,
+                       input=probe.encode(), capture_output=True,
                        env={"PATH": PATH, "SEALED_PROBE_SOCKET": socket_path})
     dt = time.perf_counter() - t0
     return dt, r.stdout.decode(errors="replace").strip()
@@ -233,10 +234,22 @@ def runtime_prefix(bundle, root):
     return desc["runtime"], prefix
 
 
-def run_baseline(prefix, bundle, cid):
-    out = os.path.join(bundle, "out")
-    with open(out, "r+") as f:  # emptied, its owner kept: only this run's answer counts
+def set_probe(bundle, probe):
+    """The bundle's probe.py rewritten in place (the runtimes bind-mount
+    the file itself) with this script, and its out emptied, its owner
+    kept: only this run's answer counts."""
+    if probe is not None:
+        with open(os.path.join(bundle, "probe.py"), "r+") as f:
+            f.truncate()
+            f.write(probe)
+    with open(os.path.join(bundle, "out"), "r+") as f:
         f.truncate()
+
+
+def run_baseline(prefix, bundle, cid, probe=None):
+    """One `run` of the dry-run bundle: probe None keeps the script it has."""
+    out = os.path.join(bundle, "out")
+    set_probe(bundle, probe)
     t0 = time.perf_counter()
     r = subprocess.run(prefix + ["run", "--bundle", bundle, cid], stdin=subprocess.DEVNULL, capture_output=True,
                        env={"PATH": PATH})
@@ -391,10 +404,9 @@ def docker_compare(cli, env, flags, image, cmd, body, name):
     return diffs
 
 
-def run_docker_baseline(cli, env, flags, image, cmd, bundle, name):
+def run_docker_baseline(cli, env, flags, image, cmd, bundle, name, probe=None):
     out = os.path.join(bundle, "out")
-    with open(out, "r+") as f:  # emptied, its owner kept: only this run's answer counts
-        f.truncate()
+    set_probe(bundle, probe)
     t0 = time.perf_counter()
     r = subprocess.run([cli, "run", "--rm", "--name", name] + flags + [image] + cmd, stdin=subprocess.DEVNULL,
                        capture_output=True, env=env)
@@ -420,7 +432,7 @@ def audit_records(state):
         return [json.loads(line) for line in f if line.strip()]
 
 
-# ---- main --------------------------------------------------------------------
+# ---- the harness: what bench/e2e_latency.py and bench/realistic.py share -------
 
 RUNTIMES = ("runc", "gvisor", "docker")
 PROBE_ID_STRIDE = 1000  # between the ranges of two serves (or dry-run bundles); a range is 34 ids
@@ -434,6 +446,250 @@ def version_line(argv):
         return None
 
 
+def add_harness_arguments(ap, probe_ids):
+    """The options Harness reads."""
+    ap.add_argument("--runsc", metavar="PATH", help="runsc binary for gvisor (default: serve's own search)")
+    ap.add_argument("--gvisor-platform", default="ptrace", help="gVisor platform (default ptrace)")
+    ap.add_argument("--docker-socket", metavar="PATH", default="/var/run/docker.sock",
+                    help="the dockerd socket for docker: serve's --docker-socket and the CLI's DOCKER_HOST "
+                         "(default /var/run/docker.sock)")
+    ap.add_argument("--docker", metavar="PATH", help="the docker CLI for docker's baseline (default: from PATH)")
+    ap.add_argument("--probe-ids", type=int, default=probe_ids,
+                    help=f"first probe id range; each serve and dry-run bundle gets the next, "
+                         f"{PROBE_ID_STRIDE} apart (default {probe_ids})")
+    ap.add_argument("--build", default="build", help="the meson build directory")
+    ap.add_argument("--rootfs", default="/var/lib/sealed-probe/rootfs")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the per-round shuffle (default 1)")
+    ap.add_argument("--json", metavar="FILE", help="also write every sample and summary here")
+    ap.add_argument("--keep-work", action="store_true", help="leave the work directory (debugging)")
+
+
+class Harness:
+    """What a benchmark run sets up, and close() takes down: its work
+    directory (fixture clones, configs), state directories (each staged, and
+    unstaged, by the proxy given), serves, dry-run bundles (tmpfs mounts),
+    the baselines' runtime roots and docker containers.  tag names the
+    program in messages and the baseline's container names."""
+
+    def __init__(self, args, runtimes, tag):
+        self.tag = tag
+        if os.geteuid() != 0:
+            sys.exit(f"{tag}: needs root (runtimes, mounts, staging)")
+        for rt in runtimes:
+            if rt not in RUNTIMES:
+                sys.exit(f"{tag}: --runtimes: `{rt}` is not one of {', '.join(RUNTIMES)}")
+        self.runtimes = runtimes
+        self.proxy = os.path.abspath(os.path.join(args.build, "src", "sealed-probe-proxy"))
+        self.client = os.path.abspath(os.path.join(args.build, "src", "sealed-probe"))
+        self.rootfs = os.path.abspath(args.rootfs)
+        for p in (self.proxy, self.client):
+            if not os.access(p, os.X_OK):
+                sys.exit(f"{tag}: {p} is missing: build first")
+        # The options serve and bundle --dry-run take for each runtime.
+        self.runtime_args = {"runc": [], "gvisor": ["--gvisor-platform", args.gvisor_platform],
+                             "docker": ["--docker-socket", os.path.abspath(args.docker_socket)]}
+        if args.runsc:
+            self.runtime_args["gvisor"] += ["--runsc", os.path.abspath(args.runsc)]
+        self.docker_cli = None
+        if "docker" in runtimes:
+            self.docker_cli = os.path.abspath(args.docker) if args.docker else shutil.which("docker", path=PATH)
+            if self.docker_cli is None or not os.access(self.docker_cli, os.X_OK):
+                sys.exit(f"{tag}: docker: no docker CLI (--docker PATH)")
+            if not os.path.exists(args.docker_socket):
+                sys.exit(f"{tag}: docker: {args.docker_socket} does not exist (--docker-socket)")
+        self.next_ids = args.probe_ids
+        self.keep_work = args.keep_work
+        self.machine = {"kernel": platform.release(), "cpus": os.cpu_count(),
+                        "runc": version_line(["runc", "--version"])}
+        if "gvisor" in runtimes:
+            self.machine["runsc"] = version_line([args.runsc or "runsc", "--version"])
+            self.machine["gvisor_platform"] = args.gvisor_platform
+        self.states, self.serves, self.bundles, self.prefixes, self.dockers = [], {}, {}, {}, {}
+        self.probe_ids_used, self.stage_s, self.unavailable = {}, {}, {}
+        self.counter = 0
+        self.work = tempfile.mkdtemp(prefix=f"sp-{tag}-work-")
+        os.chmod(self.work, 0o711)
+        self.git_env = {"PATH": PATH, "HOME": self.work, **GIT_ENV_EXTRA}
+        # The CLI's own environment: the daemon of --docker-socket, an empty
+        # configuration directory of its own (no user config, no context).
+        self.docker_env = {"PATH": PATH, "HOME": self.work, "DOCKER_CONFIG": os.path.join(self.work, "docker-config"),
+                           "DOCKER_HOST": "unix://" + os.path.abspath(args.docker_socket)}
+        if "docker" in runtimes:
+            os.makedirs(self.docker_env["DOCKER_CONFIG"])
+            r = subprocess.run([self.docker_cli, "version", "--format", "dockerd {{.Server.Version}} (API "
+                                "{{.Server.APIVersion}}), docker CLI {{.Client.Version}}"],
+                               capture_output=True, text=True, env=self.docker_env)
+            if r.returncode != 0:
+                shutil.rmtree(self.work)
+                sys.exit(f"{tag}: docker: the daemon at {args.docker_socket} does not answer: {r.stderr.strip()}")
+            self.machine["docker"] = r.stdout.strip()
+
+    def take_ids(self, key):
+        """The next probe id range, recorded under key."""
+        base = self.next_ids
+        self.next_ids += PROBE_ID_STRIDE
+        self.probe_ids_used[key] = base
+        return base
+
+    def fixtures(self, sizes):
+        """{size: repository name} and the [(name, clone)] to stage."""
+        repos = {n: f"bench/r{n}" for n in sizes}
+        clones = []
+        for n in sizes:
+            log(f"fixture: {n} files")
+            t0 = time.monotonic()
+            clones.append((repos[n], make_clone(self.work, f"r{n}", n, self.git_env)))
+            log(f"  made in {time.monotonic() - t0:.1f} s")
+        return repos, clones
+
+    def config(self, name, rt, repos):
+        path = os.path.join(self.work, f"config-{name}.json")
+        with open(path, "w") as f:
+            json.dump({"sealedProbes": {"enabled": True, "privateRepos": list(repos), "runtime": rt,
+                                        "maxInvocations": 100000}}, f)
+        return path
+
+    def stage(self, key, config, clones, proxy=None):
+        """A state directory of its own for key, staged (and, in close(),
+        unstaged) by proxy, this build's by default."""
+        proxy = proxy or self.proxy
+        st = os.path.join(self.work, f"state-{key.replace('/', '-')}")
+        self.states.append((proxy, st))
+        log(f"stage {key}")
+        self.stage_s[key] = stage(proxy, config, st, clones)
+        log(f"  staged in {self.stage_s[key]:.1f} s")
+        return st
+
+    def make_baseline(self, rt, key, config, repo, script, state):
+        """A `bundle --dry-run` bundle of repo and script, made with config
+        from the seeds in state (its repo/ a copy of the seed), and what
+        runs it: the runtime's binary and global flags, or the docker CLI's
+        flags.  Returns the baseline's command line, to print."""
+        b = os.path.join(self.work, f"bundle-{key.replace('/', '-')}")
+        ids = self.take_ids(f"{key}/baseline")
+        r = subprocess.run([self.proxy, "bundle", "--dry-run", "--config", config, "--repo", repo,
+                            "--script", script, "--out", b, "--rootfs", self.rootfs, "--state", state,
+                            "--probe-ids", str(ids)] + self.runtime_args[rt],
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL, env={"PATH": PATH})
+        if r.returncode != 0:
+            raise RuntimeError(f"bundle --dry-run ({key}) failed: {r.stderr.strip()}")
+        self.bundles[key] = b
+        if rt == "docker":
+            image, body = docker_create_body(b)
+            flags, image2, cmd = docker_cli_flags(body, os.path.join(self.work, f"seccomp-{key.replace('/', '-')}.json"))
+            if image2 != image:
+                raise RuntimeError(f"{b}/runtime-commands.json: image `{image}`, create body `{image2}`")
+            self.dockers[key] = (flags, image, cmd, body)
+            return f"docker run --rm --name ID {' '.join(flags)} {image} {' '.join(cmd)}"
+        described, self.prefixes[key] = runtime_prefix(b, os.path.join(self.work, f"root-{rt}"))
+        if described != rt:
+            raise RuntimeError(f"{b}/runtime-commands.json: runtime `{described}`, not `{rt}`")
+        return f"{' '.join(self.prefixes[key])} run --bundle B ID"
+
+    def check_docker_baseline(self, key):
+        """Docker's baseline runs the image serve imported (use_rootfs):
+        after a docker serve is ready, it is there.  One `docker create` of
+        the baseline's flags, inspected against the create body, names what
+        differs.  Returns the differences, or None (and says why in
+        unavailable) when the image is not there."""
+        flags, image, cmd, body = self.dockers[key]
+        r = subprocess.run([self.docker_cli, "image", "inspect", image], capture_output=True, text=True,
+                           env=self.docker_env)
+        if r.returncode != 0:
+            self.unavailable[f"{key}/baseline"] = (f"image {image} is not in the daemon (no docker serve became "
+                                                   f"ready to import it)")
+            log(f"  {key}/baseline: {self.unavailable[f'{key}/baseline']}")
+            return None
+        diffs = docker_compare(self.docker_cli, self.docker_env, flags, image, cmd, body,
+                               f"{self.tag}-{os.getpid()}-cmp-{key.replace('/', '-')}")
+        expected = set(DOCKER_NO_FLAG) | {"AttachStdout", "AttachStderr"}
+        log(f"  docker baseline ({key}) differs from the create body in: "
+            f"{', '.join(sorted(diffs)) or 'nothing'} (no CLI flag for {', '.join(DOCKER_NO_FLAG)}; "
+            f"a foreground `docker run` attaches stdout and stderr)")
+        if set(diffs) - expected:
+            log(f"  docker baseline: UNEXPECTED differences: "
+                f"{json.dumps({k: diffs[k] for k in sorted(set(diffs) - expected)})[:2000]}")
+        return diffs
+
+    def run_baseline(self, key, probe=None):
+        """One timed run of key's baseline, in seconds; probe None keeps the
+        bundle's script, else it replaces it first (untimed)."""
+        self.counter += 1
+        cid = f"{self.tag}-{os.getpid()}-{self.counter}"
+        if key in self.dockers:
+            flags, image, cmd, _ = self.dockers[key]
+            return run_docker_baseline(self.docker_cli, self.docker_env, flags, image, cmd, self.bundles[key],
+                                       cid, probe)
+        return run_baseline(self.prefixes[key], self.bundles[key], cid, probe)
+
+    def start_serve(self, key, rt, config, state, serve_args, repo, proxy=None, client=None, rootfs=None,
+                    probe_ids=True):
+        """A serve for key on state, asked once (repo, the trivial probe)
+        before it counts as up.  Returns it, or None with the reason in
+        unavailable.  probe_ids False: no --probe-ids (an older serve)."""
+        ids = self.take_ids(key) if probe_ids else None
+        s = Serve(proxy or self.proxy, config, state, rootfs or self.rootfs, key.replace("/", "-"), serve_args,
+                  ids, self.runtime_args[rt], self.work)
+        log(f"serve {key}: {' '.join(serve_args)}" + (f" --probe-ids {ids}" if ids is not None else ""))
+        if not s.start():
+            self.unavailable[key] = f"serve did not become ready: {s.stderr()[-500:]}"
+            log(f"  {key}: {self.unavailable[key]}")
+            s.stop()
+            return None
+        log(f"  ready in {s.ready_s:.2f} s (pid {s.proc.pid})")
+        _, out = ask(client or self.client, s.socket, repo)
+        if out != ANSWER:
+            reasons = [r.get("reason") for r in audit_records(state)]
+            self.unavailable[key] = f"answered {out}; audit reason: {reasons[-1] if reasons else None}"
+            log(f"  {key}: {self.unavailable[key]}")
+            s.stop()
+            return None
+        self.serves[key] = s
+        return s
+
+    def stop_serve(self, key):
+        s = self.serves.pop(key, None)
+        if s is not None:
+            s.stop()
+
+    def close(self):
+        for s in self.serves.values():
+            s.stop()
+        self.serves = {}
+        for proxy, st in self.states:
+            if os.path.isdir(st):
+                r = subprocess.run([proxy, "unstage", "--state", st], capture_output=True, text=True,
+                                   stdin=subprocess.DEVNULL, env={"PATH": PATH})
+                if r.returncode != 0:
+                    log(f"unstage {st}: {r.stderr.strip()}")
+        roots = {}
+        for prefix in self.prefixes.values():
+            roots[prefix[prefix.index("--root") + 1]] = prefix
+        for root, prefix in roots.items():
+            if os.path.isdir(root):
+                # runc: a directory per container; runsc: ID_sandbox:ID.state and .lock.
+                left = {name.split("_sandbox:")[0].split(".")[0] for name in os.listdir(root)}
+                for cid in left:
+                    subprocess.run(prefix + ["delete", "--force", cid], capture_output=True, env={"PATH": PATH})
+        if self.dockers:
+            # A baseline container a failed run left (--rm removes the rest).
+            r = subprocess.run([self.docker_cli, "ps", "-aq", "--filter", f"name=^{self.tag}-{os.getpid()}-"],
+                               capture_output=True, text=True, env=self.docker_env)
+            for cid in r.stdout.split():
+                subprocess.run([self.docker_cli, "rm", "-f", cid], capture_output=True, env=self.docker_env)
+        if self.keep_work:
+            log(f"work directory kept: {self.work}")
+        else:
+            # The dry-run bundles are tmpfs mounts of their own (gvisor's with
+            # its /tmp tmpfs below).
+            for b in self.bundles.values():
+                subprocess.run(["umount", os.path.join(b, "tmp")], capture_output=True)
+                subprocess.run(["umount", b], capture_output=True)
+            subprocess.run(["rm", "-rf", "--one-file-system", self.work])
+
+
+# ---- main --------------------------------------------------------------------
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=30, help="timed runs per variant and size (default 30)")
@@ -442,91 +698,21 @@ def main():
     ap.add_argument("--modes", default="overlay,copy", help="serve snapshot modes to time, comma-separated")
     ap.add_argument("--runtimes", default="runc",
                     help="runtimes to time, comma-separated: runc, gvisor, docker (default runc alone)")
-    ap.add_argument("--runsc", metavar="PATH", help="runsc binary for gvisor (default: serve's own search)")
-    ap.add_argument("--gvisor-platform", default="ptrace", help="gVisor platform (default ptrace)")
-    ap.add_argument("--docker-socket", metavar="PATH", default="/var/run/docker.sock",
-                    help="the dockerd socket for docker: serve's --docker-socket and the CLI's DOCKER_HOST "
-                         "(default /var/run/docker.sock)")
-    ap.add_argument("--docker", metavar="PATH", help="the docker CLI for docker's baseline (default: from PATH)")
-    ap.add_argument("--probe-ids", type=int, default=2_102_000_000,
-                    help=f"first probe id range; each serve and dry-run bundle gets the next, "
-                         f"{PROBE_ID_STRIDE} apart (default 2102000000)")
-    ap.add_argument("--build", default="build", help="the meson build directory")
-    ap.add_argument("--rootfs", default="/var/lib/sealed-probe/rootfs")
-    ap.add_argument("--seed", type=int, default=1, help="seed of the per-round shuffle (default 1)")
-    ap.add_argument("--json", metavar="FILE", help="also write every sample and summary here")
-    ap.add_argument("--keep-work", action="store_true", help="leave the work directory (debugging)")
+    add_harness_arguments(ap, 2_102_000_000)
     args = ap.parse_args()
 
-    if os.geteuid() != 0:
-        sys.exit("e2e_latency: needs root (runtimes, mounts, staging)")
     sizes = [int(x) for x in args.sizes.split(",") if x]
     modes = [m for m in args.modes.split(",") if m]
     runtimes = [r for r in args.runtimes.split(",") if r]
-    for rt in runtimes:
-        if rt not in RUNTIMES:
-            sys.exit(f"e2e_latency: --runtimes: `{rt}` is not one of {', '.join(RUNTIMES)}")
-    proxy = os.path.abspath(os.path.join(args.build, "src", "sealed-probe-proxy"))
-    client = os.path.abspath(os.path.join(args.build, "src", "sealed-probe"))
-    rootfs = os.path.abspath(args.rootfs)
-    for p in (proxy, client):
-        if not os.access(p, os.X_OK):
-            sys.exit(f"e2e_latency: {p} is missing: build first")
-    # The options serve and bundle --dry-run take for each runtime.
-    runtime_args = {"runc": [], "gvisor": ["--gvisor-platform", args.gvisor_platform],
-                    "docker": ["--docker-socket", os.path.abspath(args.docker_socket)]}
-    if args.runsc:
-        runtime_args["gvisor"] += ["--runsc", os.path.abspath(args.runsc)]
-    docker_cli = None
-    if "docker" in runtimes:
-        docker_cli = os.path.abspath(args.docker) if args.docker else shutil.which("docker", path=PATH)
-        if docker_cli is None or not os.access(docker_cli, os.X_OK):
-            sys.exit("e2e_latency: docker: no docker CLI (--docker PATH)")
-        if not os.path.exists(args.docker_socket):
-            sys.exit(f"e2e_latency: docker: {args.docker_socket} does not exist (--docker-socket)")
-    next_ids = [args.probe_ids]
-
-    def probe_ids():
-        base = next_ids[0]
-        next_ids[0] += PROBE_ID_STRIDE
-        return base
-
-    work = tempfile.mkdtemp(prefix="sp-e2e-work-")
-    os.chmod(work, 0o711)
-    git_env = {"PATH": PATH, "HOME": work, **GIT_ENV_EXTRA}
-    states, serves, bundles, prefixes, dockers = [], {}, {}, {}, {}
-    machine = {"kernel": platform.release(), "cpus": os.cpu_count(), "runc": version_line(["runc", "--version"])}
-    if "gvisor" in runtimes:
-        machine["runsc"] = version_line([args.runsc or "runsc", "--version"])
-        machine["gvisor_platform"] = args.gvisor_platform
-    # The CLI's own environment: the daemon of --docker-socket, an empty
-    # configuration directory of its own (no user config, no context).
-    docker_env = {"PATH": PATH, "HOME": work, "DOCKER_CONFIG": os.path.join(work, "docker-config"),
-                  "DOCKER_HOST": "unix://" + os.path.abspath(args.docker_socket)}
-    if "docker" in runtimes:
-        os.makedirs(docker_env["DOCKER_CONFIG"])
-        r = subprocess.run([docker_cli, "version", "--format", "dockerd {{.Server.Version}} (API "
-                            "{{.Server.APIVersion}}), docker CLI {{.Client.Version}}"],
-                           capture_output=True, text=True, env=docker_env)
-        if r.returncode != 0:
-            sys.exit(f"e2e_latency: docker: the daemon at {args.docker_socket} does not answer: {r.stderr.strip()}")
-        machine["docker"] = r.stdout.strip()
+    h = Harness(args, runtimes, "e2e")
+    machine = h.machine
     result = {"machine": machine, "runs": args.runs, "warmup": args.warmup, "sizes": sizes, "modes": modes,
-              "runtimes": runtimes, "samples_ms": {}, "summary": {}, "audit": {}, "unavailable": {},
-              "stage_s": {}, "probe_ids": {}}
+              "runtimes": runtimes, "samples_ms": {}, "summary": {}, "audit": {}, "unavailable": h.unavailable,
+              "stage_s": h.stage_s, "probe_ids": h.probe_ids_used}
     try:
-        repos = {n: f"bench/r{n}" for n in sizes}
-        clones = []
-        for n in sizes:
-            log(f"fixture: {n} files")
-            clones.append((repos[n], make_clone(work, f"r{n}", n, git_env)))
-        configs = {}
-        for rt in runtimes:
-            configs[rt] = os.path.join(work, f"config-{rt}.json")
-            with open(configs[rt], "w") as f:
-                json.dump({"sealedProbes": {"enabled": True, "privateRepos": [repos[n] for n in sizes],
-                                            "runtime": rt, "maxInvocations": 100000}}, f)
-        script = os.path.join(work, "probe.py")
+        repos, clones = h.fixtures(sizes)
+        configs = {rt: h.config(rt, rt, [repos[n] for n in sizes]) for rt in runtimes}
+        script = os.path.join(h.work, "probe.py")
         with open(script, "w") as f:
             f.write(PROBE)
 
@@ -535,109 +721,43 @@ def main():
         state_of = {}
         for rt in runtimes:
             for mode in modes or ["baseline"]:
-                st = os.path.join(work, f"state-{rt}-{mode}")
-                states.append(st)
-                log(f"stage ({rt}, {mode})")
-                result["stage_s"][f"{rt}/{mode}"] = stage(proxy, configs[rt], st, clones)
-                state_of[(rt, mode)] = st
+                state_of[(rt, mode)] = h.stage(f"{rt}/{mode}", configs[rt], clones)
 
         for rt in runtimes:
             base_state = state_of[(rt, (modes or ["baseline"])[0])]
-            root = os.path.join(work, f"root-{rt}")
             for n in sizes:
-                b = os.path.join(work, f"bundle-{rt}-{n}")
-                ids = probe_ids()
-                result["probe_ids"][f"{rt}/baseline/{n}"] = ids
-                r = subprocess.run([proxy, "bundle", "--dry-run", "--config", configs[rt], "--repo", repos[n],
-                                    "--script", script, "--out", b, "--rootfs", rootfs, "--state", base_state,
-                                    "--probe-ids", str(ids)] + runtime_args[rt],
-                                   capture_output=True, text=True, stdin=subprocess.DEVNULL, env={"PATH": PATH})
-                if r.returncode != 0:
-                    raise RuntimeError(f"bundle --dry-run ({rt}) failed: {r.stderr.strip()}")
-                bundles[(rt, n)] = b
-                if rt == "docker":
-                    image, body = docker_create_body(b)
-                    flags, image2, cmd = docker_cli_flags(body, os.path.join(work, f"seccomp-{n}.json"))
-                    if image2 != image:
-                        raise RuntimeError(f"{b}/runtime-commands.json: image `{image}`, create body `{image2}`")
-                    dockers[n] = (flags, image, cmd, body)
-                    continue
-                described, prefixes[(rt, n)] = runtime_prefix(b, root)
-                if described != rt:
-                    raise RuntimeError(f"{b}/runtime-commands.json: runtime `{described}`, not `{rt}`")
-            if rt == "docker":
-                flags, image, cmd, _ = dockers[sizes[0]]
-                log(f"baseline (docker): docker run --rm --name ID {' '.join(flags)} {image} {' '.join(cmd)}")
-            else:
-                log(f"baseline ({rt}): {' '.join(prefixes[(rt, sizes[0])])} run --bundle B ID")
+                line = h.make_baseline(rt, f"{rt}/{n}", configs[rt], repos[n], script, base_state)
+            log(f"baseline ({rt}): {line}")
 
         for rt in runtimes:
             for mode in modes:
-                ids = probe_ids()
-                result["probe_ids"][f"{rt}/{mode}"] = ids
                 # Immediate release: this bench times the work, not the release.
-                s = Serve(proxy, configs[rt], state_of[(rt, mode)], rootfs, f"{rt}-{mode}",
-                          ["--snapshot", mode, "--release", "immediate"], ids, runtime_args[rt], work)
-                key = f"{rt}/{mode}"
-                log(f"serve ({rt}) --snapshot {mode} --probe-ids {ids}")
-                if not s.start():
-                    result["unavailable"][key] = f"serve did not become ready: {s.stderr()[-500:]}"
-                    log(f"  {key}: {result['unavailable'][key]}")
-                    s.stop()
-                    continue
-                log(f"  ready in {s.ready_s:.2f} s (pid {s.proc.pid})")
-                serves[(rt, mode)] = s
-                _, out = ask(client, s.socket, repos[sizes[0]])
-                if out != ANSWER:
-                    reasons = [r.get("reason") for r in audit_records(state_of[(rt, mode)])]
-                    result["unavailable"][key] = f"answered {out}; audit reason: {reasons[-1] if reasons else None}"
-                    log(f"  {key}: {result['unavailable'][key]}")
-                    s.stop()
-                    del serves[(rt, mode)]
+                h.start_serve(f"{rt}/{mode}", rt, configs[rt], state_of[(rt, mode)],
+                              ["--snapshot", mode, "--release", "immediate"], repos[sizes[0]])
 
-        # Docker's baseline runs the image serve imported (use_rootfs): after
-        # serve is ready, it is there.  One `docker create` of the baseline's
-        # flags, inspected against the create body, names what differs.
         docker_ok = "docker" in runtimes
         if docker_ok:
             for n in sizes:
-                flags, image, cmd, body = dockers[n]
-                r = subprocess.run([docker_cli, "image", "inspect", image], capture_output=True, text=True,
-                                   env=docker_env)
-                if r.returncode != 0:
-                    result["unavailable"]["docker/baseline"] = (f"image {image} is not in the daemon (no docker "
-                                                                f"serve became ready to import it)")
-                    log(f"  docker/baseline: {result['unavailable']['docker/baseline']}")
+                diffs = h.check_docker_baseline(f"docker/{n}")
+                if diffs is None:
+                    result["unavailable"]["docker/baseline"] = result["unavailable"].pop(f"docker/{n}/baseline")
                     docker_ok = False
                     break
-                diffs = docker_compare(docker_cli, docker_env, flags, image, cmd, body, f"e2e-{os.getpid()}-cmp-{n}")
                 result.setdefault("docker_baseline_differs", {})[str(n)] = diffs
-                expected = set(DOCKER_NO_FLAG) | {"AttachStdout", "AttachStderr"}
-                log(f"  docker baseline ({n} files) differs from the create body in: "
-                    f"{', '.join(sorted(diffs)) or 'nothing'} (no CLI flag for {', '.join(DOCKER_NO_FLAG)}; "
-                    f"a foreground `docker run` attaches stdout and stderr)")
-                if set(diffs) - expected:
-                    log(f"  docker baseline: UNEXPECTED differences: "
-                        f"{json.dumps({k: diffs[k] for k in sorted(set(diffs) - expected)})[:2000]}")
+        serves = h.serves
         variants = [(rt, v) for rt in runtimes
-                    for v in (["baseline"] if rt != "docker" or docker_ok else []) + [m for m in modes if (rt, m) in serves]]
+                    for v in (["baseline"] if rt != "docker" or docker_ok else []) + [m for m in modes
+                                                                                    if f"{rt}/{m}" in serves]]
         samples = {(rt, v, n): [] for rt, v in variants for n in sizes}
-        counter = [0]
 
         def once(rt, v, n):
             if v == "baseline":
-                counter[0] += 1
-                if rt == "docker":
-                    flags, image, cmd, _ = dockers[n]
-                    return run_docker_baseline(docker_cli, docker_env, flags, image, cmd, bundles[(rt, n)],
-                                               f"e2e-{os.getpid()}-{counter[0]}")
-                return run_baseline(prefixes[(rt, n)], bundles[(rt, n)], f"e2e-{os.getpid()}-{counter[0]}")
-            dt, out = ask(client, serves[(rt, v)].socket, repos[n])
+                return h.run_baseline(f"{rt}/{n}")
+            dt, out = ask(h.client, serves[f"{rt}/{v}"].socket, repos[n])
             if out != ANSWER:
                 reasons = [r.get("reason") for r in audit_records(state_of[(rt, v)])]
                 raise RuntimeError(f"{rt}/{v}: answered {out}; audit reason: {reasons[-1] if reasons else None}")
             return dt
-
         # Every (runtime, variant, size) triple runs once per round, in a
         # fresh shuffled order each round: drift of a shared machine hits
         # every one alike, and none always follows the same other (a copy of
@@ -722,7 +842,7 @@ def main():
                 print(f"{rt + '/' + v:<16} median at {hi} files / at {lo} files: {g:.2f}x")
         result["target"] = {}
         for rt in runtimes:
-            if (rt, "overlay") not in serves:
+            if f"{rt}/overlay" not in serves:
                 continue
             for n in sizes:
                 if f"{rt}/overlay/{n}" not in ratios:
@@ -736,36 +856,7 @@ def main():
         for key, why in result["unavailable"].items():
             print(f"{key}: not measured: {why}")
     finally:
-        for s in serves.values():
-            s.stop()
-        for st in states:
-            if os.path.isdir(st):
-                r = subprocess.run([proxy, "unstage", "--state", st], capture_output=True, text=True,
-                                   stdin=subprocess.DEVNULL, env={"PATH": PATH})
-                if r.returncode != 0:
-                    log(f"unstage {st}: {r.stderr.strip()}")
-        for (rt, n), prefix in prefixes.items():
-            root = prefix[prefix.index("--root") + 1]
-            if os.path.isdir(root):
-                # runc: a directory per container; runsc: ID_sandbox:ID.state and .lock.
-                left = {name.split("_sandbox:")[0].split(".")[0] for name in os.listdir(root)}
-                for cid in left:
-                    subprocess.run(prefix + ["delete", "--force", cid], capture_output=True, env={"PATH": PATH})
-        if dockers:
-            # A baseline container a failed run left (--rm removes the rest).
-            r = subprocess.run([docker_cli, "ps", "-aq", "--filter", f"name=^e2e-{os.getpid()}-"],
-                               capture_output=True, text=True, env=docker_env)
-            for cid in r.stdout.split():
-                subprocess.run([docker_cli, "rm", "-f", cid], capture_output=True, env=docker_env)
-        if args.keep_work:
-            log(f"work directory kept: {work}")
-        else:
-            # The dry-run bundles are tmpfs mounts of their own (gvisor's with
-            # its /tmp tmpfs below).
-            for b in bundles.values():
-                subprocess.run(["umount", os.path.join(b, "tmp")], capture_output=True)
-                subprocess.run(["umount", b], capture_output=True)
-            subprocess.run(["rm", "-rf", "--one-file-system", work])
+        h.close()
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
