@@ -602,6 +602,8 @@ oci_cli_destroy (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, s
     return 0;
   ret = sandbox_remove ((struct oci_cli *)rt, sb, err);
   sandbox_free (sb);
+  /* What runsc left to this subreaper besides its sandbox and gofer.  */
+  sp_reap_strays ();
   return ret;
 }
 

@@ -53,10 +53,10 @@ int oci_cli_verify (struct sp_runtime_backend *rt, sp_error_t *err);
 int oci_cli_prepare (struct sp_runtime_backend *rt, sp_error_t *err);
 int oci_cli_run (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struct sp_run_facts *facts,
                  sp_error_t *err);
-int oci_cli_create (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struct sp_run_facts *facts,
-                    struct sp_runtime_sandbox **out, sp_error_t *err);
-int oci_cli_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sandbox, struct sp_run_facts *facts,
-                   sp_error_t *err);
+int oci_cli_create (struct sp_runtime_backend *rt, const struct sp_runtime_job *job,
+                    struct sp_run_facts *facts, struct sp_runtime_sandbox **out, sp_error_t *err);
+int oci_cli_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sandbox,
+                   struct sp_run_facts *facts, sp_error_t *err);
 int oci_cli_destroy (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sandbox, sp_error_t *err);
 int oci_cli_kill (struct sp_runtime_backend *rt, const char *container_id, sp_error_t *err);
 int oci_cli_cleanup_orphans (struct sp_runtime_backend *rt, bool include_current, sp_error_t *err);
@@ -68,9 +68,9 @@ void oci_cli_close (struct sp_runtime_backend *rt);
 #define OCI_CLI_OPS(NAME, KERNEL, EVIDENCE)                                                                  \
   {                                                                                                          \
     .name = (NAME), .kernel = (KERNEL), .canary_evidence = (EVIDENCE), .verify = oci_cli_verify,             \
-    .prepare = oci_cli_prepare, .run = oci_cli_run, .create = oci_cli_create, .start = oci_cli_start,       \
-    .destroy = oci_cli_destroy, .kill = oci_cli_kill,                                                        \
-    .cleanup_orphans = oci_cli_cleanup_orphans, .describe = oci_cli_describe, .close = oci_cli_close,        \
+    .prepare = oci_cli_prepare, .run = oci_cli_run, .create = oci_cli_create, .start = oci_cli_start,        \
+    .destroy = oci_cli_destroy, .kill = oci_cli_kill, .cleanup_orphans = oci_cli_cleanup_orphans,            \
+    .describe = oci_cli_describe, .close = oci_cli_close,                                                    \
   }
 
 /* Parses `N.N.N` at p (each part 1 to 6 digits), followed by anything that

@@ -7,8 +7,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <dirent.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -36,6 +40,56 @@
 #define CHILD_ERR_FD 3
 /* Without a pidfd, the wait polls this often.  */
 #define WAIT_POLL_NS (10 * 1000 * 1000)
+
+/* The children this process waits for by pid, spawned or adopted: any
+   other child is a stray (a runtime's helper, orphaned and reparented to
+   the proxy as the subreaper), which sp_reap_strays reaps once it exited.
+   A spawn holds the lock from fork to registration, so that no sweep sees
+   its child unregistered.  */
+static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t *known;
+static size_t known_len, known_cap;
+
+/* Under known_lock.  A failed allocation leaves the pid unregistered: a
+   sweep may then reap it first, and the owner's wait fails (ECHILD), an
+   error, never a wrong status.  */
+static void
+known_add (pid_t pid)
+{
+  if (known_len == known_cap)
+    {
+      size_t cap = known_cap ? known_cap * 2 : 32;
+      pid_t *grown = realloc (known, cap * sizeof (*known));
+
+      if (grown == NULL)
+        return;
+      known = grown;
+      known_cap = cap;
+    }
+  known[known_len++] = pid;
+}
+
+static void
+known_remove (pid_t pid)
+{
+  pthread_mutex_lock (&known_lock);
+  for (size_t i = 0; i < known_len; i++)
+    if (known[i] == pid)
+      {
+        known[i] = known[--known_len];
+        break;
+      }
+  pthread_mutex_unlock (&known_lock);
+}
+
+static bool
+known_has (pid_t pid)
+{
+  for (size_t i = 0; i < known_len; i++)
+    if (known[i] == pid)
+      return true;
+  return false;
+}
 
 static void __attribute__ ((noreturn)) child_fail (int errfd, int error)
 {
@@ -146,10 +200,14 @@ spawn_with (const char *path, char *const argv[], char *const envp[], int outfd,
   /* No handler of ours may run in the child before it resets them.  */
   sigfillset (&all);
   pthread_sigmask (SIG_SETMASK, &all, &old);
+  pthread_mutex_lock (&known_lock);
   pid = fork ();
   if (pid == 0)
     child_exec (path, argv, envp, parent, devnull, outfd, err_wr);
   int fork_errno = errno;
+  if (pid > 0)
+    known_add (pid);
+  pthread_mutex_unlock (&known_lock);
   pthread_sigmask (SIG_SETMASK, &old, NULL);
   if (pid < 0)
     return sp_make_error (err, fork_errno, "spawn `%s`: fork", path);
@@ -168,6 +226,7 @@ spawn_with (const char *path, char *const argv[], char *const envp[], int outfd,
       int status;
 
       TEMP_FAILURE_RETRY (waitpid (pid, &status, 0));
+      known_remove (pid);
       if (child->pidfd >= 0)
         close (child->pidfd);
       child->pid = -1;
@@ -188,6 +247,7 @@ sp_spawn (const char *path, char *const argv[], char *const envp[], struct sp_ch
 static void
 child_reaped (struct sp_child *child)
 {
+  known_remove (child->pid);
   if (child->pidfd >= 0)
     close (child->pidfd);
   child->pidfd = -1;
@@ -205,9 +265,70 @@ sp_child_adopt (pid_t pid, struct sp_child *child, sp_error_t *err)
   memset (&info, 0, sizeof (info));
   if (pid <= 1 || waitid (P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) < 0)
     return sp_make_error (err, pid <= 1 ? ECHILD : errno, "pid %d is not this process's child", (int)pid);
+  pthread_mutex_lock (&known_lock);
+  known_add (pid);
+  pthread_mutex_unlock (&known_lock);
   child->pid = pid;
   child->pidfd = (int)syscall (SYS_pidfd_open, pid, 0); /* -1 falls back to polling */
   return 0;
+}
+
+/* The pids listed in one /proc/self/task/TID/children file, reaped when
+   they are strays that exited.  */
+static unsigned
+reap_strays_of (const char *children_path)
+{
+  char buf[4096];
+  unsigned reaped = 0;
+  ssize_t n;
+  int fd = open (children_path, O_RDONLY | O_CLOEXEC);
+
+  if (fd < 0)
+    return 0;
+  n = read (fd, buf, sizeof (buf) - 1);
+  close (fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  for (char *p = buf, *end; *p; p = end)
+    {
+      long pid = strtol (p, &end, 10);
+      int st;
+
+      if (end == p)
+        break;
+      /* WNOHANG: one still running is left alone.  */
+      if (pid > 1 && !known_has ((pid_t)pid) && waitpid ((pid_t)pid, &st, WNOHANG) == (pid_t)pid)
+        reaped++;
+    }
+  return reaped;
+}
+
+unsigned
+sp_reap_strays (void)
+{
+  DIR *tasks;
+  struct dirent *de;
+  unsigned reaped = 0;
+
+  pthread_mutex_lock (&known_lock);
+  tasks = opendir ("/proc/self/task");
+  if (tasks != NULL)
+    {
+      /* An orphan goes to any live thread of the subreaper: each one's list.  */
+      while ((de = readdir (tasks)) != NULL)
+        {
+          char path[320];
+
+          if (de->d_name[0] < '1' || de->d_name[0] > '9')
+            continue;
+          snprintf (path, sizeof (path), "/proc/self/task/%s/children", de->d_name);
+          reaped += reap_strays_of (path);
+        }
+      closedir (tasks);
+    }
+  pthread_mutex_unlock (&known_lock);
+  return reaped;
 }
 
 int

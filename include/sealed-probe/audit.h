@@ -49,7 +49,7 @@ struct sp_audit_record
      id's last part, "7" when made for this request, "p3" when made ahead
      (docs/operations.md); NULL when none was.  */
   const char *sandbox;
-  bool debited;         /* the budget was debited for this request */
+  bool debited; /* the budget was debited for this request */
   uint32_t budget_remaining;
   uint8_t answer; /* 0 for ERROR, else the 1-based outcome index */
   /* An admission record (status SP_AUDIT_STATUS_ADMITTED): written once the

@@ -183,13 +183,13 @@
 #define SP_CLIENT_MAX_ARGS                16
 
 /* The proxy, serve (docs/operations.md).  */
-#define SP_SERVE_CONCURRENCY_DEFAULT      1
-#define SP_SERVE_CONCURRENCY_MAX          16
+#define SP_SERVE_CONCURRENCY_DEFAULT 1
+#define SP_SERVE_CONCURRENCY_MAX     16
 /* --pool: sandboxes created ahead per repository (docs/operations.md), and
    in all: each holds a slot, and so two probe ids, while it waits.  */
-#define SP_SERVE_POOL_DEFAULT    1
-#define SP_SERVE_POOL_MAX        4
-#define SP_SERVE_POOL_SLOTS_MAX  15
+#define SP_SERVE_POOL_DEFAULT             1
+#define SP_SERVE_POOL_MAX                 4
+#define SP_SERVE_POOL_SLOTS_MAX           15
 #define SP_SERVE_QUEUE_DEFAULT            16 /* accepted requests waiting for a slot */
 #define SP_SERVE_QUEUE_MAX                1024
 #define SP_SERVE_QUEUE_WAIT_DEFAULT       120 /* seconds a request may wait for a slot */

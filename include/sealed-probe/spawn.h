@@ -40,6 +40,12 @@ int sp_child_wait (struct sp_child *child, int timeout_ms, int *status, sp_error
    child already reaped (its pid may be reused).  */
 void sp_child_kill_and_reap (struct sp_child *child);
 
+/* Reaps every child of this process that exited and that neither
+   sp_spawn made nor sp_child_adopt took: the strays a subreaper inherits
+   (a runtime's helpers, orphaned), which would otherwise stay zombies.
+   Returns how many.  */
+unsigned sp_reap_strays (void);
+
 /* Runs path to completion with a limit, capturing at most cap bytes of its
    stdout into out (NUL-terminated, *len bytes) for version probes; stderr
    goes to /dev/null.  Exceeding the limit kills it and is an error.

@@ -109,7 +109,8 @@ sp_options_decimal (const char *text, unsigned long max, unsigned long *out)
     {
       /* The digit itself may exceed a small max (5 for max 4): checked
          before max - digit, which would wrap.  */
-      if (*p < '0' || *p > '9' || (unsigned long)(*p - '0') > max || n > (max - (unsigned long)(*p - '0')) / 10)
+      if (*p < '0' || *p > '9' || (unsigned long)(*p - '0') > max
+          || n > (max - (unsigned long)(*p - '0')) / 10)
         return -1;
       n = n * 10 + (unsigned long)(*p - '0');
     }

@@ -130,8 +130,8 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
   if (pool != NULL && strcmp (pool, "0") == 0)
     opt->pool = 0;
   else if (pool != NULL && parse_count (pool, SP_SERVE_POOL_MAX, &opt->pool) < 0)
-    return sp_options_usage_error (verb, usage,
-                                   "--pool: must be an integer from 0 (none) to %d sandboxes ahead per repository",
-                                   SP_SERVE_POOL_MAX);
+    return sp_options_usage_error (
+        verb, usage, "--pool: must be an integer from 0 (none) to %d sandboxes ahead per repository",
+        SP_SERVE_POOL_MAX);
   return 0;
 }

@@ -161,7 +161,8 @@ run_probe (struct invocation *inv, bool cold, uint8_t *index, struct sp_serve_sa
           inv->stopped = true;
           return sp_make_error (err, 0, "the proxy is shutting down");
         }
-      if (sp_serve_sandbox_make (s, seed_index, (unsigned)slot, inv->inv, &sb, &inv->ran, &inv->facts, err) < 0)
+      if (sp_serve_sandbox_make (s, seed_index, (unsigned)slot, inv->inv, &sb, &inv->ran, &inv->facts, err)
+          < 0)
         {
           sp_serve_slot_free (s, (unsigned)slot);
           if (proxy_stopping (s))
@@ -193,7 +194,8 @@ run_probe (struct invocation *inv, bool cold, uint8_t *index, struct sp_serve_sa
   if (inv->facts.timed_out)
     {
       inv->status = SP_AUDIT_STATUS_TIMED_OUT;
-      return sp_make_error (err, 0, "the probe ran past the %" PRIu32 " s timeout", s->config->timeout_seconds);
+      return sp_make_error (err, 0, "the probe ran past the %" PRIu32 " s timeout",
+                            s->config->timeout_seconds);
     }
   inv->status = SP_AUDIT_STATUS_PROBE;
   if (inv->facts.signal != 0)

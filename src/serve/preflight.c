@@ -166,10 +166,11 @@ make_slots (struct sp_serve *s, sp_error_t *err)
   uint64_t wanted = (uint64_t)s->opt->pool * s->config->n_private_repos;
 
   if (s->opt->pool > 0 && s->runtime->ops->create == NULL)
-    fprintf (stderr,
-             "sealed-probe-proxy: serve: --pool %u: runtime `%s` cannot create a sandbox ahead of its request: "
-             "every sandbox starts cold\n",
-             s->opt->pool, s->runtime->ops->name);
+    fprintf (
+        stderr,
+        "sealed-probe-proxy: serve: --pool %u: runtime `%s` cannot create a sandbox ahead of its request: "
+        "every sandbox starts cold\n",
+        s->opt->pool, s->runtime->ops->name);
   else
     s->pool_slots = wanted < SP_SERVE_POOL_SLOTS_MAX ? (unsigned)wanted : SP_SERVE_POOL_SLOTS_MAX;
   s->n_slots = s->opt->concurrency + 1 + s->pool_slots;

@@ -147,12 +147,13 @@ bool sp_serve_slot_free (struct sp_serve *s, unsigned slot);
    still the caller's, *ran says whether the runtime was asked, and *facts
    (when not NULL) what its `create` did.  */
 int sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, const char *name,
-                           struct sp_serve_sandbox **out, bool *ran, struct sp_run_facts *facts, sp_error_t *err);
+                           struct sp_serve_sandbox **out, bool *ran, struct sp_run_facts *facts,
+                           sp_error_t *err);
 /* Puts the script in and runs the probe to its end (`start`, or `run` for
    a backend without `create`): sb->facts say what happened.  The caller has
    made it active (sp_serve_sandbox_activate).  */
-int sp_serve_sandbox_run (struct sp_serve *s, struct sp_serve_sandbox *sb, const void *script, size_t script_len,
-                          uint32_t timeout_seconds, sp_error_t *err);
+int sp_serve_sandbox_run (struct sp_serve *s, struct sp_serve_sandbox *sb, const void *script,
+                          size_t script_len, uint32_t timeout_seconds, sp_error_t *err);
 /* Registers sb's container for the kill on stop; false (nothing
    registered) once the proxy is stopping.  */
 bool sp_serve_sandbox_activate (struct sp_serve *s, struct sp_serve_sandbox *sb);

@@ -521,6 +521,11 @@ def docker_replay(bundle, name=None, socket_path=None, out=None, err=None):
         try:
             if plain.startswith("/containers/create") and isinstance(body, dict) and body.get("Image"):
                 docker_ensure_image(body["Image"], bundle, sock)
+            # The dry run's image step inspects the image serve would import:
+            # made present first, as serve's import would (above).
+            inspected = re.match(r"^/images/([^/]+(?:/[^/]+)*)/json$", plain)
+            if method == "GET" and inspected:
+                docker_ensure_image(urllib.parse.unquote(inspected.group(1)), bundle, sock)
             status, value = docker_api(method, path, body=body, socket_path=sock, timeout=120)
         except DockerError as e:
             failed = failed or f"{step}: {e}"

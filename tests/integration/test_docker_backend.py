@@ -403,10 +403,12 @@ def run_of(srv):
     return m.group(1) if m else None
 
 
-def docker_serve(work, config, state, daemon, state_dir=None, **kw):
+def docker_serve(work, config, state, daemon, state_dir=None, pool=None, **kw):
     extra = ["--docker-socket", daemon.sock]
     if state_dir:
         extra += ["--docker-state-dir", state_dir]
+    if pool is not None:
+        extra += ["--pool", str(pool)]
     return S.Serve(work, config, state, extra=tuple(extra), **kw)
 
 
@@ -600,7 +602,9 @@ try:
              f"mounts {kept_mounts}")
     finally:
         srv.cleanup()
-    srv2 = docker_serve(work, config, state2, dk, probe_id_base=srv.probe_id_base)
+    # The restart makes nothing ahead (--pool 0), so that every container,
+    # mount and layer the checks below find is the killed run's.
+    srv2 = docker_serve(work, config, state2, dk, probe_id_base=srv.probe_id_base, pool=0)
     try:
         ok = srv2.start(ready_timeout=180)
         tap.ok(ok, "kill -9: a new serve on the same state (the same probe ids) becomes ready", srv2.stderr()[-800:])

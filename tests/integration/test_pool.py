@@ -14,6 +14,7 @@ Each passes its own --pool, whatever SP_TEST_POOL says."""
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -73,6 +74,8 @@ def workspace_files(srv, name):
         for f in files:
             p = os.path.join(d, f)
             try:
+                if not stat.S_ISREG(os.lstat(p).st_mode):
+                    continue
                 with open(p, "rb") as fh:
                     out[os.path.relpath(p, top)] = fh.read()
             except OSError as e:
@@ -95,6 +98,10 @@ def runtime_state_bytes(state, run, cid):
         for d, _, files in (os.walk(p) if os.path.isdir(p) else [(root, [], [n])]):
             for f in files:
                 try:
+                    # Regular files only: opening runc's exec.fifo would
+                    # start the container, as `runc start` does.
+                    if not stat.S_ISREG(os.lstat(os.path.join(d, f)).st_mode):
+                        continue
                     with open(os.path.join(d, f), "rb") as fh:
                         out += fh.read()
                 except OSError:

@@ -324,13 +324,22 @@ def docker_main():
         # The containers: the canary's, which serve runs at start before it is
         # ready (the run's first create; invocation 1 of the audit's count),
         # then the two probes'.
-        probe_names = [f"sp-{run}-{S.audit_id_inv(rec)}" for rec in records[:2]]
-        canary = [n for n in created if n and n.startswith(f"sp-{run}-") and n not in probe_names]
+        # A probe's container is the sandbox its record names (pN when it was
+        # made ahead of its request, --pool); one made ahead that no request
+        # took is only created, then removed at the stop.
+        probe_names = [f"sp-{run}-{rec['sandbox'] or S.audit_id_inv(rec)}" for rec in records[:2]]
+        canary = [n for n in created if n and n.startswith(f"sp-{run}-") and n not in probe_names
+                  and n.rsplit("-", 1)[1].isdigit()]
+        unstarted = [n for n in created if n and n.startswith(f"sp-{run}-") and n not in probe_names
+                     and S.POOL_NAME.fullmatch(n.rsplit("-", 1)[1])]
         tap.ok(len(canary) == 1 and first_create == canary[0]
-               and sorted(created) == sorted(canary + probe_names),
-               "serve creates three containers, by name: the canary's first, then the two probes'", sorted(created))
+               and sorted(created) == sorted(canary + probe_names + unstarted),
+               "serve creates the canary's container first, then the two probes' (and, with a pool, the waiting "
+               "ones no request took)", sorted(created))
+        expect["unstarted"] = ["create", "remove", "inspect"]
         who = [(canary[0] if canary else f"sp-{run}-?", "canary", "answered")] + \
-            [(n, f"{rec['status']} probe", rec["status"]) for n, rec in zip(probe_names, records)]
+            [(n, f"{rec['status']} probe", rec["status"]) for n, rec in zip(probe_names, records)] + \
+            [(n, "waiting sandbox", "unstarted") for n in unstarted]
         for name, label, status in who:
             inv = name.rsplit("-", 1)[1]
             reqs, refs = requests_of(name)
@@ -356,6 +365,13 @@ def docker_main():
                    json.dumps(serve_binds))
             want = with_invocation(substitute(dry_body, dry_subs), "0")
             got = with_invocation(substitute(body, [(bundle, "<BUNDLE>"), (name, "<C>"), (run, "<RUN>")]), inv)
+            # The user is the probe id of the sandbox's slot (the dry run's is
+            # slot 0's; a sandbox made ahead holds a slot of its own).
+            user = (got or {}).get("User", "") if isinstance(got, dict) else ""
+            uid = user.partition(":")[0]
+            if uid.isdigit() and user == f"{uid}:{uid}" and 0 <= int(uid) - int(ids) < 64 \
+                    and (int(uid) - int(ids)) % 2 == 1 and isinstance(want, dict):
+                got = dict(got, User=want.get("User"))
             diffs = json_diff(want, got)
             tap.ok(body is not None and diffs == [],
                    f"serve's create body ({label}) is the dry run's, up to run, invocation and bundle",

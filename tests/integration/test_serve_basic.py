@@ -172,7 +172,10 @@ try:
                 daemon = "dockerd" if B.docker else "sandboxd (sbx's daemon)"
                 run_dir = os.path.join(S.work_dir(state), srv.run)
                 rootfs_mp = os.path.join(run_dir, "rootfs")
-                inv_mounts = S.wait_for(lambda: [m for m in mount_lines(run_dir) if m[0] != rootfs_mp], timeout=20)
+                # The running probe's mounts, not a waiting sandbox's (the pool's).
+                inv_mounts = S.wait_for(lambda: [m for m in mount_lines(run_dir) if m[0] != rootfs_mp
+                                                 and os.path.relpath(m[0], run_dir).split("/")[0]
+                                                 in S.probe_workspaces(state, srv.run, srv.pid)], timeout=20)
                 same_ns = os.readlink(f"/proc/{srv.pid}/ns/mnt") == os.readlink("/proc/self/ns/mnt")
                 t.join(timeout=60)
                 B.not_applicable(tap, f"{mode}: the invocation's mounts are in serve's mount namespace only",
@@ -182,7 +185,7 @@ try:
                 invs = {os.path.relpath(m[0], run_dir).split("/")[0] for m in inv_mounts or []}
                 ws = [m for m in inv_mounts or [] if os.path.dirname(m[0]) == run_dir]
                 tap.ok(same_ns and inv_mounts and all(m[0].startswith(run_dir + "/") for m in inv_mounts)
-                       and len(invs) == 1 and invs.pop().isdigit()
+                       and len(invs) == 1 and (lambda i: i.isdigit() or S.POOL_NAME.fullmatch(i))(invs.pop())
                        and ws and all(m[1] == "tmpfs" and {"nosuid", "nodev", "noexec"} <= m[2] for m in ws),
                        f"{mode}: {B.name}: serve shares the host's mount namespace, and the invocation's mounts are "
                        f"all under STATE/{B.state_subdir}/<run>/<inv>, its workspace a nosuid nodev noexec tmpfs",

@@ -172,8 +172,14 @@ with open("/probe/out", "w") as f:
         where = [n for n, data in (("client stdout/stderr", r.stdout + r.stderr), ("audit log", S.audit_raw(state)),
                                    ("serve's stderr", srv.stderr().encode()), ("serve's stdout", srv.stdout().encode()))
                  if canary in data]
+        # The seeds hold the repository, and so does a sandbox waiting in the
+        # pool: its snapshot is the seed's, mounted under the state
+        # directory on docker and sbx.  Neither is the probe's output.
+        pooled = [os.path.join(S.work_dir(state), srv.run, m, "bundle", "repo")
+                  for m in S.pool_members(state, srv.run, srv.pid)]
         for dirpath, dirnames, filenames in os.walk(state):
-            if dirpath.startswith(os.path.join(state, "seeds")):
+            if dirpath.startswith(os.path.join(state, "seeds")) or \
+                    any(dirpath == p or dirpath.startswith(p + "/") for p in pooled):
                 dirnames[:] = []
                 continue
             for n in filenames:

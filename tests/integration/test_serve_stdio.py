@@ -97,7 +97,12 @@ def docker_while_running(state, pid):
     """Under docker, while the probe pid runs: (container id, the API's
     inspect of it, {pid: [fds]} of the host processes other than the probe
     holding the other end of its fd 1 or 2, the pids of its shims)."""
+    # The running one: a container made ahead (the pool's) is only created.
     ids = sorted(docker_state_containers(state, socket_path=B.socket).values())
+    def status_of(i):
+        value = docker_api("GET", f"/containers/{i}/json", socket_path=B.socket)[1]
+        return value.get("State", {}).get("Status") if isinstance(value, dict) else None
+    ids = [i for i in ids if status_of(i) != "created"]
     cid = ids[0] if len(ids) == 1 else None
     info = None
     if cid:

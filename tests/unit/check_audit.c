@@ -131,7 +131,8 @@ START_TEST (fixed_record_renders_exact_line_in_key_order)
             "\"script_sha256\":\"sha256:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\","
             "\"seed_commit\":\"0123456789abcdef0123456789abcdef01234567\","
             "\"seed_digest\":\"sha256:ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100\","
-            "\"snapshot\":\"overlay\",\"sandbox\":\"p3\",\"debited\":true,\"budget_remaining\":93,\"result\":\"NO\","
+            "\"snapshot\":\"overlay\",\"sandbox\":\"p3\",\"debited\":true,\"budget_remaining\":93,\"result\":"
+            "\"NO\","
             "\"status\":\"answered\",\"reason\":null,\"launched\":true,\"exit\":0,\"signal\":0,"
             "\"oom\":false,\"timed_out\":false,\"wall_ms\":1234,\"cpu_ms\":987,"
             "\"peak_memory_bytes\":41943040,\"release\":null,\"release_ms\":null,\"release_overflow\":false,"
@@ -155,15 +156,16 @@ START_TEST (record_without_request_or_launch_renders_nulls)
   };
   cleanup_free char *line = render_ok (&rec, NULL);
 
-  ck_assert_str_eq (line,
-                    "{\"id\":\"r1-1\",\"run\":\"r1\",\"received\":\"2026-11-30T07:01:02.345Z\","
-                    "\"started\":null,\"finished\":\"2026-11-30T07:01:02.345Z\",\"repo\":null,"
-                    "\"outcomes\":null,\"script_sha256\":null,\"seed_commit\":null,\"seed_digest\":null,"
-                    "\"snapshot\":null,\"sandbox\":null,\"debited\":false,\"budget_remaining\":0,\"result\":\"ERROR\","
-                    "\"status\":\"refused\",\"reason\":\"request: unknown tag 0x07\",\"launched\":false,"
-                    "\"exit\":null,\"signal\":null,\"oom\":null,\"timed_out\":null,\"wall_ms\":null,"
-                    "\"cpu_ms\":null,\"peak_memory_bytes\":null,\"release\":\"bucketed\",\"release_ms\":1000,"
-                    "\"release_overflow\":false,\"bits\":null,\"timing_bits\":null,\"repo_bits\":null}\n");
+  ck_assert_str_eq (
+      line,
+      "{\"id\":\"r1-1\",\"run\":\"r1\",\"received\":\"2026-11-30T07:01:02.345Z\","
+      "\"started\":null,\"finished\":\"2026-11-30T07:01:02.345Z\",\"repo\":null,"
+      "\"outcomes\":null,\"script_sha256\":null,\"seed_commit\":null,\"seed_digest\":null,"
+      "\"snapshot\":null,\"sandbox\":null,\"debited\":false,\"budget_remaining\":0,\"result\":\"ERROR\","
+      "\"status\":\"refused\",\"reason\":\"request: unknown tag 0x07\",\"launched\":false,"
+      "\"exit\":null,\"signal\":null,\"oom\":null,\"timed_out\":null,\"wall_ms\":null,"
+      "\"cpu_ms\":null,\"peak_memory_bytes\":null,\"release\":\"bucketed\",\"release_ms\":1000,"
+      "\"release_overflow\":false,\"bits\":null,\"timing_bits\":null,\"repo_bits\":null}\n");
 }
 END_TEST
 

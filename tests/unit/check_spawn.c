@@ -3,6 +3,7 @@
    facts, capture caps and exec failures.  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -233,6 +234,77 @@ END_TEST
 
 /* An orphan reparented to a subreaper is adopted, waited for with its own
    status, and killed; a process that is not a child is refused.  */
+/* Whether pid is a zombie child of this process (state Z).  */
+static bool
+is_zombie (pid_t pid)
+{
+  char path[64], buf[512], *close_paren;
+  ssize_t n;
+  int fd;
+
+  snprintf (path, sizeof (path), "/proc/%d/stat", (int)pid);
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  n = read (fd, buf, sizeof (buf) - 1);
+  close (fd);
+  if (n <= 0)
+    return false;
+  buf[n] = '\0';
+  close_paren = strrchr (buf, ')');
+  return close_paren != NULL && close_paren[1] == ' ' && close_paren[2] == 'Z';
+}
+
+START_TEST (strays_are_reaped_and_known_children_are_left_to_their_owner)
+{
+  cleanup_error sp_error_t err = NULL;
+  char *const argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)"exit 5", NULL };
+  char *const envp[] = { (char *)"PATH=/usr/bin:/bin", NULL };
+  struct sp_child spawned, adopted;
+  int pipefd[2], status = 0;
+  pid_t middle, orphans[2];
+
+  ck_assert_int_eq (prctl (PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+  /* A spawned child that has exited, not yet waited for.  */
+  ck_assert_int_eq (sp_spawn ("/bin/sh", argv, envp, &spawned, &err), 0);
+  ck_assert_int_eq (pipe (pipefd), 0);
+  middle = fork ();
+  if (middle == 0)
+    {
+      /* Two quick grandchildren, then the middle exits: both become
+         ours; one is adopted, the other is a stray.  */
+      pid_t a = fork ();
+
+      if (a == 0)
+        _exit (3);
+      pid_t b = fork ();
+      if (b == 0)
+        _exit (4);
+      pid_t both[2] = { a, b };
+      (void)!write (pipefd[1], both, sizeof (both));
+      _exit (0);
+    }
+  ck_assert_int_eq (read (pipefd[0], orphans, sizeof (orphans)), (ssize_t)sizeof (orphans));
+  ck_assert_int_eq (waitpid (middle, NULL, 0), middle);
+  ck_assert_int_eq (sp_child_adopt (orphans[0], &adopted, &err), 0);
+  for (int i = 0; i < 500 && !(is_zombie (orphans[1]) && is_zombie (spawned.pid) && is_zombie (orphans[0]));
+       i++)
+    usleep (10 * 1000);
+  ck_assert (is_zombie (orphans[1]) && is_zombie (spawned.pid) && is_zombie (orphans[0]));
+
+  ck_assert_uint_eq (sp_reap_strays (), 1);
+  ck_assert (!is_zombie (orphans[1]) && kill (orphans[1], 0) == -1);
+  /* The known ones are still there for their owners, with their statuses.  */
+  ck_assert_int_eq (sp_child_wait (&spawned, 10000, &status, &err), 1);
+  ck_assert (WIFEXITED (status) && WEXITSTATUS (status) == 5);
+  ck_assert_int_eq (sp_child_wait (&adopted, 10000, &status, &err), 1);
+  ck_assert (WIFEXITED (status) && WEXITSTATUS (status) == 3);
+  ck_assert_uint_eq (sp_reap_strays (), 0);
+  close (pipefd[0]);
+  close (pipefd[1]);
+}
+END_TEST
+
 START_TEST (an_orphan_of_a_subreaper_is_adopted_waited_and_killed)
 {
   cleanup_error sp_error_t err = NULL;
@@ -314,6 +386,7 @@ make_suite (void)
   tcase_add_test (tc, capture_of_exactly_cap_bytes_is_accepted);
   tcase_add_test (tc, capture_times_out_and_kills_a_silent_child);
   tcase_add_test (tc, an_orphan_of_a_subreaper_is_adopted_waited_and_killed);
+  tcase_add_test (tc, strays_are_reaped_and_known_children_are_left_to_their_owner);
   tcase_add_test (tc, a_missing_binary_is_an_error_naming_it);
   suite_add_tcase (s, tc);
   return s;
