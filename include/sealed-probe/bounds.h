@@ -187,9 +187,13 @@
 #define SP_SERVE_CONCURRENCY_MAX     16
 /* --pool: sandboxes created ahead per repository (docs/operations.md), and
    in all: each holds a slot, and so two probe ids, while it waits.  */
-#define SP_SERVE_POOL_DEFAULT             1
-#define SP_SERVE_POOL_MAX                 4
-#define SP_SERVE_POOL_SLOTS_MAX           15
+#define SP_SERVE_POOL_DEFAULT   1
+#define SP_SERVE_POOL_MAX       4
+#define SP_SERVE_POOL_SLOTS_MAX 15
+/* Entries of a waiting sandbox's overlay snapshot looked up ahead (pool.c):
+   their kernel memory (an overlay dentry and inode each, about 1 KiB) is
+   bounded by this, about 20 MiB per waiting sandbox.  */
+#define SP_SERVE_POOL_WARM_ENTRIES        20000
 #define SP_SERVE_QUEUE_DEFAULT            16 /* accepted requests waiting for a slot */
 #define SP_SERVE_QUEUE_MAX                1024
 #define SP_SERVE_QUEUE_WAIT_DEFAULT       120 /* seconds a request may wait for a slot */

@@ -577,7 +577,12 @@ done:
     a.remaining = sp_ledger_remaining (s->ledger);
   finish (&inv, fd, &a, index, err ? sp_error_message (err) : NULL);
   if (sb != NULL)
-    remove_after_answer (&inv, sb);
+    {
+      /* The client reads to the end of the stream: it ends now, not after
+         the removal.  */
+      sp_closep (&fd);
+      remove_after_answer (&inv, sb);
+    }
 }
 
 /* The confinement canary: the proxy's own probe, run through the same path

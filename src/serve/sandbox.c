@@ -3,11 +3,13 @@
    the part that does (the script, the start).  Nothing a request sent is in
    a sandbox before sp_serve_sandbox_run.  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sealed-probe/bounds.h>
@@ -198,6 +200,58 @@ fail:
   (void)sandbox_remove (s, sb, &ignored);
   sandbox_free (sb);
   return -1;
+}
+
+/* Looks up every entry below dirfd, depth first, until budget entries;
+   returns what is left of the budget.  Nothing is followed, opened for
+   reading or written: only directories are opened, to list them.  */
+static uint64_t
+warm_dir (int dirfd, unsigned depth, uint64_t budget)
+{
+  DIR *dir;
+  struct dirent *de;
+  int fd;
+
+  if (budget == 0 || depth > SP_SEED_MAX_DEPTH)
+    return budget;
+  fd = dup (dirfd);
+  if (fd < 0)
+    return budget;
+  dir = fdopendir (fd);
+  if (dir == NULL)
+    {
+      close (fd);
+      return budget;
+    }
+  while (budget > 0 && (de = readdir (dir)) != NULL)
+    {
+      struct stat st;
+      int sub;
+
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+        continue;
+      budget--;
+      if (fstatat (dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR (st.st_mode))
+        continue;
+      sub = openat (dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub >= 0)
+        {
+          budget = warm_dir (sub, depth + 1, budget);
+          close (sub);
+        }
+    }
+  closedir (dir);
+  return budget;
+}
+
+void
+sp_serve_sandbox_warm (struct sp_serve_sandbox *sb, uint64_t max_entries)
+{
+  cleanup_close int repo_fd = -1;
+
+  repo_fd = openat (sb->ws.bundle_dirfd, SP_BUNDLE_REPO, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (repo_fd >= 0)
+    (void)warm_dir (repo_fd, 0, max_entries);
 }
 
 int

@@ -154,6 +154,12 @@ int sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot,
    made it active (sp_serve_sandbox_activate).  */
 int sp_serve_sandbox_run (struct sp_serve *s, struct sp_serve_sandbox *sb, const void *script,
                           size_t script_len, uint32_t timeout_seconds, sp_error_t *err);
+/* Looks up the first max_entries entries of sb's overlay snapshot, from
+   serve's side, so that the probe finds the overlay's own dentries made
+   (a fresh overlay mount has none, and making them costs its first
+   reader a few microseconds per entry).  Off the request path only: the
+   pool's thread, before the sandbox joins the pool.  Reads no file.  */
+void sp_serve_sandbox_warm (struct sp_serve_sandbox *sb, uint64_t max_entries);
 /* Registers sb's container for the kill on stop; false (nothing
    registered) once the proxy is stopping.  */
 bool sp_serve_sandbox_activate (struct sp_serve *s, struct sp_serve_sandbox *sb);
