@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,8 @@
 #define CGROUP_PROCS_MAX    (256 * 1024)
 /* "sp-" <run> "-" <invocation>.  */
 #define CONTAINER_ID_MAX (3 + SP_ID_MAX_CHARS + 1 + SP_ID_MAX_CHARS)
+/* runc's fifo in <root>/<id>/ that a created container's init waits on.  */
+#define EXEC_FIFO_NAME "exec.fifo"
 /* A --root holds runc's <id>/ with state.json and exec.fifo, or runsc's
    <id>_sandbox:<id>.state and .lock: shallow.  */
 #define STATE_TREE_MAX_DEPTH 4
@@ -516,6 +519,75 @@ oci_cli_create (struct sp_runtime_backend *rt, const struct sp_runtime_job *job,
   return 0;
 }
 
+static char *
+exec_fifo_path (const struct oci_cli *r, const char *container_id)
+{
+  char *path = NULL;
+
+  if (asprintf (&path, "%s/%s/" EXEC_FIFO_NAME, r->root, container_id) < 0)
+    return NULL;
+  return path;
+}
+
+/* `runc start`, without the binary: the created container's init blocks
+   opening its exec fifo for writing, writes one byte once a reader has it
+   open, and then execs the probe.  The read is the release; removing the
+   fifo afterwards is what tells runc's later commands that the container
+   started.  The init's exit before its byte, or no byte in time, fails the
+   start.  */
+static int
+start_by_exec_fifo (const struct oci_cli *r, struct sp_runtime_sandbox *sb, const char *what, sp_error_t *err)
+{
+  cleanup_free char *path = exec_fifo_path (r, sb->container_id);
+  cleanup_close int fd = -1;
+  struct stat st;
+  char byte;
+
+  if (path == NULL)
+    return sp_make_error (err, ENOMEM, "allocate");
+  /* Non-blocking: an init that is gone never opens the other end.  */
+  fd = open (path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return sp_make_error (err, errno, "%s: open `%s`", what, path);
+  /* runc makes it as the sandbox's root (a host id of the slot's), in the
+     run's --root, which is root's and private: only its type is checked.  */
+  if (fstat (fd, &st) < 0 || !S_ISFIFO (st.st_mode))
+    return sp_make_error (err, 0, "%s: `%s` is not a fifo", what, path);
+  for (int64_t deadline = sp_monotonic_ms () + COMMAND_TIMEOUT_MS;;)
+    {
+      struct pollfd fds[2] = { { .fd = fd, .events = POLLIN }, { .fd = sb->init.pidfd, .events = POLLIN } };
+      int64_t left = deadline - sp_monotonic_ms ();
+      ssize_t n;
+      int ready;
+
+      if (left <= 0)
+        return sp_make_error (err, 0, "%s: the init did not write its exec fifo within %d s", what,
+                              COMMAND_TIMEOUT_MS / 1000);
+      ready = poll (fds, sb->init.pidfd >= 0 ? 2 : 1, (int)(left > 100 ? 100 : left));
+      if (ready < 0 && errno != EINTR)
+        return sp_make_error (err, errno, "%s: poll", what);
+      n = read (fd, &byte, 1);
+      if (n == 1)
+        break;
+      if (n < 0 && errno != EAGAIN && errno != EINTR)
+        return sp_make_error (err, errno, "%s: read `%s`", what, path);
+      if (ready > 0 && sb->init.pidfd >= 0 && (fds[1].revents & POLLIN))
+        return sp_make_error (err, 0, "%s: the container's init exited before it was started", what);
+      /* End of file: no writer yet (its open is still completing), or one
+         that left without its byte, which the init's exit then tells.
+         poll would not wait on either: nap instead.  */
+      if (n == 0)
+        {
+          struct timespec nap = { 0, 1000 * 1000 };
+
+          nanosleep (&nap, NULL);
+        }
+    }
+  if (unlink (path) < 0)
+    return sp_make_error (err, errno, "%s: remove `%s`", what, path);
+  return 0;
+}
+
 int
 oci_cli_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, struct sp_run_facts *facts,
                sp_error_t *err)
@@ -536,23 +608,32 @@ oci_cli_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, str
   facts->stage = SP_RUN_STAGE_CREATE;
   start = sp_monotonic_ns ();
   snprintf (what, sizeof (what), "%s start `%s`", name, sb->container_id);
-  {
-    char *words[] = START_WORDS (sb->container_id);
-    char *argv[ARGV_MAX];
-    bool spawned = false;
+  if (r->flavor->start_by_exec_fifo)
+    {
+      if (start_by_exec_fifo (r, sb, what, err) < 0)
+        {
+          sp_child_kill_and_reap (&sb->init);
+          return -1;
+        }
+    }
+  else
+    {
+      char *words[] = START_WORDS (sb->container_id);
+      char *argv[ARGV_MAX];
+      bool spawned = false;
 
-    command_line (r, r->root, words, argv);
-    if (runtime_bounded (r->binary, argv, what, &spawned, err) < 0)
-      {
-        /* A binary that cannot be executed any more started nothing: the
-           host's failure, as at create (a sandbox made ahead was created
-           while it still could be).  */
-        if (!spawned)
-          facts->stage = SP_RUN_STAGE_NONE;
-        sp_child_kill_and_reap (&sb->init);
-        return -1;
-      }
-  }
+      command_line (r, r->root, words, argv);
+      if (runtime_bounded (r->binary, argv, what, &spawned, err) < 0)
+        {
+          /* A binary that cannot be executed any more started nothing: the
+             host's failure, as at create (a sandbox made ahead was created
+             while it still could be).  */
+          if (!spawned)
+            facts->stage = SP_RUN_STAGE_NONE;
+          sp_child_kill_and_reap (&sb->init);
+          return -1;
+        }
+    }
   facts->stage = SP_RUN_STAGE_PROBE;
 
   /* runc: the probe runs as the init itself, so its wait status is the
@@ -666,8 +747,25 @@ oci_cli_describe (struct sp_runtime_backend *rt, const struct sp_runtime_job *jo
   bad |= yajl_gen_array_open (g) != yajl_gen_status_ok;
   command_line (r, r->root, create, argv);
   bad |= sp_yajl_gen_command (g, "create", argv) < 0;
-  command_line (r, r->root, start, argv);
-  bad |= sp_yajl_gen_command (g, "start", argv) < 0;
+  if (r->flavor->start_by_exec_fifo)
+    {
+      /* No command: serve reads the init's exec fifo (start_by_exec_fifo).  */
+      cleanup_free char *fifo = exec_fifo_path (r, job->container_id);
+
+      bad |= fifo == NULL;
+      bad |= yajl_gen_map_open (g) != yajl_gen_status_ok;
+      bad |= yajl_gen_string (g, (const unsigned char *)"step", 4) != yajl_gen_status_ok;
+      bad |= yajl_gen_string (g, (const unsigned char *)"start", 5) != yajl_gen_status_ok;
+      bad |= yajl_gen_string (g, (const unsigned char *)"exec_fifo", 9) != yajl_gen_status_ok;
+      bad |= fifo == NULL
+             || yajl_gen_string (g, (const unsigned char *)fifo, strlen (fifo)) != yajl_gen_status_ok;
+      bad |= yajl_gen_map_close (g) != yajl_gen_status_ok;
+    }
+  else
+    {
+      command_line (r, r->root, start, argv);
+      bad |= sp_yajl_gen_command (g, "start", argv) < 0;
+    }
   command_line (r, r->root, kill_words, argv);
   bad |= sp_yajl_gen_command (g, "kill (on timeout or stop)", argv) < 0;
   command_line (r, r->root, delete_words, argv);

@@ -7,6 +7,7 @@
 #ifndef SEALED_PROBE_RUNTIMES_OCI_CLI_H
 #define SEALED_PROBE_RUNTIMES_OCI_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <sealed-probe/runtime.h>
@@ -27,6 +28,12 @@ struct oci_flavor
   /* Called once `create` succeeded: takes hold of any other process
      `create` left to this process (the subreaper), to be reaped after the
      run.  NULL: none.  */
+  /* Start a created container by reading its init's exec fifo,
+     <root>/<id>/exec.fifo, as `runc start` does, rather than by running
+     the binary again (its start-up is most of `runc start`'s time).  The
+     confinement canary starts its sandbox this way too, so a runtime whose
+     fifo protocol differs fails the preflight.  */
+  bool start_by_exec_fifo;
   int (*adopt_helpers) (const struct oci_cli *c, const char *container_id, struct sp_child *helper,
                         sp_error_t *err);
 };

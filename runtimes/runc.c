@@ -43,6 +43,7 @@ static const struct oci_flavor runc_flavor = {
   .binary_name = "runc",
   .state_name = "runc",
   .version_check = runc_version_check,
+  .start_by_exec_fifo = true,
   .adopt_helpers = NULL,
 };
 
