@@ -171,8 +171,16 @@ make_slots (struct sp_serve *s, sp_error_t *err)
         "sealed-probe-proxy: serve: --pool %u: runtime `%s` cannot create a sandbox ahead of its request: "
         "every sandbox starts cold\n",
         s->opt->pool, s->runtime->ops->name);
+  else if (wanted > SP_SERVE_POOL_SLOTS_MAX)
+    {
+      s->pool_slots = SP_SERVE_POOL_SLOTS_MAX;
+      fprintf (stderr,
+               "sealed-probe-proxy: serve: --pool %u for %zu repositories: at most %d sandboxes wait in all, "
+               "shared out in the config's order; a request that finds none for its repository starts cold\n",
+               s->opt->pool, s->config->n_private_repos, SP_SERVE_POOL_SLOTS_MAX);
+    }
   else
-    s->pool_slots = wanted < SP_SERVE_POOL_SLOTS_MAX ? (unsigned)wanted : SP_SERVE_POOL_SLOTS_MAX;
+    s->pool_slots = (unsigned)wanted;
   s->n_slots = s->opt->concurrency + 1 + s->pool_slots;
   s->active = calloc (s->n_slots, sizeof (*s->active));
   s->slot_taken = calloc (s->n_slots, sizeof (*s->slot_taken));

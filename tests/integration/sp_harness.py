@@ -256,9 +256,9 @@ def docker_containers(labels, socket_path=None):
     return value
 
 
-def docker_state_statuses(state, run=None, socket_path=None):
-    """{name: State} ("created", "running", "exited") of the containers
-    labelled with state's key (and run's id when given)."""
+def _docker_state_summaries(state, run=None, socket_path=None):
+    """{name: the API's summary} of the containers labelled with state's key
+    (and run's id when given).  Empty when state does not exist."""
     try:
         labels = {"org.sealed-probe.state": docker_state_key(state)}
     except OSError:
@@ -268,24 +268,20 @@ def docker_state_statuses(state, run=None, socket_path=None):
     out = {}
     for c in docker_containers(labels, socket_path):
         names = [n.lstrip("/") for n in c.get("Names") or []]
-        out[names[0] if names else c["Id"]] = c.get("State")
+        out[names[0] if names else c["Id"]] = c
     return out
+
+
+def docker_state_statuses(state, run=None, socket_path=None):
+    """{name: State} ("created", "running", "exited") of the containers
+    labelled with state's key (and run's id when given)."""
+    return {n: c.get("State") for n, c in _docker_state_summaries(state, run, socket_path).items()}
 
 
 def docker_state_containers(state, run=None, socket_path=None):
     """{name: id} of the containers labelled with state's key (and run's id
     when given).  Empty when state does not exist."""
-    try:
-        labels = {"org.sealed-probe.state": docker_state_key(state)}
-    except OSError:
-        return {}
-    if run:
-        labels["org.sealed-probe.run"] = run
-    out = {}
-    for c in docker_containers(labels, socket_path):
-        names = [n.lstrip("/") for n in c.get("Names") or []]
-        out[names[0] if names else c["Id"]] = c["Id"]
-    return out
+    return {n: c["Id"] for n, c in _docker_state_summaries(state, run, socket_path).items()}
 
 
 def docker_remove(name, socket_path=None):

@@ -291,6 +291,21 @@ try:
     finally:
         srv2.cleanup()
 
+    # ---- the cap in all: 16 repositories at --pool 1 get 15 waiting, and serve says so
+    if CAN:
+        many = [f"acme/r{k}" for k in range(16)]
+        config16 = work.write_config(many)
+        state16 = work.staged_state(config16, [(r, alpha) for r in many])
+        with S.serving(work, config16, state16, extra=["--pool", "1"]) as srv:
+            capped = S.wait_pool_full_n(srv, 15, timeout=120)
+            time.sleep(1.0)
+            n = len(S.pool_members(srv.state, srv.run, srv.pid))
+            tap.ok(capped is not None and n == 15 and "at most 15 sandboxes wait in all" in srv.stderr(),
+                   "16 repositories at --pool 1: 15 sandboxes wait, no more, and serve says the cap at start",
+                   (n, srv.stderr()[-400:]))
+    else:
+        tap.skip("pool: the cap in all", NOT_AHEAD)
+
     # ---- a backend that cannot create ahead starts cold
     with S.serving(work, config1, state1, extra=["--pool", "1"]) as srv:
         r = srv.probe(WHOAMI, "acme/alpha", OUTCOMES)

@@ -32,12 +32,11 @@
 #include "rootfs_fixture.h"
 #include "sp_check.h"
 
-#define DEFAULT_DEB_CACHE "/var/cache/sealed-probe/debs"
-#define STDLIB            "usr/lib/python3.11"
-#define JSON_SOURCE       STDLIB "/json/__init__.py"
-#define JSON_PYC          STDLIB "/json/__pycache__/__init__.cpython-311.pyc"
-#define PYC_TAG           ".cpython-311.pyc"
-#define PYC_HEADER        16 /* magic, flags, then the source hash (unchecked hash) */
+#define STDLIB      "usr/lib/python3.11"
+#define JSON_SOURCE STDLIB "/json/__init__.py"
+#define JSON_PYC    STDLIB "/json/__pycache__/__init__.cpython-311.pyc"
+#define PYC_TAG     ".cpython-311.pyc"
+#define PYC_HEADER  16 /* magic, flags, then the source hash (unchecked hash) */
 /* Fewer modules than this means the compile step missed most of them:
    bookworm's libpython3.11-minimal and -stdlib keep 508 after pruning.  */
 #define MIN_MODULES 400
@@ -48,47 +47,12 @@ static char root_a[160], root_b[160];
 static char digest_a[SP_DIGEST_TEXT_SIZE], digest_b[SP_DIGEST_TEXT_SIZE];
 static char *build_error;
 
-static const char *
-deb_cache (void)
-{
-  const char *dir = getenv ("SP_DEB_CACHE");
-  return dir && *dir ? dir : DEFAULT_DEB_CACHE;
-}
-
 static double
 seconds_since (const struct timespec *t0)
 {
   struct timespec t1;
   clock_gettime (CLOCK_MONOTONIC, &t1);
   return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
-/* Every pinned .deb in the cache, or why not.  */
-static char *
-check_debs_present (const char *lock_path)
-{
-  cleanup_error sp_error_t err = NULL;
-  struct sp_lock lock = { 0 };
-  char *why = NULL;
-
-  if (sp_lock_load (lock_path, &lock, &err) < 0)
-    return strdup (sp_error_message (err));
-  for (size_t i = 0; i < lock.count && why == NULL; i++)
-    {
-      char name[SP_LOCK_DEB_NAME_SIZE];
-      char path[PATH_MAX];
-
-      sp_lock_deb_filename (&lock.entries[i], name);
-      snprintf (path, sizeof (path), "%s/%s", deb_cache (), name);
-      if (access (path, R_OK) < 0
-          && asprintf (&why,
-                       "%s is missing: run scripts/rootfs-fetch first (default cache " DEFAULT_DEB_CACHE ")",
-                       path)
-                 < 0)
-        why = NULL;
-    }
-  sp_lock_release (&lock);
-  return why;
 }
 
 /* One CLI build of the pinned lock into out; the digest it printed in digest.  */
@@ -100,7 +64,7 @@ build_cli (const char *out, char digest[SP_DIGEST_TEXT_SIZE])
                    "--lock",
                    getenv ("SP_ROOTFS_LOCK"),
                    "--debs",
-                   (char *)deb_cache (),
+                   (char *)fx_deb_cache (),
                    "--out",
                    (char *)out,
                    NULL };
@@ -159,7 +123,7 @@ build_twice (void)
           = strdup ("SP_ROOTFS_BIN and SP_ROOTFS_LOCK must be set (tests/rootfs/meson.build sets them)");
       return;
     }
-  build_error = check_debs_present (getenv ("SP_ROOTFS_LOCK"));
+  build_error = fx_missing_deb (getenv ("SP_ROOTFS_LOCK"));
   if (build_error)
     return;
   strcpy (work, "/tmp/sp-rootfs-pyc-XXXXXX");
@@ -531,7 +495,7 @@ START_TEST (a_stdlib_module_that_does_not_compile_fails_the_build_naming_it)
 
   ck_assert_msg (getenv ("SP_ROOTFS_LOCK") != NULL,
                  "SP_ROOTFS_LOCK is not set (tests/rootfs/meson.build sets it)");
-  missing = check_debs_present (getenv ("SP_ROOTFS_LOCK"));
+  missing = fx_missing_deb (getenv ("SP_ROOTFS_LOCK"));
   ck_assert_msg (missing == NULL, "%s", missing);
   ck_assert_int_eq (sp_lock_load (getenv ("SP_ROOTFS_LOCK"), &lock, &err), 0);
   for (size_t i = 0; i < lock.count; i++)
@@ -541,7 +505,7 @@ START_TEST (a_stdlib_module_that_does_not_compile_fails_the_build_naming_it)
       char hex[SP_SHA256_HEX + 1];
 
       sp_lock_deb_filename (e, name);
-      snprintf (from, sizeof (from), "%s/%s", deb_cache (), name);
+      snprintf (from, sizeof (from), "%s/%s", fx_deb_cache (), name);
       snprintf (to, sizeof (to), "%s/%s", fx.debs, name);
       ck_assert_int_eq (symlink (from, to), 0);
       sp_sha256_hex (e->sha256, hex);

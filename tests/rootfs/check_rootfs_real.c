@@ -25,8 +25,6 @@
 #include "sp_check.h"
 #include <sealed-probe/tree_walk.h>
 
-#define DEFAULT_DEB_CACHE "/var/cache/sealed-probe/debs"
-
 extern char **environ;
 
 static char work[64];
@@ -34,13 +32,6 @@ static char out[128];
 static char root[160];
 static char *build_error;
 static char recorded[SP_DIGEST_TEXT_SIZE + 1];
-
-static const char *
-deb_cache (void)
-{
-  const char *dir = getenv ("SP_DEB_CACHE");
-  return dir && *dir ? dir : DEFAULT_DEB_CACHE;
-}
 
 static char *
 read_small (const char *path)
@@ -52,39 +43,6 @@ read_small (const char *path)
   if (sp_read_path_capped (path, 64 * 1024, &text, &len, &err) < 0)
     return NULL;
   return text;
-}
-
-/* Every pinned .deb must be in the cache; otherwise why not, in words.  */
-static char *
-check_debs_present (const char *lock_path)
-{
-  cleanup_error sp_error_t err = NULL;
-  struct sp_lock lock = { 0 };
-  char *why = NULL;
-
-  if (sp_lock_load (lock_path, &lock, &err) < 0)
-    {
-      if (asprintf (&why, "%s", sp_error_message (err)) < 0)
-        why = NULL;
-      return why;
-    }
-  for (size_t i = 0; i < lock.count && why == NULL; i++)
-    {
-      char name[SP_LOCK_DEB_NAME_SIZE];
-      char path[PATH_MAX];
-
-      sp_lock_deb_filename (&lock.entries[i], name);
-      snprintf (path, sizeof (path), "%s/%s", deb_cache (), name);
-      if (access (path, R_OK) < 0
-          && asprintf (&why,
-                       "%s is missing: run scripts/rootfs-fetch first (it fetches the pinned .debs into "
-                       "$SP_DEB_CACHE, default " DEFAULT_DEB_CACHE ")",
-                       path)
-                 < 0)
-        why = NULL;
-    }
-  sp_lock_release (&lock);
-  return why;
 }
 
 /* Runs once, in check's parent process, without assertions: a failure is
@@ -106,7 +64,7 @@ build_once (void)
           = strdup ("SP_ROOTFS_BIN and SP_ROOTFS_LOCK must be set (tests/rootfs/meson.build sets them)");
       return;
     }
-  build_error = check_debs_present (lock);
+  build_error = fx_missing_deb (lock);
   if (build_error)
     return;
 
@@ -123,8 +81,8 @@ build_once (void)
   snprintf (digest_path, sizeof (digest_path), "%s/digest", out);
 
   {
-    char *argv[] = { (char *)bin,          "build", "--lock", (char *)lock, "--debs",
-                     (char *)deb_cache (), "--out", out,      NULL };
+    char *argv[] = { (char *)bin, "build", "--lock", (char *)lock, "--debs", (char *)fx_deb_cache (),
+                     "--out",     out,     NULL };
     posix_spawn_file_actions_init (&actions);
     posix_spawn_file_actions_addopen (&actions, STDOUT_FILENO, stdout_path, O_WRONLY | O_CREAT | O_TRUNC,
                                       0644);

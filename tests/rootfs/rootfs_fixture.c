@@ -350,3 +350,38 @@ fx_run (char *const argv[], char **out, char **err)
   ck_assert_int_eq (waitpid (pid, &status, 0), pid);
   return WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
 }
+
+const char *
+fx_deb_cache (void)
+{
+  const char *dir = getenv ("SP_DEB_CACHE");
+  return dir && *dir ? dir : FX_DEFAULT_DEB_CACHE;
+}
+
+char *
+fx_missing_deb (const char *lock_path)
+{
+  cleanup_error sp_error_t err = NULL;
+  struct sp_lock lock = { 0 };
+  char *why = NULL;
+
+  if (sp_lock_load (lock_path, &lock, &err) < 0)
+    return strdup (sp_error_message (err));
+  for (size_t i = 0; i < lock.count && why == NULL; i++)
+    {
+      char name[SP_LOCK_DEB_NAME_SIZE];
+      char path[PATH_MAX];
+
+      sp_lock_deb_filename (&lock.entries[i], name);
+      snprintf (path, sizeof (path), "%s/%s", fx_deb_cache (), name);
+      if (access (path, R_OK) < 0
+          && asprintf (&why,
+                       "%s is missing: run scripts/rootfs-fetch first (it fetches the pinned .debs into "
+                       "$SP_DEB_CACHE, default " FX_DEFAULT_DEB_CACHE ")",
+                       path)
+                 < 0)
+        why = NULL;
+    }
+  sp_lock_release (&lock);
+  return why;
+}

@@ -74,4 +74,12 @@ void fx_write_file (const char *path, const char *text);
 /* Runs argv, capturing stdout and stderr (malloc'd) and the exit status.  */
 int fx_run (char *const argv[], char **out, char **err);
 
+/* The real builds' .deb cache: $SP_DEB_CACHE, default FX_DEFAULT_DEB_CACHE.  */
+#define FX_DEFAULT_DEB_CACHE "/var/cache/sealed-probe/debs"
+const char *fx_deb_cache (void);
+
+/* NULL when every .deb lock_path pins is in the cache; else why not, in
+   words that say how to fix it (allocated).  */
+char *fx_missing_deb (const char *lock_path);
+
 #endif
