@@ -135,16 +135,15 @@ make_one (struct sp_serve *s, struct sp_serve_pool *p, size_t i)
       p->held--;
       if (!p->stop && !s->stopping)
         {
-          /* Said once per failure, with the sandbox's name only: the same
-             failure reaches the audit log through the cold start.  */
-          fprintf (stderr,
-                   "sealed-probe-proxy: serve: pool: sandbox %s for repository %zu: %s; retrying in %u ms\n",
-                   name, i + 1, sp_error_message (err),
-                   p->retry_ms[i] ? p->retry_ms[i] : POOL_RETRY_FIRST_MS);
           p->retry_ms[i] = p->retry_ms[i] == 0                       ? POOL_RETRY_FIRST_MS
                            : p->retry_ms[i] >= POOL_RETRY_MAX_MS / 2 ? POOL_RETRY_MAX_MS
                                                                      : p->retry_ms[i] * 2;
           p->retry_at_ns[i] = sp_monotonic_ns () + (uint64_t)p->retry_ms[i] * 1000000ULL;
+          /* Said once per failure, with the sandbox's name only: the same
+             failure reaches the audit log through the cold start.  */
+          fprintf (stderr,
+                   "sealed-probe-proxy: serve: pool: sandbox %s for repository %zu: %s; retrying in %u ms\n",
+                   name, i + 1, sp_error_message (err), p->retry_ms[i]);
         }
       return;
     }
