@@ -246,22 +246,23 @@ remove_sandbox (struct invocation *inv, struct sp_serve_sandbox *sb, int ret, ui
 }
 
 /* Immediate release only: the answer has left, and the sandbox goes now.
-   Its answer can no longer turn to ERROR, so a sandbox that stays halts
-   the proxy: its slot, and the probe identity with it, is not free again
-   until the operator has looked (docs/operations.md).  */
+   Its answer can no longer turn to ERROR: a sandbox that stays is said on
+   stderr, by name, and the run's own removal at stop (or the next start's,
+   after a crash) takes it, as it takes any leftover of the run.  Its slot
+   is free again, as after any failed removal.  */
 static void
 remove_after_answer (struct invocation *inv, struct sp_serve_sandbox *sb)
 {
   cleanup_error sp_error_t err = NULL;
-  cleanup_free char *why = NULL;
+  char container[2 * SP_ID_MAX_CHARS + 8];
 
-  if (sp_serve_sandbox_destroy (inv->s, sb, &err) == 0)
-    return;
-  if (asprintf (&why, "invocation %s: its sandbox could not be removed after its answer left: %s", inv->id,
-                sp_error_message (err))
-      < 0)
-    why = NULL;
-  sp_serve_halt (inv->s, why ? why : "a sandbox could not be removed after its answer left");
+  snprintf (container, sizeof (container), "%s", sb->container_id);
+  if (sp_serve_sandbox_destroy (inv->s, sb, &err) < 0)
+    fprintf (
+        stderr,
+        "sealed-probe-proxy: serve: invocation %s: its sandbox `%s` could not be removed after its answer "
+        "left: %s; the run's removal at stop takes it\n",
+        inv->id, container, sp_error_message (err));
 }
 
 void

@@ -259,6 +259,10 @@ try:
         tap.ok(got == want, "serve 1: two answers, a probe's exit, an invalid /probe/out, an unknown repository",
                got)
         run1 = S.audit_lines(state)[-1]["run"]
+        # serve's own changes settle first: the last answer's sandbox goes
+        # after it (immediate release), and the pool refills.
+        S.leaks(state, srv.run, serve_pid=srv.pid)
+        S.wait_pool_full(srv, repos=2)
         before = tree_state(state)
         t0 = time.monotonic()
         doc = check(state, "live serve", want_latest={"answered": 2, "probe": 2, "refused": 1},
