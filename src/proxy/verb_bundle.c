@@ -291,6 +291,9 @@ make_bundle_fs (const char *path, const struct sp_bundle_rules *rules, const str
   rootfs_fd = openat (*dirfd, BUNDLE_ROOTFS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (rootfs_fd < 0)
     return sp_make_error (err, errno, "open %s", BUNDLE_ROOTFS_DIR);
+  /* mkdir's mode passed through the umask; the bundle's is exact.  */
+  if (fchmod (rootfs_fd, 0711) < 0)
+    return sp_make_error (err, errno, "chmod %s", BUNDLE_ROOTFS_DIR);
   if (asprintf (&rootfs_path, "%s/%s", path, BUNDLE_ROOTFS_DIR) < 0)
     {
       rootfs_path = NULL;

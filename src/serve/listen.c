@@ -30,8 +30,9 @@ open_socket_dir (const char *dir, sp_error_t *err)
 {
   cleanup_close int fd = -1;
   struct stat st;
+  bool made = mkdir (dir, SP_SOCKET_DIR_MODE) == 0;
 
-  if (mkdir (dir, SP_SOCKET_DIR_MODE) < 0 && errno != EEXIST)
+  if (!made && errno != EEXIST)
     return sp_make_error (err, errno, "--socket: make its directory `%s`", dir);
   fd = open (dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
@@ -41,6 +42,11 @@ open_socket_dir (const char *dir, sp_error_t *err)
   if (st.st_uid != 0 || (st.st_mode & 022))
     return sp_make_error (err, 0, "--socket: its directory `%s` must be root's and writable by root only",
                           dir);
+  /* mkdir's mode passed through the umask; one serve made is 0755 exactly,
+     so that the agent's account can reach the socket.  An existing
+     directory's mode is the operator's.  */
+  if (made && fchmod (fd, SP_SOCKET_DIR_MODE) < 0)
+    return sp_make_error (err, errno, "--socket: make its directory `%s` mode 0755", dir);
   return get_and_reset_fd (&fd);
 }
 

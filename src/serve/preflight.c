@@ -83,20 +83,31 @@ open_seeds (struct sp_serve *s, sp_error_t *err)
 }
 
 /* dirfd/name, made 0711 when absent; it must be a directory of root's that
-   nobody else may write.  */
+   nobody else may write, and that every id may search: the sandboxes'
+   user-namespace roots walk through it to their mount sources.  */
 static int
 open_work_dir (int dirfd, const char *name, const char *shown, sp_error_t *err)
 {
   cleanup_close int fd = -1;
   struct stat st;
+  bool made = mkdirat (dirfd, name, 0711) == 0;
 
-  if (mkdirat (dirfd, name, 0711) < 0 && errno != EEXIST)
+  if (!made && errno != EEXIST)
     return sp_make_error (err, errno, "make `%s`", shown);
   fd = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 || fstat (fd, &st) < 0)
     return sp_make_error (err, errno, "open `%s`", shown);
   if (st.st_uid != 0 || (st.st_mode & 022) != 0)
     return sp_make_error (err, 0, "`%s` must be root's and writable by no one else", shown);
+  /* mkdir's mode passed through the umask (a unit's UMask=0077 gives 0700):
+     what serve makes is 0711 exactly, whatever its umask.  */
+  if (made && fchmod (fd, 0711) < 0)
+    return sp_make_error (err, errno, "make `%s` mode 0711", shown);
+  if (!made && (st.st_mode & 0111) != 0111)
+    return sp_make_error (err, 0,
+                          "`%s` must be searchable by every id (mode 0711 or wider): the sandboxes' "
+                          "user-namespace roots pass through it",
+                          shown);
   return get_and_reset_fd (&fd);
 }
 

@@ -259,7 +259,7 @@ class Serve:
         self._err = open(self.stderr_path, "wb")
         t0 = time.monotonic()
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err,
-                                     env=self.env, cwd=self.dir)
+                                     env=self.env, cwd=self.dir, umask=serve_umask())
         deadline = t0 + ready_timeout
         while time.monotonic() < deadline:
             # Ready means this process's pid in the file: a stale one (a
@@ -668,6 +668,19 @@ def probe_workspaces(state, run, serve_pid):
                 if n != "rootfs" and os.stat(os.path.join(top, n, "bundle", "probe.py")).st_size > 0:
                     out.append(n)
     return sorted(out)
+
+
+def serve_umask():
+    """The umask every Serve starts with: SP_TEST_SERVE_UMASK in octal
+    (scripts/test runs one build's matrix with 077, the proxy unit's, so
+    that nothing serve makes depends on a permissive umask), else the
+    test's own (-1: inherited)."""
+    v = os.environ.get("SP_TEST_SERVE_UMASK", "")
+    if not v:
+        return -1
+    if not re.fullmatch(r"0?[0-7]{1,3}", v):
+        raise ValueError(f"SP_TEST_SERVE_UMASK must be an octal umask such as 077, not {v!r}")
+    return int(v, 8)
 
 
 def pool_size():

@@ -143,6 +143,9 @@ try:
         run = srv.run
         try:
             tap.ok(srv.probe(QUICK, "acme/alpha") == YES, "unwritable: control: a probe answers first")
+            # The pool's refill after that probe is serve's own work, not a
+            # launch: let it finish before watching.
+            S.wait_pool_full(srv)
             subprocess.run(["chattr", "+i", log], check=True)
             ino = S.Inotify()
             ino.watch(B.run_root(state, run))

@@ -4,7 +4,8 @@ serve listens on refuses, naming it; stopping either of two serves that took
 one path in turn never removes the other's socket; a stale socket from a
 killed serve is replaced; and the ready file a kill -9 leaves (holding the
 dead pid) is gone once a restart begins, even one that then fails its
-preflight."""
+preflight.  The workspaces' directory it makes is 0711 whatever its umask,
+and an existing one the sandboxes' ids cannot search is refused."""
 
 import os
 import stat
@@ -108,6 +109,31 @@ try:
     rc = c.stop()
     tap.ok(rc == 0 and not os.path.lexists(sock) and not os.path.lexists(ready),
            "stale socket: on stop it removes its own socket and ready file", (rc, inode(sock), inode(ready)))
+
+    # ---- the workspaces' directory: 0711 whatever serve's umask ----------------
+    # (In build's matrix serve runs with umask 077: SP_TEST_SERVE_UMASK.)
+    wd = S.work_dir(state_a)
+    umask = "inherited" if S.serve_umask() < 0 else f"{S.serve_umask():03o}"
+    c = serve(state_a, probe_id_base=a.probe_id_base)
+    if c.start():
+        modes = {p: stat.S_IMODE(os.stat(p).st_mode) for p in (wd, os.path.join(wd, c.run))}
+        c.stop()
+        tap.ok(set(modes.values()) == {0o711},
+               f"work directory: it and the run's are made 0711 exactly, with serve's umask {umask}", modes)
+    else:
+        tap.ok(False, "work directory: serve becomes ready", c.stderr())
+    # One left by someone else, that the sandboxes' ids cannot search.
+    os.mkdir(wd, 0o700)
+    try:
+        d = serve(state_a, probe_id_base=a.probe_id_base)
+        started = d.start()
+        err = d.stderr()
+        tap.ok(not started and d.returncode == 1 and wd in err and "searchable by every id" in err,
+               "work directory: one the sandboxes' ids cannot search is refused before serving, naming it",
+               f"ready {started} exit {d.returncode}: {err[-400:]!r}")
+    finally:
+        if os.path.isdir(wd):  # the refused serve removes its own state's key directory when empty
+            os.rmdir(wd)
 finally:
     for srv in servers:
         srv.cleanup()
