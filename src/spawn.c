@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -31,6 +32,10 @@
 #ifndef SYS_close_range
 #define SYS_close_range 436
 #endif
+#ifndef PR_CAP_AMBIENT
+#define PR_CAP_AMBIENT           47
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+#endif
 
 /* Where the child parks the fds it needs while it rearranges 0..3: above any
    fd number the rearranging can produce.  */
@@ -38,6 +43,9 @@
 /* The error pipe's fd in the child: it is closed by execve (FD_CLOEXEC), and
    close_range starts just above it.  */
 #define CHILD_ERR_FD 3
+/* The capability numbers to drop from the bounding set: far above
+   CAP_LAST_CAP; the kernel's EINVAL ends the loop earlier.  */
+#define CAP_SCAN_MAX 64
 /* Without a pidfd, the wait polls this often.  */
 #define WAIT_POLL_NS (10 * 1000 * 1000)
 
@@ -115,9 +123,33 @@ child_close_from (int lowfd)
     close ((int)fd);
 }
 
+/* No capability survives the execve: an empty bounding set means a uid-0
+   exec gains none, and the empty permitted set drops what the child has.
+   Plain syscalls only.  */
+static int
+drop_all_capabilities (void)
+{
+  struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+  struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+  for (int cap = 0; cap < CAP_SCAN_MAX; cap++)
+    if (prctl (PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
+      {
+        if (errno == EINVAL)
+          break;
+        return -1;
+      }
+  prctl (PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); /* EINVAL before Linux 4.3: none to clear */
+  memset (data, 0, sizeof (data));
+  if (syscall (SYS_capset, &hdr, data) < 0)
+    return -1;
+  return prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+}
+
 /* The child's side.  Only async-signal-safe calls from here to execve.  */
-static void __attribute__ ((noreturn)) child_exec (const char *path, char *const argv[], char *const envp[],
-                                                   pid_t parent, int devnull, int outfd, int errfd)
+static void __attribute__ ((noreturn))
+child_exec (const char *path, char *const argv[], char *const envp[], pid_t parent, int devnull,
+            const struct sp_spawn_options *opt, int errfd)
 {
   struct sigaction dfl;
   sigset_t none;
@@ -136,20 +168,23 @@ static void __attribute__ ((noreturn)) child_exec (const char *path, char *const
   /* The parent died before the prctl: nobody would kill us later.  */
   if (getppid () != parent)
     _exit (127);
+  /* Into the tree first: root_dirfd is closed with the rest below.  */
+  if (opt->root_dirfd >= 0 && (fchdir (opt->root_dirfd) < 0 || chroot (".") < 0 || chdir ("/") < 0))
+    child_fail (errfd, errno);
 
   null_hi = fcntl (devnull, F_DUPFD_CLOEXEC, CHILD_PARK_FD);
   if (null_hi < 0)
     child_fail (errfd, errno);
   out_hi = null_hi;
-  if (outfd >= 0)
+  if (opt->output_fd >= 0)
     {
-      out_hi = fcntl (outfd, F_DUPFD_CLOEXEC, CHILD_PARK_FD);
+      out_hi = fcntl (opt->output_fd, F_DUPFD_CLOEXEC, CHILD_PARK_FD);
       if (out_hi < 0)
         child_fail (errfd, errno);
     }
   /* dup2 clears FD_CLOEXEC on 0, 1 and 2; the error pipe keeps it on 3.  */
   if (dup2 (null_hi, STDIN_FILENO) < 0 || dup2 (out_hi, STDOUT_FILENO) < 0
-      || dup2 (null_hi, STDERR_FILENO) < 0)
+      || dup2 (opt->output_stderr_too ? out_hi : null_hi, STDERR_FILENO) < 0)
     child_fail (errfd, errno);
   if (dup3 (errfd, CHILD_ERR_FD, O_CLOEXEC) < 0)
     child_fail (errfd, errno);
@@ -163,14 +198,16 @@ static void __attribute__ ((noreturn)) child_exec (const char *path, char *const
   sigemptyset (&none);
   if (sigprocmask (SIG_SETMASK, &none, NULL) < 0)
     child_fail (errfd, errno);
+  if (opt->drop_capabilities && drop_all_capabilities () < 0)
+    child_fail (errfd, errno);
 
   execve (path, argv, envp);
   child_fail (errfd, errno);
 }
 
-static int
-spawn_with (const char *path, char *const argv[], char *const envp[], int outfd, struct sp_child *child,
-            sp_error_t *err)
+int
+sp_spawn_with (const char *path, char *const argv[], char *const envp[],
+               const struct sp_spawn_options *options, struct sp_child *child, sp_error_t *err)
 {
   cleanup_close int devnull = -1;
   cleanup_close int err_rd = -1;
@@ -186,8 +223,8 @@ spawn_with (const char *path, char *const argv[], char *const envp[], int outfd,
   child->pidfd = -1;
   if (path == NULL || path[0] != '/')
     return sp_make_error (err, 0, "spawn: `%s` is not an absolute path", path ? path : "(null)");
-  if (argv == NULL || argv[0] == NULL || envp == NULL)
-    return sp_make_error (err, 0, "spawn `%s`: argv and envp are required", path);
+  if (argv == NULL || argv[0] == NULL || envp == NULL || options == NULL)
+    return sp_make_error (err, 0, "spawn `%s`: argv, envp and options are required", path);
 
   devnull = open ("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull < 0)
@@ -203,7 +240,7 @@ spawn_with (const char *path, char *const argv[], char *const envp[], int outfd,
   pthread_mutex_lock (&known_lock);
   pid = fork ();
   if (pid == 0)
-    child_exec (path, argv, envp, parent, devnull, outfd, err_wr);
+    child_exec (path, argv, envp, parent, devnull, options, err_wr);
   int fork_errno = errno;
   if (pid > 0)
     known_add (pid);
@@ -241,7 +278,9 @@ spawn_with (const char *path, char *const argv[], char *const envp[], int outfd,
 int
 sp_spawn (const char *path, char *const argv[], char *const envp[], struct sp_child *child, sp_error_t *err)
 {
-  return spawn_with (path, argv, envp, -1, child, err);
+  static const struct sp_spawn_options defaults = { .output_fd = -1, .root_dirfd = -1 };
+
+  return sp_spawn_with (path, argv, envp, &defaults, child, err);
 }
 
 static void
@@ -414,7 +453,9 @@ sp_spawn_capture (const char *path, char *const argv[], char *const envp[], int 
     return sp_make_error (err, errno, "capture `%s`: pipe", path ? path : "(null)");
   rd = pipefd[0];
   wr = pipefd[1];
-  if (spawn_with (path, argv, envp, wr, &child, err) < 0)
+  if (sp_spawn_with (path, argv, envp, &(struct sp_spawn_options){ .output_fd = wr, .root_dirfd = -1 },
+                     &child, err)
+      < 0)
     return -1;
   sp_closep (&wr);
 

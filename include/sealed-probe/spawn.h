@@ -25,6 +25,26 @@ struct sp_child
 int sp_spawn (const char *path, char *const argv[], char *const envp[], struct sp_child *child,
               sp_error_t *err);
 
+/* What sp_spawn_with changes in the child from sp_spawn's.  */
+struct sp_spawn_options
+{
+  /* The child's stdout, and its stderr too when output_stderr_too; -1:
+     /dev/null, as sp_spawn.  */
+  int output_fd;
+  bool output_stderr_too;
+  /* A directory the child chroots into before execve, so that path names a
+     file of that tree; -1: none.  */
+  int root_dirfd;
+  /* No capability survives the execve: an empty bounding set, the
+     permitted, effective, inheritable and ambient sets cleared, and
+     no_new_privs.  */
+  bool drop_capabilities;
+};
+
+/* sp_spawn with those changes.  */
+int sp_spawn_with (const char *path, char *const argv[], char *const envp[],
+                   const struct sp_spawn_options *options, struct sp_child *child, sp_error_t *err);
+
 /* Takes hold of pid, a process that became this process's child otherwise
    than by sp_spawn (an orphan reparented to it as the subreaper), so that
    sp_child_wait and sp_child_kill_and_reap work on it.  Refuses a pid that

@@ -1,22 +1,17 @@
-/* The precompiled standard library: see pyc.h.  The builder is a
-   single-threaded program, so the child may do more than async-signal-safe
-   work; it still keeps to plain syscalls between fork and execve.  */
+/* The precompiled standard library: see pyc.h.  The compiler is started
+   with sp_spawn_with: chrooted into the tree, without capabilities.  */
 #define _GNU_SOURCE
 #include "pyc.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/capability.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,21 +21,6 @@
 #include <sealed-probe/quote.h>
 #include <sealed-probe/spawn.h>
 #include <sealed-probe/tree_walk.h>
-
-#ifndef SYS_close_range
-#define SYS_close_range 436
-#endif
-#ifndef PR_CAP_AMBIENT
-#define PR_CAP_AMBIENT           47
-#define PR_CAP_AMBIENT_CLEAR_ALL 4
-#endif
-
-/* Where the child parks its fds while it rearranges 0..3 (as spawn.c).  */
-#define CHILD_PARK_FD 10
-#define CHILD_ERR_FD  3
-/* The capability numbers to drop from the bounding set: far above
-   CAP_LAST_CAP; the kernel's EINVAL ends the loop earlier.  */
-#define CAP_SCAN_MAX 64
 
 /* Every regular *.py below argv[1], in byte order of names, __pycache__
    skipped, in one process (a pyc's marshal output may depend on what the
@@ -67,78 +47,6 @@ static const char compile_script[]
       "except OSError as e:\n"
       "    sys.exit('%s: %s' % (path, e))\n"
       "print(n)\n";
-
-static void __attribute__ ((noreturn)) child_fail (int errfd, int error)
-{
-  /* A failed write leaves the parent reading EOF: it then sees exit 127.  */
-  if (write (errfd, &error, sizeof (error)) < 0)
-    _exit (127);
-  _exit (127);
-}
-
-/* No capability survives the execve: an empty bounding set means a uid-0
-   exec gains none, and the empty permitted set drops what the child has.
-   The interpreter comes from the pinned lock, but it is a program of the
-   packages running as root on the build host: it gets its chroot and no
-   more.  */
-static int
-drop_all_capabilities (void)
-{
-  struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
-  struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
-
-  for (int cap = 0; cap < CAP_SCAN_MAX; cap++)
-    if (prctl (PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
-      {
-        if (errno == EINVAL)
-          break;
-        return -1;
-      }
-  prctl (PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); /* EINVAL before Linux 4.3: none to clear */
-  memset (data, 0, sizeof (data));
-  if (syscall (SYS_capset, &hdr, data) < 0)
-    return -1;
-  return prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-}
-
-static void __attribute__ ((noreturn)) child_exec (int rootfd, int devnull, int outfd, int errfd,
-                                                   pid_t parent, char *const argv[], char *const envp[])
-{
-  sigset_t none;
-  int null_hi, out_hi, err_hi;
-
-  err_hi = fcntl (errfd, F_DUPFD_CLOEXEC, CHILD_PARK_FD);
-  if (err_hi < 0)
-    _exit (127);
-  errfd = err_hi;
-  if (setpgid (0, 0) < 0 || prctl (PR_SET_PDEATHSIG, SIGKILL) < 0)
-    child_fail (errfd, errno);
-  if (getppid () != parent)
-    _exit (127);
-
-  /* Into the tree first: rootfd is closed with the rest below.  */
-  if (fchdir (rootfd) < 0 || chroot (".") < 0 || chdir ("/") < 0)
-    child_fail (errfd, errno);
-
-  null_hi = fcntl (devnull, F_DUPFD_CLOEXEC, CHILD_PARK_FD);
-  out_hi = fcntl (outfd, F_DUPFD_CLOEXEC, CHILD_PARK_FD);
-  if (null_hi < 0 || out_hi < 0)
-    child_fail (errfd, errno);
-  if (dup2 (null_hi, STDIN_FILENO) < 0 || dup2 (out_hi, STDOUT_FILENO) < 0 || dup2 (out_hi, STDERR_FILENO) < 0
-      || dup3 (errfd, CHILD_ERR_FD, O_CLOEXEC) < 0)
-    child_fail (errfd, errno);
-  errfd = CHILD_ERR_FD;
-  if (syscall (SYS_close_range, (unsigned)CHILD_ERR_FD + 1, ~0U, 0) < 0)
-    for (int fd = CHILD_ERR_FD + 1; fd < 1024; fd++)
-      close (fd);
-
-  sigemptyset (&none);
-  if (sigprocmask (SIG_SETMASK, &none, NULL) < 0 || drop_all_capabilities () < 0)
-    child_fail (errfd, errno);
-  umask (022);
-  execve (argv[0], argv, envp);
-  child_fail (errfd, errno);
-}
 
 /* Keeps the last cap bytes of what the child writes: a failure's reason is
    at the end.  */
@@ -259,56 +167,28 @@ run_compiler (int rootfd, struct tail *t, int *status, sp_error_t *err)
   };
   /* A fixed hash seed: no output may depend on the process's randomness.  */
   char *envp[] = { (char *)"PYTHONHASHSEED=0", (char *)"LC_ALL=C.UTF-8", (char *)"PATH=/usr/bin", NULL };
-  cleanup_close int devnull = -1;
   cleanup_close int out_rd = -1, out_wr = -1;
-  cleanup_close int err_rd = -1, err_wr = -1;
   struct sp_child child = { -1, -1 };
   int64_t deadline = sp_monotonic_ms () + SP_ROOTFS_COMPILE_TIMEOUT_MS;
   int pipefd[2];
-  int child_errno = 0;
-  pid_t parent = getpid ();
-  pid_t pid;
-  ssize_t n;
   int ret;
 
-  devnull = TEMP_FAILURE_RETRY (open ("/dev/null", O_RDWR | O_CLOEXEC));
-  if (devnull < 0)
-    return sp_make_error (err, errno, "open `/dev/null`");
   if (pipe2 (pipefd, O_CLOEXEC) < 0)
     return sp_make_error (err, errno, "pipe");
   out_rd = pipefd[0];
   out_wr = pipefd[1];
-  if (pipe2 (pipefd, O_CLOEXEC) < 0)
-    return sp_make_error (err, errno, "pipe");
-  err_rd = pipefd[0];
-  err_wr = pipefd[1];
-
-  pid = fork ();
-  if (pid < 0)
-    return sp_make_error (err, errno, "fork");
-  if (pid == 0)
-    child_exec (rootfd, devnull, out_wr, err_wr, parent, argv, envp);
-  setpgid (pid, pid); /* as spawn.c: a group kill reaches it before its own setpgid */
+  /* The interpreter comes from the pinned lock, but it is a program of the
+     packages running as root on the build host: it gets its chroot and no
+     capability.  */
+  if (sp_spawn_with (SP_ROOTFS_PYTHON, argv, envp,
+                     &(struct sp_spawn_options){ .output_fd = out_wr,
+                                                 .output_stderr_too = true,
+                                                 .root_dirfd = rootfd,
+                                                 .drop_capabilities = true },
+                     &child, err)
+      < 0)
+    return sp_error_wrap (err, "run `%s` chrooted into the tree without capabilities", SP_ROOTFS_PYTHON);
   sp_closep (&out_wr);
-  sp_closep (&err_wr);
-
-  n = TEMP_FAILURE_RETRY (read (err_rd, &child_errno, sizeof (child_errno)));
-  if (n != 0)
-    {
-      int st;
-      TEMP_FAILURE_RETRY (waitpid (pid, &st, 0));
-      if (n == (ssize_t)sizeof (child_errno))
-        return sp_make_error (err, child_errno, "run `%s` chrooted into the tree without capabilities",
-                              SP_ROOTFS_PYTHON);
-      return sp_make_error (err, 0, "run `%s`: the child failed before exec", SP_ROOTFS_PYTHON);
-    }
-  /* Ours by fork: the spawn helpers' bounded wait and group kill apply.  */
-  if (sp_child_adopt (pid, &child, err) < 0)
-    {
-      kill (-pid, SIGKILL);
-      TEMP_FAILURE_RETRY (waitpid (pid, &child_errno, 0));
-      return -1;
-    }
   ret = collect (&child, out_rd, deadline, t, status, err);
   if (ret == 0)
     return sp_make_error (err, ETIMEDOUT, "`%s` did not finish within %d ms", SP_ROOTFS_PYTHON,

@@ -352,6 +352,96 @@ START_TEST (an_orphan_of_a_subreaper_is_adopted_waited_and_killed)
 }
 END_TEST
 
+/* Runs sh -c script through sp_spawn_with with its stdout and stderr on a
+   pipe, into out; returns its wait status.  */
+static int
+sh_with (const char *script, bool drop_capabilities)
+{
+  char *argv[] = { (char *)"sh", (char *)"-c", (char *)script, NULL };
+  char *env[] = { (char *)"PATH=/usr/bin:/bin", NULL };
+  cleanup_error sp_error_t err = NULL;
+  struct sp_child child;
+  int pipefd[2];
+  size_t used = 0;
+  ssize_t n;
+  int status = -1;
+
+  ck_assert_int_eq (pipe2 (pipefd, O_CLOEXEC), 0);
+  ck_assert_msg (sp_spawn_with (SH, argv, env,
+                                &(struct sp_spawn_options){ .output_fd = pipefd[1],
+                                                            .output_stderr_too = true,
+                                                            .root_dirfd = -1,
+                                                            .drop_capabilities = drop_capabilities },
+                                &child, &err)
+                     == 0,
+                 "%s", sp_error_message (err));
+  close (pipefd[1]);
+  while (used < sizeof (out) - 1 && (n = read (pipefd[0], out + used, sizeof (out) - 1 - used)) > 0)
+    used += (size_t)n;
+  out[used] = '\0';
+  close (pipefd[0]);
+  ck_assert_int_eq (sp_child_wait (&child, 10000, &status, &err), 1);
+  return status;
+}
+
+START_TEST (with_options_stderr_joins_stdout_and_no_capability_survives_the_exec)
+{
+  static const char script[]
+      = "echo to-stdout; echo to-stderr >&2; "
+        "grep -E '^(CapPrm|CapEff|CapInh|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status";
+  int status = sh_with (script, true);
+
+  ck_assert (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  ck_assert_msg (strncmp (out, "to-stdout\nto-stderr\n", strlen ("to-stdout\nto-stderr\n")) == 0, "%s", out);
+  for (const char *const *line
+       = (const char *const[]){ "CapInh:\t0000000000000000\n", "CapPrm:\t0000000000000000\n",
+                                "CapEff:\t0000000000000000\n", "CapBnd:\t0000000000000000\n",
+                                "CapAmb:\t0000000000000000\n", "NoNewPrivs:\t1\n", NULL };
+       *line != NULL; line++)
+    ck_assert_msg (strstr (out, *line) != NULL, "no `%s` in:\n%s", *line, out);
+  /* Control: without the option a root test keeps its bounding set.  */
+  if (geteuid () == 0)
+    {
+      status = sh_with (script, false);
+      ck_assert (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+      ck_assert_msg (strstr (out, "CapBnd:\t0000000000000000\n") == NULL, "%s", out);
+    }
+}
+END_TEST
+
+START_TEST (with_options_the_child_runs_chrooted_into_the_tree)
+{
+  char tree[] = "/tmp/sp-spawn-root-XXXXXX";
+  char *argv[] = { (char *)"sh", (char *)"-c", (char *)"exit 0", NULL };
+  cleanup_error sp_error_t err = NULL;
+  struct sp_child child;
+  int status = -1;
+  int rootfd;
+
+  ck_assert_ptr_nonnull (mkdtemp (tree));
+  rootfd = open (tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ck_assert_int_ge (rootfd, 0);
+  /* /bin/sh is on the host, not in the empty tree: exec fails, named.  */
+  ck_assert_int_eq (sp_spawn_with (SH, argv, no_env,
+                                   &(struct sp_spawn_options){ .output_fd = -1, .root_dirfd = rootfd },
+                                   &child, &err),
+                    -1);
+  ck_assert_int_eq (err->status, ENOENT);
+  ck_assert_ptr_nonnull (strstr (sp_error_message (err), SH));
+  ck_assert_int_eq (child.pid, -1);
+  sp_error_release (&err);
+  close (rootfd);
+  ck_assert_int_eq (rmdir (tree), 0);
+  /* Control: the same spawn without the chroot runs.  */
+  ck_assert_int_eq (sp_spawn_with (SH, argv, no_env,
+                                   &(struct sp_spawn_options){ .output_fd = -1, .root_dirfd = -1 }, &child,
+                                   &err),
+                    0);
+  ck_assert_int_eq (sp_child_wait (&child, 10000, &status, &err), 1);
+  ck_assert (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+}
+END_TEST
+
 START_TEST (a_missing_binary_is_an_error_naming_it)
 {
   char *argv[] = { (char *)"nope", NULL };
@@ -388,6 +478,8 @@ make_suite (void)
   tcase_add_test (tc, an_orphan_of_a_subreaper_is_adopted_waited_and_killed);
   tcase_add_test (tc, strays_are_reaped_and_known_children_are_left_to_their_owner);
   tcase_add_test (tc, a_missing_binary_is_an_error_naming_it);
+  tcase_add_test (tc, with_options_stderr_joins_stdout_and_no_capability_survives_the_exec);
+  tcase_add_test (tc, with_options_the_child_runs_chrooted_into_the_tree);
   suite_add_tcase (s, tc);
   return s;
 }
