@@ -8,7 +8,9 @@
      one invocation;
    - it holds nothing from any request (sandbox.c puts the script in at
      run time);
-   - the thread never runs on a request's path: a taker only signals it;
+   - the thread never runs on a request's path: a taker only signals it,
+     once its script is in the sandbox it took (sp_serve_pool_refill), so
+     that no more than --pool sandboxes ever wait without a request;
    - on stop it ends and every waiting sandbox is removed; one left by a
      proxy killed -9 is an orphan of its run, which the next start removes
      with the rest (the runtime's cleanup_orphans, the work directory).
@@ -266,11 +268,20 @@ sp_serve_pool_take (struct sp_serve *s, size_t seed_index)
                (p->ready_len[seed_index] - 1) * sizeof (*p->ready[seed_index]));
       p->ready_len[seed_index]--;
       p->held--;
-      /* Its replacement is made by the thread, never here.  */
-      pthread_cond_signal (&p->cv);
+      sb->refill_owed = true;
     }
   pthread_mutex_unlock (&s->lock);
   return sb;
+}
+
+void
+sp_serve_pool_refill (struct sp_serve *s)
+{
+  /* The replacement is made by the thread, never here.  */
+  pthread_mutex_lock (&s->lock);
+  if (s->pool != NULL)
+    pthread_cond_signal (&s->pool->cv);
+  pthread_mutex_unlock (&s->lock);
 }
 
 int

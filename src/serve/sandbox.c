@@ -258,7 +258,15 @@ int
 sp_serve_sandbox_run (struct sp_serve *s, struct sp_serve_sandbox *sb, const void *script, size_t script_len,
                       uint32_t timeout_seconds, sp_error_t *err)
 {
-  if (sp_bundle_put_script (sb->ws.bundle_dirfd, script, script_len, err) < 0)
+  int put = sp_bundle_put_script (sb->ws.bundle_dirfd, script, script_len, err);
+
+  /* Whether or not the script went in, the sandbox is the request's now.  */
+  if (sb->refill_owed)
+    {
+      sb->refill_owed = false;
+      sp_serve_pool_refill (s);
+    }
+  if (put < 0)
     return sp_error_wrap (err, "bundle");
   sb->ran = true;
   if (sb->handle != NULL)

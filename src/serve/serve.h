@@ -134,6 +134,7 @@ struct sp_serve_sandbox
   struct sp_runtime_sandbox *handle;
   struct sp_run_facts facts; /* create's, then start's */
   bool ran;                  /* the runtime was asked to create or run it */
+  bool refill_owed;          /* taken from the pool, whose thread is told once its script is in */
 };
 
 /* Takes a free slot; -1 when none is free or the proxy is stopping.  */
@@ -172,8 +173,12 @@ int sp_serve_sandbox_destroy (struct sp_serve *s, struct sp_serve_sandbox *sb, s
    invocation of its repository, within pool_slots in all.  */
 int sp_serve_pool_start (struct sp_serve *s, sp_error_t *err);
 /* A sandbox made ahead for seed seed_index, now the caller's, or NULL (none
-   ready: the caller makes one cold).  */
+   ready: the caller makes one cold).  Its replacement is made once
+   sp_serve_sandbox_run has put the script in (sp_serve_pool_refill).  */
 struct sp_serve_sandbox *sp_serve_pool_take (struct sp_serve *s, size_t seed_index);
+/* Tells the pool's thread that a sandbox taken from it holds its request
+   now: at no moment do more than --pool sandboxes wait without one.  */
+void sp_serve_pool_refill (struct sp_serve *s);
 /* Ends the thread and removes every sandbox still waiting.  Returns -1 when
    something stayed (named on stderr).  */
 int sp_serve_pool_stop (struct sp_serve *s);
