@@ -953,7 +953,12 @@ class Backend:
         ids |= {x for x in r.stdout.split() if x}
         for n in os.listdir(root):
             if self.gvisor:
-                cid = self.container_of(n)
+                # A container is its .state file.  A lone .lock is none: a
+                # `runsc list` that loads a container just as it is deleted
+                # makes its lock file again (runsc opens it with O_CREAT),
+                # and `runsc list` and `delete` ignore it; serve's stop
+                # removes the --root whole.
+                cid = self.container_of(n) if n.endswith(".state") else None
                 if cid:
                     ids.add(cid)
             elif os.path.isdir(os.path.join(root, n)):
