@@ -624,8 +624,10 @@ try:
                and millibits(state, ALPHA) == 4000 and millibits(state, BETA) == 2000,
                "fixed: each debited call is charged 2 bits, no timing bits, as budget.json says",
                ([brief(r) for r in debited], budget(state)))
-        # Overflow: serve stalled (SIGSTOP) past the offset while a probe runs.
-        admitted, out, rec = stalled(srv, state, script("fixed-stalled"), OFFSET)
+        # Overflow: serve stalled (SIGSTOP) past the offset while a probe runs:
+        # one that sleeps, so that it still runs when the stall comes (a quick
+        # one in a sandbox created ahead can end before the admission is seen).
+        admitted, out, rec = stalled(srv, state, sleeper("fixed-stalled", 0.3), OFFSET)
         tap.ok(admitted and rec is not None and out.get("result") == "ERROR" and rec["result"] == "ERROR"
                and rec["release_overflow"] is True and rec["release_ms"] is None and rec["release"] == "fixed"
                and "past its last release" in (rec["reason"] or "") and ready_ms(rec) > OFFSET,
