@@ -731,10 +731,19 @@ def wait_pool_full_n(srv, want, timeout=60):
     if not want:
         return set()
 
+    root = B.run_root(srv.state, srv.run)
+
+    def create_returned(n):
+        # runc and runsc report a container created before `create --pid-file`
+        # has written its pid file (a dot-named file, then renamed): the
+        # create has returned only once that file is in place.
+        return B.docker or os.path.exists(os.path.join(root, f"sp-{srv.run}-{n}.pid"))
+
     def full():
         m = pool_members(srv.state, srv.run, srv.pid)
         done = created_containers(srv.state, srv.run)
-        return m if len(m) == want and all(f"sp-{srv.run}-{n}" in done for n in m) else None
+        return m if len(m) == want and all(f"sp-{srv.run}-{n}" in done and create_returned(n) for n in m) \
+            else None
     return wait_for(full, timeout=timeout)
 
 

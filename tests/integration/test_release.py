@@ -462,6 +462,7 @@ try:
         tap.ok([x["result"] for x in res] == [YES] * 3 and millibits(state, ALPHA) == 8000,
                "bit budget 8: two calls of 4 bits on one repository answer (8 bits: the budget, not past it)",
                (res, budget(state)))
+        S.wait_pool_full(srv, repos=2)  # the refills are serve's own work, not a launch
         ino = watch_workspaces(state, srv.run)
         text = script("bb-a3")
         got = request(srv.socket, frame(ALPHA, text), "over the bit budget")
