@@ -12,9 +12,15 @@
 #include <sealed-probe/fileio.h>
 #include <sealed-probe/json.h>
 #include <sealed-probe/repo_name.h>
+#include <sealed-probe/utf8.h>
 #include <sealed-probe/yaml_tree.h>
 
 #define BLOCK "sealedProbes"
+
+/* The block's name in code points, as near misses are compared.  A key one
+   edit away is at most one longer, so decoding stops one past that.  */
+#define BLOCK_CHARS     (sizeof (BLOCK) - 1)
+#define NEAR_MISS_CHARS (BLOCK_CHARS + 2)
 
 /* The reasons, quoted by docs/config.md and the tests.  */
 #define STR_(x)        #x
@@ -318,6 +324,101 @@ parse_member (const char *key, const struct sp_json *v, struct sp_config *c, boo
   }
 }
 
+/* Up to max code points of s[0..len), ASCII letters folded to lower case.
+   A byte that is not strict UTF-8 counts as one character no text can hold
+   (above U+10FFFF), so that it differs from every letter.  Returns how many
+   were decoded; max when there are more.  */
+static size_t
+fold_code_points (const char *s, size_t len, uint32_t *out, size_t max)
+{
+  size_t n = 0, i = 0;
+
+  while (i < len && n < max)
+    {
+      uint32_t cp;
+      size_t used = sp_utf8_decode ((const uint8_t *)s + i, len - i, &cp);
+
+      if (used == 0)
+        {
+          cp = 0x110000u + (uint8_t)s[i];
+          used = 1;
+        }
+      if (cp >= 'A' && cp <= 'Z')
+        cp += 'a' - 'A';
+      out[n++] = cp;
+      i += used;
+    }
+  return n;
+}
+
+static bool
+same_code_points (const uint32_t *a, const uint32_t *b, size_t n)
+{
+  return n == 0 || memcmp (a, b, n * sizeof (*a)) == 0;
+}
+
+/* Within one insertion, deletion, substitution or adjacent swap: past the
+   common prefix, what is left must match after that one edit.  */
+static bool
+within_one_edit (const uint32_t *a, size_t na, const uint32_t *b, size_t nb)
+{
+  size_t i = 0;
+
+  if (na > nb + 1 || nb > na + 1)
+    return false;
+  while (i < na && i < nb && a[i] == b[i])
+    i++;
+  if (na == nb + 1)
+    return same_code_points (a + i + 1, b + i, nb - i);
+  if (nb == na + 1)
+    return same_code_points (a + i, b + i + 1, na - i);
+  if (i == na)
+    return true;
+  if (same_code_points (a + i + 1, b + i + 1, na - i - 1))
+    return true;
+  return i + 1 < na && a[i] == b[i + 1] && a[i + 1] == b[i]
+         && same_code_points (a + i + 2, b + i + 2, na - i - 2);
+}
+
+bool
+sp_config_key_is_near_miss (const char *key, size_t len)
+{
+  uint32_t want[NEAR_MISS_CHARS], got[NEAR_MISS_CHARS];
+  size_t n_want, n_got;
+
+  if (len == BLOCK_CHARS && memcmp (key, BLOCK, len) == 0)
+    return false;
+  n_want = fold_code_points (BLOCK, BLOCK_CHARS, want, NEAR_MISS_CHARS);
+  n_got = fold_code_points (key, len, got, NEAR_MISS_CHARS);
+  return within_one_edit (got, n_got, want, n_want);
+}
+
+/* A top-level key that is a near miss of the block is a misspelt block, not
+   the host application's: ignoring it would leave sealed probes off in
+   silence.  With the block beside it, which one counts is ambiguous, so
+   that is refused too.  */
+static int
+check_near_misses (const struct sp_json *doc, bool has_block, sp_error_t *err)
+{
+  for (size_t i = 0; i < doc->u.object.len; i++)
+    {
+      const char *key = doc->u.object.members[i].key;
+      cleanup_free char *quoted = NULL;
+
+      if (!sp_config_key_is_near_miss (key, strlen (key)))
+        continue;
+      /* A key is echoed, never a value, and only quoted and bounded.  */
+      quoted = sp_json_quote (key, strlen (key));
+      if (quoted == NULL)
+        return sp_make_error (err, ENOMEM, SP_JSON_ROOT_PATH);
+      return sp_make_error (
+          err, 0, SP_JSON_ROOT_PATH ": key %s is refused as a misspelling: did you mean \"" BLOCK "\"?%s",
+          quoted,
+          has_block ? " (the document holds \"" BLOCK "\" too, so which block counts is ambiguous)" : "");
+    }
+  return 0;
+}
+
 static void
 drop_repos (struct sp_config *c)
 {
@@ -419,8 +520,12 @@ sp_config_parse_syntax (const char *buf, size_t len, enum sp_config_syntax synta
   if (c->memory_limit == NULL)
     return sp_make_error (err, ENOMEM, "allocate the config");
 
-  /* Other top-level keys are the host application's business.  */
+  /* Other top-level keys are the host application's business, all but a
+     misspelt block, which is refused before the block is read.  */
   block = sp_json_object_get (doc, BLOCK);
+  c->has_block = block != NULL;
+  if (check_near_misses (doc, c->has_block, err) < 0)
+    return -1;
   if (block != NULL)
     {
       if (block->type != SP_JSON_OBJECT)

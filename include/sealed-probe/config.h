@@ -26,9 +26,13 @@ enum sp_interpreter
 
 /* The effective settings, defaults applied.  When enabled is false nothing is
    enabled: private_repos is empty and sp_config_allows_repo is always false
-   (the other fields still hold what was written, or the defaults).  */
+   (the other fields still hold what was written, or the defaults).  has_block
+   tells a document without the block (legitimate in the firewall's config)
+   from one whose block says enabled is false, so that neither is reported as
+   the other.  */
 struct sp_config
 {
+  bool has_block;
   bool enabled;
   char **private_repos; /* each passed sp_repo_name_check; no duplicates */
   size_t n_private_repos;
@@ -60,12 +64,22 @@ enum sp_config_syntax sp_config_syntax_for_path (const char *path);
 /* Parses a whole config document in the given syntax.  Pure: no I/O.  The
    root must be an object; its other top-level keys belong to the host
    application and are ignored, but the whole document must be strict JSON,
-   or strict YAML (yaml_tree.h), with no duplicate key anywhere.  On error,
+   or strict YAML (yaml_tree.h), with no duplicate key anywhere, and no
+   top-level key may be a near miss of the block's name
+   (sp_config_key_is_near_miss).  On error,
    *err reads "<key path>: <reason>", e.g.
    `sealedProbes.timeout: must be an integer from 1 to 300`, the same in
    both syntaxes; it may echo a key but never a string value.  */
 int sp_config_parse_syntax (const char *buf, size_t len, enum sp_config_syntax syntax, struct sp_config **out,
                             sp_error_t *err);
+
+/* True when key[0..len) is a misspelt "sealedProbes": not it byte for byte,
+   but equal to it ignoring ASCII case, or one edit from it ignoring ASCII
+   case, where an edit inserts, deletes or substitutes one character (a
+   Unicode code point) or swaps two adjacent ones.  sp_config_parse_syntax
+   refuses such a top-level key, since ignoring it as the host application's
+   would leave sealed probes off in silence.  Pure.  */
+bool sp_config_key_is_near_miss (const char *key, size_t len);
 
 /* sp_config_parse_syntax with SP_CONFIG_SYNTAX_JSON.  */
 int sp_config_parse (const char *buf, size_t len, struct sp_config **out, sp_error_t *err);

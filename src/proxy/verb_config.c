@@ -32,6 +32,13 @@ render (const struct sp_config *c, yajl_gen g)
   st |= yajl_gen_map_open (g);
   st |= gen_key (g, "enabled");
   st |= yajl_gen_bool (g, c->enabled);
+  /* The firewall's config may lack the block: still valid, but said, so
+     that "no block" is never read as "enabled: false".  */
+  if (!c->has_block)
+    {
+      st |= gen_key (g, "block");
+      st |= gen_key (g, "absent");
+    }
   if (c->enabled)
     {
       st |= gen_key (g, "privateRepos");
@@ -66,14 +73,18 @@ sp_verb_load_enabled_config (const char *verb, const char *path, struct sp_confi
       sp_verb_report (verb, "%s: %s", path, sp_error_message (err));
       return -1;
     }
-  if (!(*config)->enabled)
-    {
-      sp_verb_report (verb, "%s: sealedProbes.enabled: is false, so sealed probes are off", path);
-      sp_config_free (*config);
-      *config = NULL;
-      return -1;
-    }
-  return 0;
+  if (!(*config)->has_block)
+    sp_verb_report (
+        verb,
+        "%s: sealedProbes: is absent (the document has no such top-level key), so sealed probes are off",
+        path);
+  else if (!(*config)->enabled)
+    sp_verb_report (verb, "%s: sealedProbes.enabled: is false, so sealed probes are off", path);
+  else
+    return 0;
+  sp_config_free (*config);
+  *config = NULL;
+  return -1;
 }
 
 int

@@ -131,8 +131,11 @@ def strict_load(raw, allow_duplicates=False, check_depth=True):
 
 
 def effective(doc, schema):
-    """The settings the loader should print: the block with defaults applied."""
-    block = doc.get("sealedProbes", {})
+    """The settings the loader should print: the block with defaults applied.
+    A document without the block says so, apart from a disabled block."""
+    if "sealedProbes" not in doc:
+        return {"enabled": False, "block": "absent"}
+    block = doc["sealedProbes"]
     if not block.get("enabled", False):
         return {"enabled": False}
     props = schema["properties"]["sealedProbes"]["properties"]
@@ -149,6 +152,88 @@ def effective(doc, schema):
         "interpreter": get("interpreter"),
         "maxInvocations": get("maxInvocations"),
     }
+
+
+# The misspelt block (docs/config.md, "Rules for the whole document"): a
+# top-level key other than sealedProbes that equals it ignoring ASCII case,
+# or is one edit from it ignoring ASCII case.  An edit inserts, deletes or
+# substitutes one character (a code point) or swaps two adjacent ones.
+BLOCK = "sealedProbes"
+MISSPELT = b'is refused as a misspelling: did you mean "sealedProbes"?'
+ANY = r"[\s\S]"  # one character, a line break included, in Python and ECMA-262
+
+
+def _fold(s):
+    return "".join(c.lower() if c.isascii() else c for c in s)
+
+
+def near_miss(key):
+    """The rule, written plainly: the reference the loader and the schema's
+    pattern are both checked against."""
+    if key == BLOCK:
+        return False
+    a, b = _fold(key), _fold(BLOCK)
+    if abs(len(a) - len(b)) > 1:
+        return False
+    i = 0
+    while i < len(a) and i < len(b) and a[i] == b[i]:
+        i += 1
+    if len(a) == len(b) + 1:
+        return a[i + 1 :] == b[i:]
+    if len(b) == len(a) + 1:
+        return a[i:] == b[i + 1 :]
+    if i == len(a) or a[i + 1 :] == b[i + 1 :]:
+        return True
+    return i + 1 < len(a) and a[i] == b[i + 1] and a[i + 1] == b[i] and a[i + 2 :] == b[i + 2 :]
+
+
+def _ci(ch):
+    return f"[{ch.lower()}{ch.upper()}]" if ch.isascii() and ch.isalpha() else re.escape(ch)
+
+
+def _exact(s):
+    return "".join(_ci(c) for c in s)
+
+
+def _one_edit_from(word, i):
+    """word[i:] with one edit still allowed: match word[i] and go on, or spend
+    the edit here (substitute or delete it, insert before it, or swap it with
+    the next)."""
+    if i == len(word):
+        return ANY + "?"
+    alts = [_ci(word[i]) + _one_edit_from(word, i + 1), ANY + "?" + _exact(word[i + 1 :]), ANY + _exact(word[i:])]
+    if i + 1 < len(word):
+        alts.append(_ci(word[i + 1]) + _ci(word[i]) + _exact(word[i + 2 :]))
+    return "(?:" + "|".join(alts) + ")"
+
+
+def near_miss_pattern():
+    """The schema's propertyNames pattern: the rule spelt out for BLOCK."""
+    return "^(?!" + re.escape(BLOCK) + r"(?![\s\S]))" + _one_edit_from(BLOCK, 0) + r"(?![\s\S])"
+
+
+def near_miss_keys():
+    """Every kind of single edit of BLOCK at every position: a deletion, a
+    swap, and an insertion and a substitution by two characters taken in turn
+    from a small alphabet (a letter in either case, punctuation, a line break,
+    non-ASCII in and beyond the BMP); case variants; and each of those with a
+    second edit.  One proxy run per key, so the sweep stays near 150 keys."""
+    alphabet = "aE_\n\u015b\U0001F600"
+    one = {BLOCK, BLOCK.upper(), BLOCK.lower(), BLOCK.swapcase()}
+    for i in range(len(BLOCK) + 1):
+        for c in (alphabet[i % len(alphabet)], alphabet[(i + 3) % len(alphabet)]):
+            one.add(BLOCK[:i] + c + BLOCK[i:])
+            if i < len(BLOCK):
+                one.add(BLOCK[:i] + c + BLOCK[i + 1 :])
+        if i < len(BLOCK):
+            one.add(BLOCK[:i] + BLOCK[i + 1 :])
+        if i + 1 < len(BLOCK):
+            one.add(BLOCK[:i] + BLOCK[i + 1] + BLOCK[i] + BLOCK[i + 2 :])
+    two = set()
+    for n, k in enumerate(sorted(one)):
+        j = len(k) // 3
+        two.add([k[:j] + k[j + 1 :], k + "x", k[:-2] + k[-1] + k[-2], "x" + k][n % 4])
+    return sorted(one | two)
 
 
 class Tap:
@@ -528,6 +613,58 @@ def check_yaml_canaries(tap):
                   "\n".join(repr(r) for r in results))
 
 
+def check_near_misses(tap, proxy, validator, schema):
+    """The schema's pattern is the rule, and the loader, the schema and the
+    rule agree on every key of the sweep; the loader names each refused key."""
+    pattern = schema.get("propertyNames", {}).get("not", {}).get("pattern")
+    tap.check(pattern == near_miss_pattern(), "near miss: the schema's propertyNames pattern is the one the rule gives",
+              f"schema {pattern!r}\nrule   {near_miss_pattern()!r}")
+    keys = near_miss_keys()
+    wrong = []
+    for key in keys:
+        doc = {key: {"enabled": True, "privateRepos": ["octo/hello"]}}
+        raw = (json.dumps(doc, ensure_ascii=False) + "\n").encode()
+        rc, out, err = run_file(proxy, raw, ".json")
+        want = near_miss(key)
+        schema_refuses = not validator.is_valid(doc)
+        if key == BLOCK:
+            loader_ok = rc == 0 and json.loads(out) == effective(doc, schema)
+        elif want:
+            loader_ok = rc == 1 and out == b"" and err.startswith(PREFIX.encode() + b"(document): key ") \
+                and err.endswith(MISSPELT + b"\n") and err.count(b"\n") == 1
+        else:
+            loader_ok = rc == 0 and json.loads(out) == {"enabled": False, "block": "absent"}
+        if not loader_ok or schema_refuses != want:
+            wrong.append((key, want, rc, out, err, schema_refuses))
+    refused = sum(near_miss(k) for k in keys)
+    tap.check(not wrong and refused and refused < len(keys),
+              f"near miss: loader, schema and rule agree on {len(keys)} keys ({refused} refused, the rest the host's)",
+              "\n".join(repr(w) for w in wrong[:20]))
+
+
+def check_verbs_need_the_block(tap, proxy, vectors):
+    """The verbs that need the block enabled tell an absent block from a
+    disabled one, naming the file (skill needs no root, and shares the
+    loader with serve, stage, check and bundle)."""
+    cases = [
+        ("absent", {"agentFirewall": {}}, b": sealedProbes: is absent (the document has no such top-level key), "
+                                          b"so sealed probes are off\n"),
+        ("disabled", {"sealedProbes": {"enabled": False}}, b": sealedProbes.enabled: is false, so sealed probes are off\n"),
+        ("misspelt", {"sealedProbe": {"enabled": True, "privateRepos": ["octo/hello"]}},
+         b': (document): key "sealedProbe" ' + MISSPELT + b"\n"),
+    ]
+    for what, doc, tail in cases:
+        with tempfile.NamedTemporaryFile(prefix="sp-verb-", suffix=".json") as f:
+            f.write(json.dumps(doc).encode())
+            f.flush()
+            p = subprocess.run([proxy, "skill", "--config", f.name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=60)
+            want = b"sealed-probe-proxy: skill: " + f.name.encode() + tail
+        tap.check(p.returncode == 1 and p.stdout == b"" and p.stderr == want,
+                  f"verbs: a block {what} is reported as {what}, naming the file",
+                  f"exit {p.returncode}\nstderr {p.stderr!r}\nwant   {want!r}")
+
+
 def check_examples(tap, proxy, examples):
     """The docs' YAML example passes `config` from a file and from stdin with
     output byte-identical to its JSON twin."""
@@ -598,6 +735,8 @@ def main():
     check_oversized(tap, proxy)
     check_cli(tap, proxy, vectors)
     check_yaml_canaries(tap)
+    check_near_misses(tap, proxy, validator, schema)
+    check_verbs_need_the_block(tap, proxy, vectors)
     check_examples(tap, proxy, examples)
     return tap.done()
 

@@ -43,9 +43,30 @@ expect_reject (const char *doc, size_t len, const char *fragment)
   sp_error_release (&err);
 }
 
+static void
+expect_reject_exact (const char *doc, size_t len, const char *message)
+{
+  sp_error_t err = NULL;
+  struct sp_config *c = (struct sp_config *)1;
+
+  ck_assert_int_eq (sp_config_parse (doc, len, &c, &err), -1);
+  ck_assert_ptr_null (c);
+  ck_assert_str_eq (sp_error_message (err), message);
+  sp_error_release (&err);
+}
+
 /* name, document, a statement about the parsed config `c` */
 #define ACCEPT_ROWS(X)                                                                                       \
   X (absent_block_means_disabled, "{}", ck_assert (!c->enabled && c->n_private_repos == 0))                  \
+  X (absent_block_is_told_from_a_disabled_one, "{\"agentFirewall\":{}}", ck_assert (!c->has_block))          \
+  X (disabled_block_is_present, BLOCK ("\"enabled\":false"), ck_assert (c->has_block && !c->enabled))        \
+  X (empty_block_is_present, BLOCK (""), ck_assert (c->has_block))                                           \
+  X (keys_two_edits_from_the_block_are_the_host_applications,                                                \
+     "{\"sealedProb\":1,\"sealedPorbe\":1,\"sealed_Probe\":1,\"xsealedProbesx\":1,\"SEALEDPROBESXY\":1}",    \
+     ck_assert (!c->has_block && !c->enabled))                                                               \
+  X (keys_two_edits_away_beside_the_block_are_ignored,                                                       \
+     "{\"sealedProb\":1,\"sealedProbes\":{\"timeout\":9}}",                                                  \
+     ck_assert (c->has_block && c->timeout_seconds == 9))                                                    \
   X (host_keys_at_top_level_are_ignored,                                                                     \
      "{\"agentFirewall\":{\"rules\":[1,2.5,1e9,null]},\"other\":\"x\",\"n\":-0.0}", ck_assert (!c->enabled)) \
   X (host_keys_beside_an_enabled_block_are_ignored,                                                          \
@@ -127,6 +148,11 @@ expect_reject (const char *doc, size_t len, const char *fragment)
 #define BAD_RUNTIME "sealedProbes.runtime: must be one of \"docker\", \"gvisor\", \"sbx\", \"runc\""
 #define BAD_INTERP  "sealedProbes.interpreter: must be \"python3\""
 #define BAD_ENABLED "sealedProbes.enabled: must be true or false"
+/* The whole message for a misspelt block key (quoted as written).  */
+#define MISSPELT(quoted)                                                                                     \
+  "(document): key " quoted " is refused as a misspelling: did you mean \"sealedProbes\"?"
+#define AMBIGUOUS " (the document holds \"sealedProbes\" too, so which block counts is ambiguous)"
+#define ON        "{\"enabled\":true,\"privateRepos\":[\"octo/hello\"]}"
 
 /* name, document, fragment */
 #define REJECT_ROWS(X)                                                                                       \
@@ -240,6 +266,35 @@ expect_reject (const char *doc, size_t len, const char *fragment)
   X (byte_order_mark_is_rejected, "\xef\xbb\xbf{}", "(document): byte order mark")                           \
   X (empty_document_is_rejected, "", "(document): empty document")
 
+/* A misspelt block, its message exactly: name, document, message.  */
+#define NEAR_MISS_ROWS(X)                                                                                    \
+  X (misspelt_block_singular_is_named, "{\"sealedProbe\":" ON "}", MISSPELT ("\"sealedProbe\""))             \
+  X (misspelt_block_lower_case_is_named, "{\"sealedprobes\":" ON "}", MISSPELT ("\"sealedprobes\""))         \
+  X (misspelt_block_upper_case_is_named, "{\"SEALEDPROBES\":" ON "}", MISSPELT ("\"SEALEDPROBES\""))         \
+  X (misspelt_block_case_and_one_deletion_is_named, "{\"sealedprobe\":" ON "}",                              \
+     MISSPELT ("\"sealedprobe\""))                                                                           \
+  X (misspelt_block_one_insertion_is_named, "{\"sealed_probes\":" ON "}", MISSPELT ("\"sealed_probes\""))    \
+  X (misspelt_block_one_substitution_is_named, "{\"sealedPr0bes\":" ON "}", MISSPELT ("\"sealedPr0bes\""))   \
+  X (misspelt_block_adjacent_swap_is_named, "{\"sealedPorbes\":" ON "}", MISSPELT ("\"sealedPorbes\""))      \
+  X (misspelt_block_case_and_adjacent_swap_is_named, "{\"SealedPrboes\":" ON "}",                            \
+     MISSPELT ("\"SealedPrboes\""))                                                                          \
+  X (misspelt_block_one_non_ascii_character_is_named, "{\"sealedProbe\xc5\x9b\":" ON "}",                    \
+     MISSPELT ("\"sealedProbe\\u015B\""))                                                                    \
+  X (misspelt_block_zero_width_insertion_is_named, "{\"sealed\\u200bProbes\":" ON "}",                       \
+     MISSPELT ("\"sealed\\u200BProbes\""))                                                                   \
+  X (misspelt_block_key_is_quoted_safely, "{\"sealedProbe\\u001b\":1}", MISSPELT ("\"sealedProbe\\u001B\"")) \
+  X (misspelt_block_is_refused_whatever_its_value, "{\"SealedProbes\":null}", MISSPELT ("\"SealedProbes\"")) \
+  X (misspelt_block_when_disabled_is_named, "{\"sealedProbe\":{\"enabled\":false}}",                         \
+     MISSPELT ("\"sealedProbe\""))                                                                           \
+  X (misspelt_block_after_the_block_is_ambiguous, "{\"sealedProbes\":" ON ",\"sealedprobes\":{}}",           \
+     MISSPELT ("\"sealedprobes\"") AMBIGUOUS)                                                                \
+  X (misspelt_block_before_the_block_is_ambiguous, "{\"sealedProbe\":{},\"sealedProbes\":" ON "}",           \
+     MISSPELT ("\"sealedProbe\"") AMBIGUOUS)                                                                 \
+  X (misspelt_block_is_named_before_the_blocks_own_errors,                                                   \
+     "{\"sealedProbes\":{\"timeout\":0},\"sealedProbe\":{}}", MISSPELT ("\"sealedProbe\"") AMBIGUOUS)        \
+  X (first_misspelt_block_in_document_order_is_named, "{\"host\":1,\"sealedprobe\":{},\"SealedProbes\":{}}", \
+     MISSPELT ("\"sealedprobe\""))
+
 #define DEFINE_ACCEPT(name, doc, check)                                                                      \
   START_TEST (name)                                                                                          \
   {                                                                                                          \
@@ -254,8 +309,64 @@ expect_reject (const char *doc, size_t len, const char *fragment)
   }                                                                                                          \
   END_TEST
 
+#define DEFINE_REJECT_EXACT(name, doc, message)                                                              \
+  START_TEST (name)                                                                                          \
+  {                                                                                                          \
+    expect_reject_exact (doc, sizeof (doc) - 1, message);                                                    \
+  }                                                                                                          \
+  END_TEST
+
 ACCEPT_ROWS (DEFINE_ACCEPT)
 REJECT_ROWS (DEFINE_REJECT)
+NEAR_MISS_ROWS (DEFINE_REJECT_EXACT)
+
+/* The rule itself, at its edges: equal ignoring ASCII case, or one edit
+   (insert, delete, substitute a code point, or swap two adjacent ones)
+   ignoring ASCII case, and never the block's own name.  */
+static const struct
+{
+  const char *key;
+  bool near;
+} near_miss_edges[] = {
+  { "sealedProbes", false },               /* the block itself */
+  { "SEALEDPROBES", true },                /* case only */
+  { "sealedprobe", true },                 /* case and a deletion */
+  { "ealedProbes", true },                 /* deletion, first */
+  { "sealedProbe", true },                 /* deletion, last */
+  { "xsealedProbes", true },               /* insertion, first */
+  { "sealedProbesx", true },               /* insertion, last */
+  { "sealedProbes ", true },               /* a trailing space */
+  { "Xealedprobes", true },                /* substitution and case */
+  { "esaledProbes", true },                /* swap, first two */
+  { "sealedProbse", true },                /* swap, last two */
+  { "sealedProb", false },                 /* two deletions */
+  { "sealedPorbe", false },                /* a swap and a deletion */
+  { "sealedPrboesx", false },              /* a swap and an insertion */
+  { "xsealedProbesx", false },             /* two insertions */
+  { "sealedPxxbes", false },               /* two substitutions */
+  { "saeledPorbes", false },               /* two swaps */
+  { "sealedProbesProbes", false },         /* far longer */
+  { "sealed", false },                     /* half of it */
+  { "privateRepos", false },               /* another key of the config */
+  { "", false },                           /* nothing */
+  { "sealedProbe\xc5\x9b", true },         /* one code point, two bytes */
+  { "sealedProb\xc5\x9b\xc5\x9b", false }, /* two code points */
+  { "\u017fealedProbes", true },           /* U+017F is not folded, still one edit */
+  { "\u017fealedProbe\u017f", false },     /* ASCII folding only: two edits */
+  { "sealedProbe\xff", true },             /* an invalid byte is one character */
+  { "sealedProbe\xf0\x9f\x98\x80", true }, /* one code point, four bytes */
+};
+
+START_TEST (near_miss_rule_edges)
+{
+  for (size_t i = 0; i < sizeof (near_miss_edges) / sizeof (near_miss_edges[0]); i++)
+    {
+      const char *k = near_miss_edges[i].key;
+      ck_assert_msg (sp_config_key_is_near_miss (k, strlen (k)) == near_miss_edges[i].near,
+                     "\"%s\" should %sbe a near miss", k, near_miss_edges[i].near ? "" : "not ");
+    }
+}
+END_TEST
 
 /* n repositories "o/rK"; extra members may follow.  */
 static char *
@@ -441,6 +552,8 @@ make_suite (void)
 
   ACCEPT_ROWS (ADD_ROW)
   REJECT_ROWS (ADD_ROW)
+  NEAR_MISS_ROWS (ADD_ROW)
+  tcase_add_test (tc, near_miss_rule_edges);
   tcase_add_test (tc, repos_at_the_maximum_are_accepted);
   tcase_add_test (tc, repos_above_the_maximum_are_rejected);
   tcase_add_test (tc, duplicate_at_the_end_of_the_maximum_is_rejected);

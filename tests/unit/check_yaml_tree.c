@@ -434,6 +434,10 @@ config_ok (const char *text, enum sp_config_syntax syntax)
 
 #define Y SP_CONFIG_SYNTAX_YAML
 #define S SP_CONFIG_SYNTAX_SNIFF
+/* The message for a misspelt block, as in JSON (check_config.c).  */
+#define MISSPELT(quoted)                                                                                     \
+  "(document): key " quoted " is refused as a misspelling: did you mean \"sealedProbes\"?"
+#define AMBIGUOUS " (the document holds \"sealedProbes\" too, so which block counts is ambiguous)"
 
 /* name, text, syntax, exact message */
 #define CONFIG_REJECT_ROWS(X)                                                                                \
@@ -474,7 +478,19 @@ config_ok (const char *text, enum sp_config_syntax syntax)
   X (sniffed_byte_order_mark_reads_as_in_json, "\xef\xbb\xbf{}", S, "(document): byte order mark at byte 0") \
   X (sniffed_empty_text_reads_as_in_json, "", S, "(document): empty document")                               \
   X (yaml_syntax_is_not_json, SP "enabled: false\n", SP_CONFIG_SYNTAX_JSON,                                  \
-     "(document): invalid JSON at byte 1 (lexical error: invalid char in json text)")
+     "(document): invalid JSON at byte 1 (lexical error: invalid char in json text)")                        \
+  X (yaml_config_misspelt_block_is_named, "sealedprobes:\n  enabled: true\n  privateRepos: [octo/hello]\n",  \
+     Y, MISSPELT ("\"sealedprobes\""))                                                                       \
+  X (yaml_config_quoted_misspelt_block_is_named, "host: {}\n'sealedProbe': {}\n", Y,                         \
+     MISSPELT ("\"sealedProbe\""))                                                                           \
+  X (yaml_config_escaped_misspelt_block_is_quoted_safely, "\"sealedProbe\\e\": {}\n", Y,                     \
+     MISSPELT ("\"sealedProbe\\u001B\""))                                                                    \
+  X (yaml_config_misspelt_block_beside_the_block_is_ambiguous, "sealedProbes: {}\nSealedProbes: {}\n", Y,    \
+     MISSPELT ("\"SealedProbes\"") AMBIGUOUS)                                                                \
+  X (sniffed_yaml_misspelt_block_is_named, "sealedProbe:\n  enabled: true\n", S,                             \
+     MISSPELT ("\"sealedProbe\""))                                                                           \
+  X (sniffed_json_misspelt_block_is_named, "{\"sealedProbe\": {\"enabled\": true}}", S,                      \
+     MISSPELT ("\"sealedProbe\""))
 
 #define DEFINE_CONFIG_REJECT(name, text, syntax, message)                                                    \
   START_TEST (name)                                                                                          \
@@ -499,6 +515,16 @@ START_TEST (yaml_config_applies_every_key)
   ck_assert_uint_eq (c->timeout_seconds, 60);
   ck_assert_uint_eq (c->memory_limit_bytes, 2ULL << 30);
   ck_assert_uint_eq (c->max_invocations, 500);
+}
+END_TEST
+
+START_TEST (yaml_config_absent_block_is_told_from_a_disabled_one)
+{
+  cleanup_config struct sp_config *absent = config_ok ("agentFirewall: {mode: enforce}\nsealedProb: 1\n", Y);
+  cleanup_config struct sp_config *off = config_ok (SP "enabled: false\n", Y);
+
+  ck_assert (!absent->has_block && !absent->enabled);
+  ck_assert (off->has_block && !off->enabled);
 }
 END_TEST
 
@@ -656,6 +682,7 @@ make_suite (void)
   tcase_add_test (tc, scalar_and_sequence_roots_are_trees_too);
   CONFIG_REJECT_ROWS (ADD_ROW)
   tcase_add_test (tc, yaml_config_applies_every_key);
+  tcase_add_test (tc, yaml_config_absent_block_is_told_from_a_disabled_one);
   tcase_add_test (tc, sniffed_json_is_read_as_json);
   tcase_add_test (tc, sniffed_yaml_is_read_as_yaml);
   tcase_add_test (tc, sniffed_json_syntax_error_goes_on_to_yaml);
