@@ -50,6 +50,7 @@ Standalone:
 
     python3 sp_fake_docker.py --socket PATH --mode MODE --log FILE [--ready-file FILE] [--field NAME]
     python3 sp_fake_docker.py --socket PATH --forward UPSTREAM --log FILE [--ready-file FILE]
+        [--wait-answer KIND [--wait-answer-after N] [--wait-answer-token TOKEN] [--wait-answer-away SECONDS]]
 
 It prints READY (and writes the ready file) once it accepts connections (in
 mode down: once it has decided not to), and on SIGTERM or SIGINT closes the
@@ -70,7 +71,43 @@ chunked, body_length, body_sha256, json (when the body is JSON)}; when the
 answer's headers came back, {"event": "response", seq, status, json (a JSON answer of known
 length up to 1 MiB, read whole first: a create's Id, an inspect)}; status
 502 with "error" when UPSTREAM could not be reached.  ForwardingProxy below runs
-it as a child process; its requests() merges the two."""
+it as a child process; its requests() merges the two.
+
+--wait-answer KIND (with --forward only): the daemon's answers to
+`POST /v1.41/containers/<ref>/wait` are replaced by a malformed one of KIND
+(test_docker_wait_answers.py: a wait that cannot be read is the runtime's
+failure, never a timeout), except the first --wait-answer-after N waits (the
+canary's), which pass through untouched.  Every other request is forwarded
+as without the option.  The wait is forwarded first and the replacement
+sent once the daemon's own answer came (so the probe ran its course), except
+for dropped-early.  Each malformed body holds --wait-answer-token TOKEN,
+which must never show in what the client reports of it:
+
+    ok             nothing replaced: the daemon's answer (a control)
+    deep           200, a JSON array 100,000 levels deep
+    bad-utf8       200, {"StatusCode":0,"Error":{"Message":"TOKEN <invalid UTF-8>"}}
+    not-json       200, a line of text that is no JSON
+    huge           200, a valid JSON object of 5 MiB (over the client's 4 MiB,
+                   DOCKER_API_RESPONSE_MAX in runtimes/docker_api.h)
+    status-500     500, {"message":"TOKEN ..."} (Docker's error form)
+    dropped        200, a Content-Length the body never reaches: the
+                   connection closes mid-answer
+    dropped-early  nothing forwarded: the connection closes at once, with no
+                   answer, the container still running
+    dup-key        200, {"StatusCode":0,"TOKEN":1,"TOKEN":2} (a duplicate key)
+    bad-after-key  200, {"StatusCode":0,"TOKEN":nope} (a bad value after a key)
+    unreachable    no wait is touched: once the start of a container past
+                   the first N is answered, the socket is moved away (renamed
+                   beside itself: a connect finds nothing, as at a dead
+                   daemon's), so that the wait cannot connect at all; it
+                   comes back after --wait-answer-away SECONDS (default 3)
+    gone           dropped-early, and the socket moved away as for
+                   unreachable: the daemon went away during the wait
+
+The log's response line of a replaced answer has "wait_answer": KIND and the
+daemon's own status as "upstream_status" (absent for dropped-early and
+gone); moving the socket away and back are the lines {"event": "away", seq}
+and {"event": "back"} (ForwardingProxy.events())."""
 
 import argparse
 import contextlib
@@ -472,6 +509,47 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 # ---- --forward: a logging proxy in front of a real daemon ---------------------
 
+WAIT_ANSWERS = ("ok", "deep", "bad-utf8", "not-json", "huge", "status-500", "dropped", "dropped-early", "dup-key",
+                "bad-after-key", "unreachable", "gone")
+WAIT_PATH = re.compile(r"/v[0-9.]+/containers/[^/]+/wait")
+START_PATH = re.compile(r"/v[0-9.]+/containers/[^/]+/start")
+# unreachable, gone: how long the socket stays away.
+WAIT_AWAY_SECONDS = 3.0
+WAIT_DEEP = 100_000
+# Over the proxy's client's cap on an answer (DOCKER_API_RESPONSE_MAX, 4 MiB).
+WAIT_HUGE = 5 << 20
+WAIT_TOKEN = "SP-WAIT-ANSWER-TOKEN"
+
+
+def wait_answer(kind, token):
+    """(status, body, sent): the malformed answer of kind to a wait, and how
+    many of body's bytes are sent before the connection closes (all of them
+    but for dropped)."""
+    t = token.encode()
+    if kind == "deep":
+        body = b"[" * WAIT_DEEP + b'"' + t + b'"' + b"]" * WAIT_DEEP
+    elif kind == "bad-utf8":
+        body = b'{"StatusCode":0,"Error":{"Message":"' + t + b' \xff\xfe\xc0\xaf"}}\n'
+    elif kind == "not-json":
+        body = b"<html><body><h1>502 Bad Gateway</h1>" + t + b"</body></html>\n"
+    elif kind == "huge":
+        head = b'{"StatusCode":0,"Error":{"Message":"' + t + b" "
+        tail = b'"}}\n'
+        body = head + b"x" * (WAIT_HUGE - len(head) - len(tail)) + tail
+    elif kind == "status-500":
+        return 500, b'{"message":"' + t + b': the wait failed"}\n', None
+    elif kind == "dropped":
+        body = b'{"StatusCode":0,"Error":{"Message":"' + t + b' ' + b"y" * 4096 + b'"}}\n'
+        return 200, body, len(body) // 2
+    elif kind == "dup-key":
+        body = b'{"StatusCode":0,"' + t + b'":1,"' + t + b'":2}\n'
+    elif kind == "bad-after-key":
+        body = b'{"StatusCode":0,"' + t + b'":nope}\n'
+    else:
+        raise ValueError(f"no malformed answer of kind {kind!r}")
+    return 200, body, None
+
+
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
               "expect", "content-length"}
 
@@ -561,6 +639,15 @@ class ForwardHandler(http.server.BaseHTTPRequestHandler):
                 log.write(entry)
             else:
                 chunks = tee(self.body_chunks(chunked))
+            altered = self._wait_kind()
+            if altered in ("dropped-early", "gone"):
+                # Nothing forwarded, nothing answered: the connection closes
+                # (gone: once the socket is away).
+                if altered == "gone":
+                    self._move_away(log, seq)
+                log.write({"event": "response", "seq": seq, "status": None, "wait_answer": altered})
+                self.close_connection = True
+                return
             upstream = _UpstreamConnection(self.server.upstream)
             try:
                 upstream.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
@@ -598,6 +685,19 @@ class ForwardHandler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(payload)
                 self.close_connection = True
                 return
+            if altered == "unreachable":
+                # The start's answer is relayed below, once nothing can
+                # connect any more: the wait that follows it cannot.
+                self._move_away(log, seq)
+            elif altered is not None:
+                # The daemon's own answer (the probe has run its course), then
+                # a malformed one in its place.
+                try:
+                    resp.read()
+                finally:
+                    upstream.close()
+                self._send_wait_answer(log, seq, altered, resp.status)
+                return
             answer = {"event": "response", "seq": seq, "status": resp.status}
             ctype = resp.getheader("Content-Type", "")
             kept = None
@@ -619,6 +719,51 @@ class ForwardHandler(http.server.BaseHTTPRequestHandler):
         except (ConnectionError, ValueError) as e:
             log.write({"event": "response", "seq": seq, "status": None, "error": str(e)})
             self.close_connection = True
+
+    def _wait_kind(self):
+        """What --wait-answer does to this request: None but for a wait past
+        the first --wait-answer-after ones (for unreachable, a start past
+        the first N); ok: nothing either."""
+        kind = self.server.wait_answer
+        which = START_PATH if kind == "unreachable" else WAIT_PATH
+        if kind is None or self.command != "POST" or not which.fullmatch(urllib.parse.urlsplit(self.path).path):
+            return None
+        with self.server.wait_lock:
+            self.server.waits += 1
+            n = self.server.waits
+        return kind if n > self.server.wait_answer_after and kind != "ok" else None
+
+    def _move_away(self, log, seq):
+        """unreachable, gone: the socket renamed beside itself, so that a
+        connect finds nothing; back after --wait-answer-away seconds."""
+        server = self.server
+        with server.wait_lock:
+            if server.away is not None:
+                return
+            os.rename(server.socket_path, server.socket_path + ".away")
+            server.away = threading.Timer(server.wait_answer_away, come_back, args=(server,))
+            server.away.daemon = True
+            log.write({"event": "away", "seq": seq})
+            server.away.start()
+
+    def _send_wait_answer(self, log, seq, kind, upstream_status):
+        status, body, sent = wait_answer(kind, self.server.wait_answer_token)
+        log.write({"event": "response", "seq": seq, "status": status, "wait_answer": kind,
+                   "upstream_status": upstream_status})
+        self.close_connection = True
+        try:
+            self.send_response_only(status)
+            self.send_header("Api-Version", API)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            view = memoryview(body)[:len(body) if sent is None else sent]
+            for i in range(0, len(view), 1 << 16):
+                self.wfile.write(view[i:i + (1 << 16)])
+            self.wfile.flush()
+        except OSError:
+            pass  # the client stopped reading (huge: at its cap)
 
     @staticmethod
     def _finish_entry(entry, h, length, head):
@@ -785,9 +930,21 @@ class FakeDocker:
         self.stop()
 
 
-def forward(socket_path, upstream, log_path, ready_file=None):
+def come_back(server):
+    """The socket moved away (ForwardHandler._move_away) back in place."""
+    with server.wait_lock:
+        if server.away is None:
+            return
+        server.away.cancel()
+        server.away = None
+        os.rename(server.socket_path + ".away", server.socket_path)
+        server.forward_log.write({"event": "back"})
+
+
+def forward(socket_path, upstream, log_path, ready_file=None, wait_answer_kind=None, wait_answer_after=0,
+            wait_answer_token=WAIT_TOKEN, wait_answer_away=WAIT_AWAY_SECONDS):
     """--forward: the logging proxy in front of upstream, until SIGTERM or
-    SIGINT; returns the exit status."""
+    SIGINT; returns the exit status.  wait_answer_kind: --wait-answer."""
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -798,6 +955,14 @@ def forward(socket_path, upstream, log_path, ready_file=None):
         os.umask(old)
     server.upstream = upstream
     server.forward_log = ForwardLog(log_path)
+    server.wait_answer = wait_answer_kind
+    server.wait_answer_after = wait_answer_after
+    server.wait_answer_token = wait_answer_token
+    server.wait_answer_away = wait_answer_away
+    server.wait_lock = threading.Lock()
+    server.waits = 0
+    server.socket_path = socket_path
+    server.away = None
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
     if ready_file:
         with open(ready_file + ".tmp", "w") as f:
@@ -806,6 +971,7 @@ def forward(socket_path, upstream, log_path, ready_file=None):
     print("READY", flush=True)
     while not stop.wait(0.2):
         pass
+    come_back(server)
     server.shutdown()
     server.server_close()
     try:
@@ -821,13 +987,34 @@ class ForwardingProxy(FakeDocker):
     order received (seq), its answer's status merged in (None while none
     came back), and response_json when the answer's JSON was logged."""
 
-    def __init__(self, socket_path, upstream, log_path):
+    def __init__(self, socket_path, upstream, log_path, wait_answer=None, wait_answer_after=0, wait_answer_token=None,
+                 wait_answer_away=None):
         super().__init__(socket_path, "forward", log_path)
         self.upstream = upstream
+        self.wait_answer = wait_answer
+        self.wait_answer_after = wait_answer_after
+        self.wait_answer_token = wait_answer_token
+        self.wait_answer_away = wait_answer_away
 
     def argv(self):
-        return [sys.executable, os.path.abspath(__file__), "--socket", self.socket, "--forward", self.upstream,
+        argv = [sys.executable, os.path.abspath(__file__), "--socket", self.socket, "--forward", self.upstream,
                 "--log", self.log]
+        if self.wait_answer is not None:
+            argv += ["--wait-answer", self.wait_answer, "--wait-answer-after", str(self.wait_answer_after)]
+            if self.wait_answer_token is not None:
+                argv += ["--wait-answer-token", self.wait_answer_token]
+            if self.wait_answer_away is not None:
+                argv += ["--wait-answer-away", str(self.wait_answer_away)]
+        return argv
+
+    def events(self):
+        """The log's lines other than requests and responses: the socket
+        moved away and back (--wait-answer unreachable, gone)."""
+        if not os.path.exists(self.log):
+            return []
+        with open(self.log, encoding="utf-8") as f:
+            return [e for e in (json.loads(line) for line in f if line.strip())
+                    if e.get("event") not in ("request", "response")]
 
     def requests(self):
         if not os.path.exists(self.log):
@@ -849,6 +1036,9 @@ class ForwardingProxy(FakeDocker):
                         by_seq[e["seq"]]["response_json"] = e["json"]
                     if "error" in e:
                         by_seq[e["seq"]]["error"] = e["error"]
+                    if "wait_answer" in e:
+                        by_seq[e["seq"]]["wait_answer"] = e["wait_answer"]
+                        by_seq[e["seq"]]["upstream_status"] = e.get("upstream_status")
         return sorted(out, key=lambda e: e["seq"])
 
 
@@ -861,11 +1051,27 @@ def main(argv=None):
     p.add_argument("--log", required=True, help="JSON lines, one per request")
     p.add_argument("--ready-file")
     p.add_argument("--field", default="PidsLimit", help="drops-field: the HostConfig field inspect changes")
+    p.add_argument("--wait-answer", choices=WAIT_ANSWERS, metavar="KIND",
+                   help="--forward: answer each wait with a malformed answer of KIND (" + ", ".join(WAIT_ANSWERS)
+                   + ")")
+    p.add_argument("--wait-answer-after", type=int, default=0, metavar="N",
+                   help="--wait-answer: the first N waits pass through untouched")
+    p.add_argument("--wait-answer-token", default=WAIT_TOKEN, metavar="TOKEN",
+                   help="--wait-answer: the text every malformed answer holds")
+    p.add_argument("--wait-answer-away", type=float, default=WAIT_AWAY_SECONDS, metavar="SECONDS",
+                   help="--wait-answer unreachable, gone: how long the socket stays away")
     a = p.parse_args(argv)
     if (a.mode is None) == (a.forward is None):
         p.error("give exactly one of --mode and --forward")
+    if a.forward is None and a.wait_answer is not None:
+        p.error("--wait-answer is for --forward only")
+    if a.wait_answer_after < 0 or a.wait_answer_away <= 0 or not re.fullmatch(r"[A-Za-z0-9_.-]+",
+                                                                               a.wait_answer_token):
+        p.error("--wait-answer-after must be >= 0, --wait-answer-away > 0, --wait-answer-token letters, digits, "
+                "'_', '.', '-'")
     if a.forward is not None:
-        return forward(a.socket, a.forward, a.log, a.ready_file)
+        return forward(a.socket, a.forward, a.log, a.ready_file, a.wait_answer, a.wait_answer_after,
+                       a.wait_answer_token, a.wait_answer_away)
     return serve(a.socket, a.mode, a.log, a.ready_file, a.field)
 
 

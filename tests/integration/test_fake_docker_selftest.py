@@ -3,9 +3,13 @@ talked to with http.client over AF_UNIX (and with curl, when installed, for
 libcurl's own chunked uploads and `Expect: 100-continue`): every mode's
 answers, keep-alive, Content-Length and chunked bodies, the request log,
 SIGTERM; and its --forward mode, the logging proxy test_runtime_commands.py
-puts in front of a real daemon, here in front of the fake.  Needs neither root nor a build: it tests the tool that
-test_docker_verify.py uses, so that a failure there is the proxy's."""
+puts in front of a real daemon, here in front of the fake, with each of
+--wait-answer's kinds (test_docker_wait_answers.py): the first wait relayed,
+the next one's malformed answer as promised, the socket moved away and back.
+Needs neither root nor a build: it tests the tool that test_docker_verify.py
+and test_docker_wait_answers.py use, so that a failure there is the proxy's."""
 
+import contextlib
 import hashlib
 import http.client
 import io
@@ -22,7 +26,7 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sp_harness import Tap  # noqa: E402
-from sp_fake_docker import DIGEST_LABEL, FakeDocker, ForwardingProxy  # noqa: E402
+from sp_fake_docker import DIGEST_LABEL, WAIT_ANSWERS, FakeDocker, ForwardingProxy  # noqa: E402
 
 tap = Tap()
 top = tempfile.mkdtemp(prefix="sp-dfake-self-")
@@ -108,6 +112,86 @@ def create_body(labels=None):
 
 JSON = {"Content-Type": "application/json"}
 TAR = {"Content-Type": "application/x-tar"}
+WAIT_CANARY = "SP-SELFTEST-WAIT-" + os.urandom(4).hex()
+WAIT_PROMISE = {
+    "ok": "relayed too",
+    "deep": "a JSON array 100,000 deep holding the token",
+    "bad-utf8": "a JSON object holding the token and invalid UTF-8",
+    "not-json": "text holding the token, no JSON",
+    "huge": "a valid JSON object over 4 MiB holding the token",
+    "status-500": "a 500 whose message holds the token",
+    "dropped": "cut short of its Content-Length, the token in what came",
+    "dropped-early": "never forwarded, the connection closed with no answer",
+    "dup-key": "a JSON object whose key (the token) is there twice",
+    "bad-after-key": "a JSON object with a bad value after the token's key",
+    "unreachable": "the second start relayed, then nothing can connect (the socket away)",
+    "gone": "the second wait never answered, its connection closed, and nothing can connect",
+}
+
+
+def raw_wait(path):
+    """A wait sent by hand on a connection of its own: (status, headers,
+    body, whole) read up to its Content-Length or until the proxy closes;
+    (None, {}, b"", False) when it answered nothing."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(20)
+    s.connect(path)
+    s.sendall(b"POST /v1.41/containers/sp-wait/wait HTTP/1.1\r\nHost: docker\r\nContent-Length: 0\r\n\r\n")
+    data, headers, length, status = b"", {}, None, None
+    while length is None or len(data) < length:
+        chunk = s.recv(1 << 16)
+        if not chunk:
+            break
+        data += chunk
+        if status is None and b"\r\n\r\n" in data:
+            head, _, data = data.partition(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            status = int(lines[0].split()[1])
+            headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+            length = int(headers.get("content-length", "-1"))
+    s.close()
+    return status, headers, data, length is not None and length == len(data)
+
+
+def wait_answer_problems(kind, first, second):
+    """What is wrong with the two waits' answers through --wait-answer kind
+    (--wait-answer-after 1); [] when nothing is."""
+    problems = []
+    st, _, body, whole = first
+    if st != 200 or not whole or json.loads(body).get("StatusCode") != 0:
+        problems.append(f"the first wait was not relayed: {first}")
+    st, headers, body, whole = second
+    token = WAIT_CANARY.encode()
+
+    def parses():
+        try:
+            json.loads(body.decode("utf-8"))
+            return True
+        except (UnicodeDecodeError, ValueError):
+            return False
+    if kind == "ok":
+        ok = st == 200 and whole and json.loads(body).get("StatusCode") == 0
+    elif kind == "dropped-early":
+        ok = st is None
+    elif kind == "dropped":
+        ok = st == 200 and not whole and token in body and 0 < len(body) < int(headers["content-length"])
+    else:
+        ok = whole and token in body and st == (500 if kind == "status-500" else 200)
+        if kind == "deep":
+            ok = ok and body == b"[" * 100_000 + b'"' + token + b'"' + b"]" * 100_000
+        elif kind == "bad-utf8":
+            ok = ok and b"\xff" in body and not parses()
+        elif kind in ("not-json", "dup-key", "bad-after-key"):
+            ok = ok and (not parses() if kind != "dup-key" else body.count(token) == 2)
+        elif kind == "huge":
+            ok = ok and len(body) > 4 << 20 and parses()
+        elif kind == "status-500":
+            ok = ok and parses() and token.decode() in json.loads(body)["message"]
+    if not ok:
+        problems.append(f"the second wait's answer: {st} {headers} {body[:120]!r}... ({len(body)} bytes, "
+                        f"whole {whole})")
+    return problems
+
 
 try:
     # ---- capable ------------------------------------------------------------
@@ -396,6 +480,92 @@ try:
         fwd.stop()
     tap.ok(st == 502 and len(got) == 1 and got[0]["status"] == 502 and got[0].get("error"),
            "forward: an upstream that is not there is 502, logged with the error", (st, raw, got))
+
+    # ---- --forward --wait-answer: malformed answers to waits -------------------
+    up = fresh("capable").start()
+    try:
+        c = Conn(up.socket)
+        call(c, "POST", import_target(TAG, DIGEST), body=tar_bytes(), headers=TAR)
+        call(c, "POST", "/v1.41/containers/create?name=sp-wait", body=create_body(), headers=JSON)
+        call(c, "POST", "/v1.41/containers/sp-wait/start")
+        c.close()
+        for kind in [k for k in WAIT_ANSWERS if k not in ("unreachable", "gone")]:
+            fwd = ForwardingProxy(os.path.join(d, f"w-{kind}.sock"), up.socket, os.path.join(d, f"w-{kind}.jsonl"),
+                                  wait_answer=kind, wait_answer_after=1, wait_answer_token=WAIT_CANARY).start()
+            waits_before = len([e for e in up.requests() if e["path"].endswith("/wait")])
+            try:
+                first = raw_wait(fwd.socket)
+                second = raw_wait(fwd.socket)
+                c = Conn(fwd.socket)
+                st_ping, _, raw_ping, _ = call(c, "GET", "/_ping")
+                c.close()
+                got = fwd.requests()
+            finally:
+                rc = fwd.stop()
+            waits = len([e for e in up.requests() if e["path"].endswith("/wait")]) - waits_before
+            problems = wait_answer_problems(kind, first, second)
+            if st_ping != 200 or raw_ping != b"OK":
+                problems.append(f"/_ping after the waits: {st_ping} {raw_ping!r}")
+            if waits != (1 if kind == "dropped-early" else 2):
+                problems.append(f"the daemon saw {waits} waits")
+            logged = [(e["path"].rsplit("/", 1)[-1], e.get("status"), e.get("wait_answer"), e.get("upstream_status"))
+                      for e in got]
+            altered = None if kind == "ok" else kind
+            want_status = {"ok": 200, "status-500": 500, "dropped-early": None}.get(kind, 200)
+            want_upstream = None if kind in ("ok", "dropped-early") else 200
+            if logged != [("wait", 200, None, None), ("wait", want_status, altered, want_upstream), ("_ping", 200, None,
+                                                                                                      None)]:
+                problems.append(f"the log: {logged}")
+            tap.ok(rc == 0 and fwd.stderr() == "" and not problems,
+                   f"forward --wait-answer {kind}: the first wait relayed, the next {WAIT_PROMISE[kind]}; "
+                   "other requests untouched; logged", (problems, rc, fwd.stderr()[-600:]))
+        for kind in ("unreachable", "gone"):
+            sock = os.path.join(d, f"w-{kind}.sock")
+            fwd = ForwardingProxy(sock, up.socket, os.path.join(d, f"w-{kind}.jsonl"), wait_answer=kind,
+                                  wait_answer_after=1, wait_answer_token=WAIT_CANARY, wait_answer_away=1.5).start()
+            problems = []
+            try:
+                if kind == "unreachable":
+                    c = Conn(fwd.socket)
+                    first = call(c, "POST", "/v1.41/containers/sp-wait/start")[0]
+                    c.close()
+                    waited = raw_wait(fwd.socket)
+                    c = Conn(fwd.socket)
+                    second = call(c, "POST", "/v1.41/containers/sp-wait/start")[0]
+                    c.close()
+                    if first != 304 or second != 304 or waited[0] != 200:
+                        problems.append(f"starts {first} {second}, the wait between {waited[0]}")
+                else:
+                    first, second = raw_wait(fwd.socket), raw_wait(fwd.socket)
+                    if first[0] != 200 or second[0] is not None:
+                        problems.append(f"waits {first[0]} {second[0]}")
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s_try:
+                    try:
+                        s_try.connect(fwd.socket)
+                        problems.append("a connect right after succeeded")
+                    except FileNotFoundError:
+                        pass
+                back = None
+                deadline = time.monotonic() + 10
+                while back is None and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                    with contextlib.suppress(FileNotFoundError):
+                        c = Conn(fwd.socket)
+                        back = call(c, "GET", "/_ping")[0]
+                        c.close()
+                if back != 200:
+                    problems.append(f"the socket did not come back: {back}")
+                events = [e["event"] for e in fwd.events()]
+                if events != ["away", "back"]:
+                    problems.append(f"events {events}")
+            finally:
+                rc = fwd.stop()
+            tap.ok(rc == 0 and fwd.stderr() == "" and not problems and not os.path.lexists(sock)
+                   and not os.path.lexists(sock + ".away"),
+                   f"forward --wait-answer {kind}: {WAIT_PROMISE[kind]}; back after --wait-answer-away; logged",
+                   (problems, rc, fwd.stderr()[-600:]))
+    finally:
+        up.stop()
 
     # ---- the command line -------------------------------------------------------
     d = os.path.join(top, "cli")
