@@ -3,7 +3,10 @@
    bytes, objects, or bytes of a download's total when the server sent one),
    redrawn in place ("\r", then the line, then clear to its end) at most once
    every SP_PROGRESS_INTERVAL_MS, and a final line per repository (which
-   does not count against the interval).
+   does not count against the interval).  A phase that counts nothing is
+   drawn as it begins, so that no line stays on the terminal through work it
+   does not describe.  unstage and a failed stage's removal use the same
+   line, with the run (`seeds/RUN`) where the repository would be.
 
    Off (the fd is not a terminal), nothing is ever written: staging's output
    is then exactly what it is without this module.
@@ -16,14 +19,23 @@
    `owner/repo`, shown through sp_quote_name all the same), phase words and
    numbers: never a name or path from the repository, a URL or a secret.
    Callers pass phase words that are string literals.  See docs/staging.md,
-   "Progress".  */
+   "Progress".
+
+   The same counters are where long work asks whether to go on: a caller
+   that catches a signal points the meter at its flag (sp_progress_stop_on),
+   and the work checks it where it counts (sp_progress_check), so that an
+   interrupted stage stops within one file, block or object and unwinds
+   through its ordinary failure path.  This holds whether or not the line is
+   drawn.  */
 #ifndef SEALED_PROBE_PROGRESS_H
 #define SEALED_PROBE_PROGRESS_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sealed-probe/error.h>
 #include <sealed-probe/quote.h>
 
 /* What a phase counts, and so how its line reads.  */
@@ -36,6 +48,11 @@ enum sp_progress_unit
   SP_PROGRESS_DOWNLOAD, /* "B of T (P%)", or "B" with no total; the final line reports B */
   SP_PROGRESS_OBJECTS,  /* "N of T objects", or "N objects" with no total */
 };
+/* SP_PROGRESS_STEP counts nothing, so nothing would redraw it later: its line
+   is drawn at once, interval or not (at most a few per repository).  */
+
+/* Enough for any signal's name: "signal " and a number.  */
+#define SP_PROGRESS_SIGNAL_NAME_MAX 24
 
 /* Enough for any line: the quoted name, a phase word and the numbers.  */
 #define SP_PROGRESS_LINE_MAX (SP_QUOTE_BUF_SIZE + 256)
@@ -46,6 +63,10 @@ struct sp_progress
   uint64_t count; /* files or objects */
   uint64_t bytes;
   uint64_t total; /* bytes (DOWNLOAD) or objects (OBJECTS) expected; 0: unknown */
+
+  /* A signal handler's flag: the number of the signal that asked the work
+     to stop, or 0.  NULL: the work never stops.  */
+  const volatile sig_atomic_t *stop;
 
   /* The renderer's own: set by sp_progress_init*, then private.  */
   bool on;
@@ -71,6 +92,24 @@ void sp_progress_init (struct sp_progress *p, int fd);
 /* For tests: on or off as given, with a clock of theirs (monotonic ns).  */
 void sp_progress_init_with (struct sp_progress *p, int fd, bool on, bool clear_eol, unsigned columns,
                             uint64_t (*clock) (void));
+
+/* Points the work at flag, which a signal handler sets to the signal's
+   number: from then on sp_progress_check fails once it is set.  */
+void sp_progress_stop_on (struct sp_progress *p, const volatile sig_atomic_t *flag);
+
+/* The signal that asked the work to stop, or 0.  p may be NULL.  */
+static inline int
+sp_progress_stopped (const struct sp_progress *p)
+{
+  return p != NULL && p->stop != NULL ? (int)*p->stop : 0;
+}
+
+/* Where work can stop: 0 to go on, or -1 with *err saying which signal
+   interrupted it ("interrupted by SIGINT").  p may be NULL.  */
+int sp_progress_check (const struct sp_progress *p, sp_error_t *err);
+
+/* "SIGINT", "SIGTERM", "SIGHUP", or "signal N".  */
+const char *sp_progress_signal_name (int sig, char buf[SP_PROGRESS_SIGNAL_NAME_MAX]);
 
 /* A repository begins: its name, and the time the final line measures from.  */
 void sp_progress_repo (struct sp_progress *p, const char *repo);
@@ -108,6 +147,10 @@ sp_progress_set (struct sp_progress *p, uint64_t count, uint64_t bytes, uint64_t
   if (p->on)
     sp_progress_tick (p);
 }
+
+/* For a removal's counting callback (sp_tree_remove_counted): one file more,
+   of bytes bytes.  ctx is the struct sp_progress, or NULL.  */
+void sp_progress_count_file (void *ctx, uint64_t bytes);
 
 /* The repository is done: its final line, ended by a newline, over the live
    one: "acme/big: staged 100000 files, 1.2 MiB in 3.4 s", with ", D

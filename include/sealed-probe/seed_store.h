@@ -92,8 +92,12 @@ struct sp_reset_report
    busy mount, an immutable file) does not stop the rest, and a second call
    once the obstacle is gone finishes the job.  Returns 0 when nothing is
    left; otherwise -1 with the first failure in *err and, when report is not
-   NULL, every failure in it (names quoted, one line each).  */
-int sp_seed_store_reset (int state_dirfd, struct sp_reset_report *report, sp_error_t *err);
+   NULL, every failure in it (names quoted, one line each).  Each run's
+   removal is shown on progress (progress.h; NULL for none) as
+   `seeds/RUN: remove: N files, B`.  */
+struct sp_progress;
+int sp_seed_store_reset (int state_dirfd, struct sp_progress *progress, struct sp_reset_report *report,
+                         sp_error_t *err);
 
 void sp_reset_report_release (struct sp_reset_report *report);
 #define cleanup_reset_report __attribute__ ((cleanup (sp_reset_report_release)))

@@ -26,7 +26,10 @@ struct sp_copy_options
   bool keep_sticky;
   /* Counts every file and symlink copied, and the bytes, for staging's
      progress line (progress.h); NULL for none.  The git tree writer
-     (git_stage.h), which takes these options too, counts into it.  */
+     (git_stage.h), which takes these options too, counts into it.  The
+     copy, the tree writer and the pack builder stop, failing with
+     "interrupted by SIG...", once it says a signal asked them to
+     (sp_progress_check).  */
   struct sp_progress *progress;
 };
 

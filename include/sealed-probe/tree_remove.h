@@ -3,6 +3,8 @@
 #ifndef SEALED_PROBE_TREE_REMOVE_H
 #define SEALED_PROBE_TREE_REMOVE_H
 
+#include <stdint.h>
+
 #include <sealed-probe/error.h>
 
 /* Removes parentfd/name and everything below it, never following a symlink
@@ -14,5 +16,12 @@
    stayed: a second call, once the obstacle is gone, finishes the job.  An
    absent parentfd/name is not an error.  */
 int sp_tree_remove_at (int parentfd, const char *name, sp_error_t *err);
+
+/* sp_tree_remove_at, calling count (ctx, its size) for each file (anything
+   but a directory; a symlink's size is 0) once it is gone, so that a caller
+   can show a long removal's progress.  The removal itself never stops
+   early: whatever asked for it wants all of it gone.  */
+int sp_tree_remove_counted (int parentfd, const char *name, void (*count) (void *ctx, uint64_t bytes),
+                            void *ctx, sp_error_t *err);
 
 #endif

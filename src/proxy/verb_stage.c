@@ -6,6 +6,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,14 @@
   "                                [--github-ref REF] [--github-ca FILE]"
 
 #define fail(...) (sp_verb_report ("stage", __VA_ARGS__), SP_EXIT_FAIL)
+
+/* An interrupted stage exits 128 + the signal's number, as a shell reports a
+   command a signal ended: 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP.  */
+#define EXIT_SIGNAL_BASE 128
+
+/* The number of the signal that asked stage to stop, or 0.  Only the
+   handler writes it; the work reads it where it counts (progress.h).  */
+static volatile sig_atomic_t stop_signal;
 
 /* The token's names, in the order they are tried.  Both are always wiped.  */
 static const char *const token_names[] = { "GH_TOKEN", "GITHUB_TOKEN", NULL };
@@ -142,6 +152,47 @@ preflight (const struct sp_config *config, const struct sp_catalog *catalog, con
   return 0;
 }
 
+static void
+on_stop_signal (int sig)
+{
+  if (stop_signal == 0)
+    stop_signal = sig;
+}
+
+/* Ctrl-C (SIGINT), a stop (SIGTERM: systemd, kill) and a dropped terminal
+   (SIGHUP) each stop staging the same way: the handler only sets the flag,
+   and the work, which checks it where it counts, fails with "interrupted",
+   so that the run unwinds through the failure path that removes it
+   (docs/staging.md, "Interrupted").  No SA_RESTART, so that a blocking wait
+   (libcurl's poll) returns at once.  A signal ignored on entry (nohup's
+   SIGHUP) stays ignored.  */
+static int
+catch_stop_signals (sp_error_t *err)
+{
+  static const int signals[] = { SIGINT, SIGTERM, SIGHUP };
+  struct sigaction action = { .sa_handler = on_stop_signal };
+  sigset_t set;
+
+  sigemptyset (&action.sa_mask);
+  sigemptyset (&set);
+  for (size_t i = 0; i < sizeof (signals) / sizeof (signals[0]); i++)
+    {
+      struct sigaction old;
+
+      if (sigaction (signals[i], NULL, &old) < 0)
+        return sp_make_error (err, errno, "signals: read the action of %d", signals[i]);
+      if (old.sa_handler == SIG_IGN)
+        continue;
+      if (sigaction (signals[i], &action, NULL) < 0)
+        return sp_make_error (err, errno, "signals: catch %d", signals[i]);
+      sigaddset (&set, signals[i]);
+    }
+  /* Blocked by whoever started stage, the handler would never run.  */
+  if (sigprocmask (SIG_UNBLOCK, &set, NULL) < 0)
+    return sp_make_error (err, errno, "signals: unblock");
+  return 0;
+}
+
 /* Produces seeds/RUN/INDEX for one repository: a sanitized copy of its local
    clone, or its GitHub tarball; then the seed policy (tree_normalize.h), which
    gives it to the probe uid.  The read-only mount, not its modes, keeps it
@@ -176,8 +227,8 @@ stage_one (int run_fd, struct sp_seed *seed, const char *clone, const struct sp_
         return sp_make_error (err, errno, "local clone `%s`", clone);
       /* The commit, never the working tree: only `.git` is copied, and
          the tree HEAD names is written from it (docs/staging.md).  */
-      if (sp_git_copy_gitdir (clone_fd, seed_fd, &limits, err) < 0
-          || sp_git_sanitize (seed_fd, seed->commit, err) < 0
+      if (sp_git_copy_gitdir (clone_fd, seed_fd, &limits, err) < 0 || sp_progress_check (progress, err) < 0
+          || sp_git_sanitize (seed_fd, seed->commit, err) < 0 || sp_progress_check (progress, err) < 0
           || sp_git_stage_commit (seed_fd, seed->commit, &limits, err) < 0)
         return sp_error_wrap (err, "local clone `%s`", clone);
     }
@@ -187,27 +238,41 @@ stage_one (int run_fd, struct sp_seed *seed, const char *clone, const struct sp_
       if (sp_github_fetch (github, seed->repo, seed_fd, seed->commit, err) < 0)
         return -1;
     }
+  if (sp_progress_check (progress, err) < 0)
+    return -1;
   /* Owned by the probe and owner-writable, so that an overlay snapshot is
      writable in the sandbox; the seed itself stays immutable through its
      read-only mount and the 0700 state directory (docs/staging.md).  */
   sp_progress_phase (progress, "normalize", SP_PROGRESS_STEP, 0);
   if (sp_tree_normalize (seed_fd, &sp_seed_policy, err) < 0)
     return sp_error_wrap (err, "normalize the seed");
-  return 0;
+  return sp_progress_check (progress, err);
 }
+
+/* What a run made, for its removal should it fail, and what it was doing.  */
+struct stage_run
+{
+  bool made_seeds_dir; /* seeds/ did not exist before this run */
+  const char *current; /* the repository being staged, or NULL */
+};
 
 /* Seeds are made in two passes: GitHub's first, with the token; then the
    token is wiped, and only then are local clones read.  libgit2 parses a
-   clone's objects, so it never runs while a credential is in memory.  */
+   clone's objects, so it never runs while a credential is in memory.  The
+   work checks for a stop request where it counts, and here between steps.  */
 static int
 stage_all (int state_fd, const struct sp_config *config, const struct sp_catalog *catalog,
            struct sp_github_source *github, char **token, struct sp_staged *staged,
-           struct sp_progress *progress, sp_error_t *err)
+           struct sp_progress *progress, struct stage_run *made, sp_error_t *err)
 {
   cleanup_close int seeds_fd = -1;
   cleanup_close int run_fd = -1;
 
-  if (mkdirat (state_fd, SP_SEEDS_DIR, 0700) < 0 && errno != EEXIST)
+  if (sp_progress_check (progress, err) < 0)
+    return -1;
+  if (mkdirat (state_fd, SP_SEEDS_DIR, 0700) == 0)
+    made->made_seeds_dir = true;
+  else if (errno != EEXIST)
     return sp_make_error (err, errno, "%s", SP_SEEDS_DIR);
   seeds_fd = openat (state_fd, SP_SEEDS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (seeds_fd < 0)
@@ -234,6 +299,7 @@ stage_all (int state_fd, const struct sp_config *config, const struct sp_catalog
             continue;
           seed->repo = config->private_repos[i];
           seed->index = (unsigned)i;
+          made->current = seed->repo;
           sp_progress_repo (progress, seed->repo);
           if (stage_one (run_fd, seed, clone, github, progress, err) < 0)
             return sp_error_wrap (err, "%s", seed->repo);
@@ -241,6 +307,7 @@ stage_all (int state_fd, const struct sp_config *config, const struct sp_catalog
           staged->n++;
         }
     }
+  made->current = NULL;
   if (fchmod (run_fd, 0555) < 0)
     return sp_make_error (err, errno, "%s/%s: chmod", SP_SEEDS_DIR, staged->run);
   if (sp_seed_run_seal (state_fd, staged->run, err) < 0)
@@ -249,29 +316,38 @@ stage_all (int state_fd, const struct sp_config *config, const struct sp_catalog
      recorded is what every later reader sees.  */
   for (size_t i = 0; i < staged->n; i++)
     {
+      made->current = staged->seeds[i].repo;
       sp_progress_repo (progress, staged->seeds[i].repo);
       sp_progress_phase (progress, "digest", SP_PROGRESS_STEP, 0);
-      if (sp_seed_measure (state_fd, staged->run, &staged->seeds[i], err) < 0)
+      if (sp_seed_measure (state_fd, staged->run, &staged->seeds[i], err) < 0
+          || sp_progress_check (progress, err) < 0)
         return -1;
     }
+  made->current = NULL;
+  /* The last point a signal stops anything: once staged.json names the run,
+     the run is staged, and stage finishes as if no signal had come.  */
+  if (sp_progress_check (progress, err) < 0)
+    return -1;
   return sp_staged_write (state_fd, staged, err);
 }
 
-/* A failed stage leaves nothing: the run's mount and directory go.  The
-   removal has no path or depth limit, so whatever the failed seed held
-   goes; should something stay all the same, *err (the stage's failure)
-   says so too.  */
-static void
-discard_run (int state_fd, const char *run, sp_error_t *err)
+/* A failed or interrupted stage leaves nothing: the run's mount and
+   directory go, and seeds/ too when this run made it (empty by then).  The
+   removal is counted on the progress line, has no path or depth limit, and
+   never stops early: a second signal does not cut it short.  Returns 0 when
+   nothing of the run stays, or -1 with *left saying what does.  */
+static int
+discard_run (int state_fd, const char *run, const struct stage_run *made, struct sp_progress *progress,
+             sp_error_t *left)
 {
   cleanup_close int seeds_fd
       = openat (state_fd, SP_SEEDS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  cleanup_error sp_error_t left = NULL;
+  char subject[sizeof (SP_SEEDS_DIR) + SP_ID_MAX_CHARS + 1];
   char proc[64];
   int fd;
 
   if (seeds_fd < 0)
-    return;
+    return errno == ENOENT ? 0 : sp_make_error (left, errno, "%s", SP_SEEDS_DIR);
   fd = openat (seeds_fd, run, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0)
     {
@@ -279,13 +355,35 @@ discard_run (int state_fd, const char *run, sp_error_t *err)
       umount2 (proc, MNT_DETACH);
       close (fd);
     }
-  if (sp_tree_remove_at (seeds_fd, run, &left) < 0)
-    {
-      cleanup_error sp_error_t stage_err = get_and_reset (err);
+  snprintf (subject, sizeof (subject), "%s/%s", SP_SEEDS_DIR, run);
+  sp_progress_repo (progress, subject);
+  sp_progress_phase (progress, "remove", SP_PROGRESS_FILES, 0);
+  if (sp_tree_remove_counted (seeds_fd, run, sp_progress_count_file, progress, left) < 0)
+    return sp_error_wrap (left, "%s/%s", SP_SEEDS_DIR, run);
+  /* Not empty: something else is there, which is not this run's.  */
+  if (made->made_seeds_dir && unlinkat (state_fd, SP_SEEDS_DIR, AT_REMOVEDIR) < 0 && errno != ENOENT
+      && errno != ENOTEMPTY && errno != EEXIST)
+    return sp_make_error (left, errno, "%s: remove", SP_SEEDS_DIR);
+  return 0;
+}
 
-      sp_make_error (err, 0, "%s (and the failed run stays: %s/%s; run unstage)",
-                     sp_error_message (stage_err), SP_SEEDS_DIR, sp_error_message (left));
-    }
+/* The one line an interrupted stage ends with: which signal, what it was
+   doing, and what is left (nothing, or what could not be removed).  It
+   names only the configured repository, never anything from it.  */
+static void
+report_interrupted (int sig, const struct stage_run *made, const sp_error_t left)
+{
+  char name[SP_PROGRESS_SIGNAL_NAME_MAX];
+  const char *signal_name = sp_progress_signal_name (sig, name);
+  const char *during = made->current != NULL ? " while staging " : "";
+  const char *repo = made->current != NULL ? made->current : "";
+
+  if (left == NULL)
+    sp_verb_report ("stage", "interrupted by %s%s%s: removed what this run made; nothing of it is left",
+                    signal_name, during, repo);
+  else
+    sp_verb_report ("stage", "interrupted by %s%s%s: removed what this run made but %s stays; run unstage",
+                    signal_name, during, repo, sp_error_message (left));
 }
 
 /* The token comes from systemd's credential or from the environment, never
@@ -318,11 +416,13 @@ sp_verb_stage (int argc, char **argv)
   cleanup_secret char *env_token = sp_secret_env_take (token_names, &env_name);
   cleanup_secret char *token = NULL;
   cleanup_error sp_error_t err = NULL;
+  cleanup_error sp_error_t left = NULL;
   cleanup_config struct sp_config *config = NULL;
   cleanup_close int state_fd = -1;
   struct sp_catalog catalog = { 0 };
   struct sp_staged staged = { 0 };
   struct stage_args a = { 0 };
+  struct stage_run made = { 0 };
   struct sp_github_source github;
   struct sp_progress progress;
   int ret;
@@ -330,6 +430,8 @@ sp_verb_stage (int argc, char **argv)
   ret = parse_args (argc, argv, &a);
   if (ret != 0)
     return ret < 0 ? SP_EXIT_OK : ret;
+  if (catch_stop_signals (&err) < 0)
+    return fail ("%s", sp_error_message (err));
 
   /* Before the config: a bad or doubled credential stops everything, so no
      request is ever made with a token the operator did not mean.  */
@@ -366,14 +468,33 @@ sp_verb_stage (int argc, char **argv)
     }
   /* On a terminal only; elsewhere stage prints exactly what it always has.  */
   sp_progress_init (&progress, STDERR_FILENO);
-  ret = stage_all (state_fd, config, &catalog, &github, &token, &staged, &progress, &err);
-  sp_progress_clear (&progress);
+  sp_progress_stop_on (&progress, &stop_signal);
+  ret = stage_all (state_fd, config, &catalog, &github, &token, &staged, &progress, &made, &err);
   if (ret < 0)
     {
-      ret = SP_EXIT_FAIL;
-      discard_run (state_fd, staged.run, &err);
+      /* Read once: a signal during the removal changes nothing.  */
+      int sig = stop_signal;
+
+      if (discard_run (state_fd, staged.run, &made, &progress, &left) < 0 && sig == 0)
+        {
+          cleanup_error sp_error_t stage_err = get_and_reset (&err);
+
+          sp_make_error (&err, 0, "%s (and the failed run stays: %s; run unstage)",
+                         sp_error_message (stage_err), sp_error_message (left));
+        }
+      sp_progress_clear (&progress);
+      if (sig == 0)
+        {
+          ret = SP_EXIT_FAIL;
+          goto out;
+        }
+      /* What interrupted work failed with is only a consequence.  */
+      sp_error_release (&err);
+      report_interrupted (sig, &made, left);
+      ret = EXIT_SIGNAL_BASE + sig;
       goto out;
     }
+  sp_progress_clear (&progress);
   for (size_t i = 0; i < staged.n; i++)
     printf ("staged %s from %s: commit %s, %s\n", staged.seeds[i].repo,
             sp_seed_source_name (staged.seeds[i].source), staged.seeds[i].commit, staged.seeds[i].digest);

@@ -2,8 +2,10 @@
    record of them, for a clean slate.  See docs/staging.md.  */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <unistd.h>
 
 #include <sealed-probe/cleanup.h>
+#include <sealed-probe/progress.h>
 #include <sealed-probe/seed_store.h>
 
 #include "config.h"
@@ -20,6 +22,7 @@ sp_verb_unstage (int argc, char **argv)
   cleanup_close int state_fd = -1;
   const char *state = NULL;
   const struct sp_option options[] = { { .name = "--state", .value = &state } };
+  struct sp_progress progress;
   int ret = sp_options_parse ("unstage", USAGE, argc, argv, options, 1);
 
   if (ret != 0)
@@ -31,9 +34,13 @@ sp_verb_unstage (int argc, char **argv)
       sp_verb_report ("unstage", "%s", sp_error_message (err));
       return SP_EXIT_FAIL;
     }
+  /* As stage decides: a line on a terminal, nothing anywhere else.  */
+  sp_progress_init (&progress, STDERR_FILENO);
   /* Whatever stays is reported, one line each; a second unstage, once the
      obstacle is gone, finishes the job.  */
-  if (sp_seed_store_reset (state_fd, &left, &err) < 0)
+  ret = sp_seed_store_reset (state_fd, &progress, &left, &err);
+  sp_progress_clear (&progress);
+  if (ret < 0)
     {
       if (left.n == 0)
         sp_verb_report ("unstage", "%s", sp_error_message (err));

@@ -170,6 +170,7 @@ struct stage_ctx
   uint64_t entries;
   struct oid_set packed;  /* objects already in the new pack */
   struct oid_set shallow; /* commits whose parents the clone does not have */
+  const char *pack_phase; /* what libgit2's pack callbacks last showed */
   char path[SP_TREE_PATH_MAX];
 };
 
@@ -307,6 +308,8 @@ write_tree (struct stage_ctx *ctx, const git_tree *tree, int dirfd, size_t path_
         }
       if (why != NULL)
         return sp_make_error (err, 0, "`%s` %s", sp_quote_name (ctx->path, q), why);
+      if (sp_progress_check (ctx->limits->progress, err) < 0)
+        return -1;
       if (++ctx->entries > ctx->limits->max_entries)
         return sp_make_error (err, 0, "`%s`: the commit has more than %llu entries",
                               sp_quote_name (ctx->path, q), (unsigned long long)ctx->limits->max_entries);
@@ -364,14 +367,16 @@ replace_index (int gitfd, const git_tree *tree, sp_error_t *err)
 
 /* ---- the object store: exactly what HEAD and the refs reach ---- */
 
+/* Adds one object to the pack; what names the object in a message.  */
 static int
-pack_insert (struct stage_ctx *ctx, const git_oid *id, const char *name)
+pack_insert (struct stage_ctx *ctx, const git_oid *id, const char *name, const char *what, sp_error_t *err)
 {
-  int ret = git_packbuilder_insert (ctx->pb, id, name);
-
-  if (ret == 0)
-    sp_progress_add (ctx->limits->progress, 1, 0);
-  return ret;
+  if (sp_progress_check (ctx->limits->progress, err) < 0)
+    return -1;
+  if (git_packbuilder_insert (ctx->pb, id, name) < 0)
+    return lookup_error (err, id, what);
+  sp_progress_add (ctx->limits->progress, 1, 0);
+  return 0;
 }
 
 static int
@@ -387,8 +392,8 @@ pack_tree (struct stage_ctx *ctx, const git_oid *id, unsigned depth, sp_error_t 
     return sp_make_error (err, 0, "a tree in the history is more than %d levels deep", SP_COPY_DEPTH_CEILING);
   if (git_tree_lookup (&tree, ctx->repo, id) < 0)
     return lookup_error (err, id, "read the tree");
-  if (pack_insert (ctx, id, NULL) < 0)
-    return git_fail (err, "pack a tree");
+  if (pack_insert (ctx, id, NULL, "pack the tree", err) < 0)
+    return -1;
   n = git_tree_entrycount (tree);
   for (size_t i = 0; i < n; i++)
     {
@@ -406,8 +411,8 @@ pack_tree (struct stage_ctx *ctx, const git_oid *id, unsigned depth, sp_error_t 
           if (added < 0)
             return sp_make_error (err, ENOMEM, "list the objects");
           /* The name lets the packer put similar files side by side.  */
-          if (added > 0 && pack_insert (ctx, child, git_tree_entry_name (e)) < 0)
-            return lookup_error (err, child, "pack the blob");
+          if (added > 0 && pack_insert (ctx, child, git_tree_entry_name (e), "pack the blob", err) < 0)
+            return -1;
           break;
         case GIT_OBJECT_COMMIT: /* a gitlink: another repository's commit */
         default:
@@ -438,8 +443,8 @@ pack_history (struct stage_ctx *ctx, const git_oid *start, const char *from, sp_
         continue;
       if (git_commit_lookup (&commit, ctx->repo, &id) < 0)
         return lookup_error (err, &id, from);
-      if (pack_insert (ctx, &id, NULL) < 0)
-        return git_fail (err, "pack a commit");
+      if (pack_insert (ctx, &id, NULL, "pack the commit", err) < 0)
+        return -1;
       if (pack_tree (ctx, git_commit_tree_id (commit), 0, err) < 0)
         return -1;
       if (oid_set_has (&ctx->shallow, &id))
@@ -484,15 +489,15 @@ pack_object (struct stage_ctx *ctx, const git_oid *id, const char *from, sp_erro
           added = oid_set_add (&ctx->packed, &current);
           if (added < 0)
             return sp_make_error (err, ENOMEM, "list the objects");
-          if (added > 0 && pack_insert (ctx, &current, NULL) < 0)
-            return git_fail (err, "pack a blob");
+          if (added > 0 && pack_insert (ctx, &current, NULL, "pack the blob", err) < 0)
+            return -1;
           return 0;
         case GIT_OBJECT_TAG:
           added = oid_set_add (&ctx->packed, &current);
           if (added < 0)
             return sp_make_error (err, ENOMEM, "list the objects");
-          if (added > 0 && pack_insert (ctx, &current, NULL) < 0)
-            return git_fail (err, "pack a tag");
+          if (added > 0 && pack_insert (ctx, &current, NULL, "pack the tag", err) < 0)
+            return -1;
           current = *git_tag_target_id ((git_tag *)obj);
           break;
         default:
@@ -563,18 +568,46 @@ pack_refs (struct stage_ctx *ctx, sp_error_t *err)
   return 0;
 }
 
+/* Shows phase, once, when libgit2's callbacks move on to it.  */
+static void
+pack_phase (struct stage_ctx *ctx, const char *phase, uint64_t total)
+{
+  if (ctx->pack_phase != phase)
+    sp_progress_phase (ctx->limits->progress, phase, SP_PROGRESS_OBJECTS, total);
+  ctx->pack_phase = phase;
+}
+
+/* The pack builder's own callback: it searches for deltas before it writes
+   anything, which takes a while for big or similar files.  A non-zero return
+   makes libgit2 give up.  */
+static int
+on_pack_progress (int stage, uint32_t current, uint32_t total, void *payload)
+{
+  struct stage_ctx *ctx = payload;
+
+  if (stage == GIT_PACKBUILDER_DELTAFICATION)
+    {
+      pack_phase (ctx, "find deltas", total);
+      sp_progress_set (ctx->limits->progress, current, 0, total);
+    }
+  return sp_progress_stopped (ctx->limits->progress) ? -1 : 0;
+}
+
 /* libgit2's indexer reports the objects written so far.  */
 static int
 on_pack_written (const git_indexer_progress *stats, void *payload)
 {
-  sp_progress_set (payload, stats->indexed_objects, stats->received_bytes, stats->total_objects);
-  return 0;
+  struct stage_ctx *ctx = payload;
+
+  pack_phase (ctx, "write the pack", stats->total_objects);
+  sp_progress_set (ctx->limits->progress, stats->indexed_objects, stats->received_bytes,
+                   stats->total_objects);
+  return sp_progress_stopped (ctx->limits->progress) ? -1 : 0;
 }
 
 static int
 write_pack (struct stage_ctx *ctx, int gitfd, sp_error_t *err)
 {
-  struct sp_progress *progress = ctx->limits->progress;
   char path[64];
 
   if (mkdirat (gitfd, NEW_OBJECTS, 0755) < 0)
@@ -582,22 +615,27 @@ write_pack (struct stage_ctx *ctx, int gitfd, sp_error_t *err)
   if (mkdirat (gitfd, NEW_OBJECTS "/pack", 0755) < 0 || mkdirat (gitfd, NEW_OBJECTS "/info", 0755) < 0)
     return sp_make_error (err, errno, "create `.git/%s`", NEW_OBJECTS);
   snprintf (path, sizeof (path), "/proc/self/fd/%d/" NEW_OBJECTS "/pack", gitfd);
-  sp_progress_phase (progress, "write the pack", SP_PROGRESS_OBJECTS, git_packbuilder_object_count (ctx->pb));
-  if (git_packbuilder_write (ctx->pb, path, 0444, progress != NULL ? on_pack_written : NULL, progress) < 0)
-    return git_fail (err, "write the pack");
+  ctx->pack_phase = NULL;
+  pack_phase (ctx, "write the pack", git_packbuilder_object_count (ctx->pb));
+  if (git_packbuilder_set_callbacks (ctx->pb, on_pack_progress, ctx) < 0)
+    return git_fail (err, "libgit2: the pack builder's callback");
+  if (git_packbuilder_write (ctx->pb, path, 0444, on_pack_written, ctx) < 0)
+    return sp_progress_check (ctx->limits->progress, err) < 0 ? -1 : git_fail (err, "write the pack");
   return 0;
 }
 
 /* The new store replaces the old one; the old one goes whole, loose objects,
-   packs, commit-graph and all.  */
+   packs, commit-graph and all.  A clone of loose objects holds one file per
+   object, so the removal is counted: it can take longer than the pack.  */
 static int
-swap_objects (int gitfd, sp_error_t *err)
+swap_objects (int gitfd, struct sp_progress *progress, sp_error_t *err)
 {
   if (renameat (gitfd, "objects", gitfd, OLD_OBJECTS) < 0)
     return sp_make_error (err, errno, "move `.git/objects` aside");
   if (renameat (gitfd, NEW_OBJECTS, gitfd, "objects") < 0)
     return sp_make_error (err, errno, "move the new object store into place");
-  if (sp_tree_remove_at (gitfd, OLD_OBJECTS, err) < 0)
+  sp_progress_phase (progress, "remove the old objects", SP_PROGRESS_FILES, 0);
+  if (sp_tree_remove_counted (gitfd, OLD_OBJECTS, sp_progress_count_file, progress, err) < 0)
     return sp_error_wrap (err, "remove the old object store");
   return 0;
 }
@@ -649,7 +687,7 @@ stage_in_repo (struct stage_ctx *ctx, int seed_dirfd, int gitfd, const git_oid *
   if (write_tree (ctx, tree, seed_dirfd, 0, 0, err) < 0)
     return sp_error_wrap (err, "write the commit's tree");
   sp_progress_phase (ctx->limits->progress, "write the index", SP_PROGRESS_STEP, 0);
-  if (replace_index (gitfd, tree, err) < 0)
+  if (replace_index (gitfd, tree, err) < 0 || sp_progress_check (ctx->limits->progress, err) < 0)
     return -1;
 
   /* The stash records uncommitted work; no stash is fine.  */
@@ -722,7 +760,7 @@ sp_git_stage_commit (int seed_dirfd, const char *commit, const struct sp_copy_op
   if (ret < 0)
     return -1;
   /* libgit2 is done with the old store: swap the new one in.  */
-  return swap_objects (gitfd, err);
+  return swap_objects (gitfd, limits->progress, err);
 }
 
 int

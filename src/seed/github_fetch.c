@@ -98,7 +98,8 @@ struct sink
   uint64_t dropped;
   bool over_limit;
   int write_errno;
-  struct sp_progress *progress; /* the tarball's bytes so far, of Content-Length when sent */
+  struct sp_progress *progress;   /* the tarball's bytes so far, of Content-Length when sent */
+  const struct sp_progress *stop; /* whether a signal asked the transfer to stop (progress.h) */
 };
 
 static size_t
@@ -108,6 +109,9 @@ on_body (char *data, size_t size, size_t nmemb, void *cookie)
   size_t n = size * nmemb;
   long status = 0;
 
+  /* 0 makes libcurl give up: an interrupted stage stops within one block.  */
+  if (sp_progress_stopped (s->stop))
+    return 0;
   if (curl_easy_getinfo (s->curl, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK || status != 200)
     {
       s->dropped += n;
@@ -142,6 +146,19 @@ on_body (char *data, size_t size, size_t nmemb, void *cookie)
       sp_progress_set (s->progress, 0, s->kept, (uint64_t)total);
     }
   return n;
+}
+
+/* libcurl calls this about once a second even while no byte arrives
+   (connecting, a stalled server), so that a stop is seen without data, and
+   the line shows the download waiting rather than the step before it.  */
+static int
+on_transfer (void *cookie, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+  struct sink *s = cookie;
+
+  (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+  sp_progress_tick (s->progress);
+  return sp_progress_stopped (s->stop) ? 1 : 0;
 }
 
 #define SETOPT(curl, opt, value)                                                                             \
@@ -188,6 +205,9 @@ setup_request (CURL *curl, const struct sp_github_source *source, const char *ur
   SETOPT (curl, CURLOPT_HTTPHEADER, headers);
   SETOPT (curl, CURLOPT_WRITEFUNCTION, on_body);
   SETOPT (curl, CURLOPT_WRITEDATA, sink);
+  SETOPT (curl, CURLOPT_XFERINFOFUNCTION, on_transfer);
+  SETOPT (curl, CURLOPT_XFERINFODATA, sink);
+  SETOPT (curl, CURLOPT_NOPROGRESS, 0L);
   return 0;
 }
 
@@ -224,6 +244,8 @@ http_get (const struct sp_github_source *source, const char *url, const char *au
 
   rc = curl_easy_perform (curl);
   curl_easy_getinfo (curl, CURLINFO_RESPONSE_CODE, status);
+  if (sp_progress_check (sink->stop, err) < 0)
+    return -1;
   if (sink->over_limit || rc == CURLE_FILESIZE_EXCEEDED)
     return sp_make_error (err, 0, "the response is bigger than %llu bytes", (unsigned long long)sink->limit);
   if (sink->write_errno != 0)
@@ -448,7 +470,7 @@ resolve_commit (const struct sp_github_source *source, const char *base, const c
                 char commit[SP_COMMIT_HEX_MAX + 1], sp_error_t *err)
 {
   char body[SP_GITHUB_COMMIT_BODY_MAX + 1];
-  struct sink sink = { .fd = -1, .buf = body, .limit = SP_GITHUB_COMMIT_BODY_MAX };
+  struct sink sink = { .fd = -1, .buf = body, .limit = SP_GITHUB_COMMIT_BODY_MAX, .stop = source->progress };
   cleanup_free char *url = NULL;
   cleanup_free char *location = NULL;
   long status;
@@ -469,7 +491,9 @@ static int
 download_tarball (const struct sp_github_source *source, const char *base, const char *repo, const char *auth,
                   const char *commit, int fd, sp_error_t *err)
 {
-  struct sink sink = { .fd = fd, .limit = source->max_tarball_bytes, .progress = source->progress };
+  struct sink sink = {
+    .fd = fd, .limit = source->max_tarball_bytes, .progress = source->progress, .stop = source->progress
+  };
   cleanup_free char *url = NULL;
   cleanup_free char *location = NULL;
   cleanup_free char *next = NULL;
@@ -492,7 +516,9 @@ download_tarball (const struct sp_github_source *source, const char *base, const
     return -1;
 
   /* The codeload host never sees the token: no Authorization header.  */
-  sink = (struct sink){ .fd = fd, .limit = source->max_tarball_bytes, .progress = source->progress };
+  sink = (struct sink){
+    .fd = fd, .limit = source->max_tarball_bytes, .progress = source->progress, .stop = source->progress
+  };
   free (location);
   location = NULL;
   if (http_get (source, next, NULL, NULL, &sink, &status, &location, err) < 0)

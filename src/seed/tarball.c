@@ -297,6 +297,8 @@ check_stream (int tarfd, const struct sp_tarball_limits *limits, sp_error_t *err
         return 0;
       if (n < 0)
         return sp_make_error (err, 0, "the gzip stream is truncated or corrupt: %s", sp_archive_message (a));
+      if (sp_progress_check (limits->progress, err) < 0)
+        return -1;
       inflated += (uint64_t)n;
       sp_progress_add (limits->progress, 0, (uint64_t)n);
       if (inflated > cap)
@@ -343,6 +345,8 @@ extract_all (struct extraction *x, struct archive *in, sp_error_t *err)
         break;
       if (r != ARCHIVE_OK)
         return sp_make_error (err, 0, "read the tar stream: %s", sp_archive_message (in));
+      if (sp_progress_check (x->limits->progress, err) < 0)
+        return -1;
       if (x->entries == 0
           && (archive_filter_count (in) != 2 || archive_filter_code (in, 0) != ARCHIVE_FILTER_GZIP))
         return sp_make_error (err, 0, "not a gzip tar");

@@ -158,6 +158,9 @@ copy_file (int srcdir, int dstdir, const char *name, const struct stat *st, stru
         return sp_make_error (err, errno, "read `%s`", shown (ctx->path, q));
       if (n == 0)
         break;
+      /* A big file is many blocks: an interrupted stage stops within one.  */
+      if (sp_progress_check (ctx->limits->progress, err) < 0)
+        return -1;
       if ((uint64_t)n > ctx->limits->max_bytes - ctx->bytes)
         return sp_make_error (err, 0, "the tree holds more than %llu bytes of files (at `%s`)",
                               (unsigned long long)ctx->limits->max_bytes, shown (ctx->path, q));
@@ -265,6 +268,8 @@ copy_dir (int srcdir, int dstdir, size_t path_len, unsigned depth, struct copy_c
       if (child_len < 0)
         return sp_make_error (err, 0, "a path below `%s` is longer than %d bytes", shown (ctx->path, q),
                               SP_TREE_PATH_MAX - 1);
+      if (sp_progress_check (ctx->limits->progress, err) < 0)
+        return -1;
 
       if (++ctx->entries > ctx->limits->max_entries)
         return sp_make_error (err, 0, "the tree holds more than %llu entries (at `%s`)",

@@ -4,6 +4,7 @@
 #include <sealed-probe/progress.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,7 +267,53 @@ sp_progress_phase (struct sp_progress *p, const char *phase, enum sp_progress_un
   p->unit = unit;
   p->count = p->bytes = 0;
   p->total = total;
-  sp_progress_tick (p);
+  /* A step counts nothing, so no later count would draw it: without this,
+     the last phase's line would stand through the whole step.  */
+  if (unit == SP_PROGRESS_STEP && p->on)
+    draw (p, false, p->clock ());
+  else
+    sp_progress_tick (p);
+}
+
+void
+sp_progress_count_file (void *ctx, uint64_t bytes)
+{
+  sp_progress_add (ctx, 1, bytes);
+}
+
+void
+sp_progress_stop_on (struct sp_progress *p, const volatile sig_atomic_t *flag)
+{
+  if (p != NULL)
+    p->stop = flag;
+}
+
+const char *
+sp_progress_signal_name (int sig, char buf[SP_PROGRESS_SIGNAL_NAME_MAX])
+{
+  switch (sig)
+    {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      snprintf (buf, SP_PROGRESS_SIGNAL_NAME_MAX, "signal %d", sig);
+      return buf;
+    }
+}
+
+int
+sp_progress_check (const struct sp_progress *p, sp_error_t *err)
+{
+  char name[SP_PROGRESS_SIGNAL_NAME_MAX];
+  int sig = sp_progress_stopped (p);
+
+  if (sig == 0)
+    return 0;
+  return sp_make_error (err, 0, "interrupted by %s", sp_progress_signal_name (sig, name));
 }
 
 void

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include <sealed-probe/fileio.h>
 #include <sealed-probe/json.h>
 #include <sealed-probe/open_beneath.h>
+#include <sealed-probe/progress.h>
 #include <sealed-probe/repo_name.h>
 #include <sealed-probe/quote.h>
 #include <sealed-probe/tree_digest.h>
@@ -387,8 +389,24 @@ left_behind (struct sp_reset_report *report, sp_error_t *failure, sp_error_t *er
     sp_error_release (failure);
 }
 
+/* Removes seeds/NAME, counting its files on the progress line: a run of a
+   big repository is many files, and unstage must not look stalled.  */
+static int
+remove_run (int seeds_fd, const char *name, struct sp_progress *progress, sp_error_t *err)
+{
+  char subject[sizeof (SP_SEEDS_DIR) + NAME_MAX + 1];
+
+  /* Raw: sp_progress_repo quotes any name that is not plain (a leftover
+     run may be named anything).  */
+  snprintf (subject, sizeof (subject), "%s/%s", SP_SEEDS_DIR, name);
+  sp_progress_repo (progress, subject);
+  sp_progress_phase (progress, "remove", SP_PROGRESS_FILES, 0);
+  return sp_tree_remove_counted (seeds_fd, name, sp_progress_count_file, progress, err);
+}
+
 int
-sp_seed_store_reset (int state_dirfd, struct sp_reset_report *report, sp_error_t *err)
+sp_seed_store_reset (int state_dirfd, struct sp_progress *progress, struct sp_reset_report *report,
+                     sp_error_t *err)
 {
   cleanup_close int seeds_fd = -1;
   cleanup_dir_names struct sp_dir_names runs = { 0 };
@@ -421,7 +439,7 @@ sp_seed_store_reset (int state_dirfd, struct sp_reset_report *report, sp_error_t
     {
       if (unseal (seeds_fd, runs.v[i], &e) < 0)
         left_behind (report, &e, err);
-      if (sp_tree_remove_at (seeds_fd, runs.v[i], &e) < 0)
+      if (remove_run (seeds_fd, runs.v[i], progress, &e) < 0)
         {
           sp_error_wrap (&e, "%s", SP_SEEDS_DIR);
           left_behind (report, &e, err);

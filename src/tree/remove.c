@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -38,6 +39,9 @@ struct removal
   size_t path_cap;
   sp_error_t first; /* the first entry that stays */
   size_t more;      /* and how many more */
+  /* Called for each file removed, or NULL.  */
+  void (*count) (void *ctx, uint64_t bytes);
+  void *count_ctx;
 };
 
 static void
@@ -93,6 +97,21 @@ note_failure (struct removal *r, int status, const char *what, const char *detai
     }
   sp_make_error (&r->first, status, "%s `%s`%s%s", what, sp_quote_name (r->path, q), detail ? ": " : "",
                  detail ? detail : "");
+}
+
+/* Unlinks a non-directory, and counts it: a removal of many files must not
+   look stalled (docs/staging.md, "Progress").  */
+static void
+remove_file (struct removal *r, int dirfd, const char *name, const struct stat *st)
+{
+  if (unlinkat (dirfd, name, 0) < 0)
+    {
+      if (errno != ENOENT)
+        note_failure (r, errno, "remove", NULL);
+      return;
+    }
+  if (r->count != NULL)
+    r->count (r->count_ctx, S_ISREG (st->st_mode) ? (uint64_t)st->st_size : 0);
 }
 
 /* Whether dirfd/name (name "": dirfd itself), a directory in a directory on
@@ -159,8 +178,7 @@ step_down (struct removal *r, int *cur, sp_error_t *err)
     }
   if (!S_ISDIR (st.st_mode))
     {
-      if (unlinkat (*cur, name, 0) < 0 && errno != ENOENT)
-        note_failure (r, errno, "remove", NULL);
+      remove_file (r, *cur, name, &st);
       return 0;
     }
   if (fstat (*cur, &here) < 0)
@@ -281,7 +299,14 @@ report (struct removal *r, sp_error_t *err)
 int
 sp_tree_remove_at (int parentfd, const char *name, sp_error_t *err)
 {
-  cleanup_removal struct removal r = { 0 };
+  return sp_tree_remove_counted (parentfd, name, NULL, NULL, err);
+}
+
+int
+sp_tree_remove_counted (int parentfd, const char *name, void (*count) (void *ctx, uint64_t bytes), void *ctx,
+                        sp_error_t *err)
+{
+  cleanup_removal struct removal r = { .count = count, .count_ctx = ctx };
   cleanup_close int top = -1;
   struct stat st, opened, parent;
   bool failed_inside;
@@ -298,8 +323,7 @@ sp_tree_remove_at (int parentfd, const char *name, sp_error_t *err)
     }
   if (!S_ISDIR (st.st_mode))
     {
-      if (unlinkat (parentfd, name, 0) < 0 && errno != ENOENT)
-        note_failure (&r, errno, "remove", NULL);
+      remove_file (&r, parentfd, name, &st);
       return report (&r, err);
     }
   /* parentfd may be AT_FDCWD with name a path: its parent is "..".  */

@@ -1,6 +1,7 @@
 /* Staging's progress line (include/sealed-probe/progress.h): number
-   formats, each phase's line, the rate bound, the final line, cutting to the
-   terminal's width, clearing, and nothing at all when off.  The renderer
+   formats, each phase's line, the rate bound, a step drawn as it begins, a
+   removal's count, the final line, cutting to the terminal's width,
+   clearing, nothing at all when off, and the stop a signal asks for.  The renderer
    writes to a pipe here, with a clock the test moves.  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -235,10 +236,110 @@ START_TEST (redraws_come_at_most_once_per_interval)
         last = n;
       }
   }
-  /* A new phase is no reason to draw sooner.  */
+  /* A new phase that counts is no reason to draw sooner: its counts will.  */
   fake_now += 1;
-  sp_progress_phase (&p, "write the index", SP_PROGRESS_STEP, 0);
+  sp_progress_phase (&p, "list the objects", SP_PROGRESS_OBJECTS, 0);
   ck_assert_uint_eq (drain (fds[0], out, sizeof (out)), 0);
+}
+END_TEST
+
+/* A step counts nothing, so no count would draw it later: drawn at once, or
+   the previous phase's line would stand through the whole step.  */
+START_TEST (a_step_is_drawn_as_it_begins_interval_or_not)
+{
+  struct sp_progress p;
+  char out[4096];
+  int fds[2];
+
+  start (&p, fds, true, true, 0);
+  sp_progress_repo (&p, "acme/big");
+  sp_progress_phase (&p, "write the pack", SP_PROGRESS_OBJECTS, 10);
+  drain (fds[0], out, sizeof (out));
+  fake_now += 1;
+  sp_progress_phase (&p, "normalize", SP_PROGRESS_STEP, 0);
+  drain (fds[0], out, sizeof (out));
+  ck_assert_str_eq (out, "\racme/big: normalize\033[K");
+  /* And it restarts the interval: a count right after it waits.  */
+  fake_now += 1;
+  sp_progress_phase (&p, "remove the old objects", SP_PROGRESS_FILES, 0);
+  sp_progress_add (&p, 1, 1);
+  ck_assert_uint_eq (drain (fds[0], out, sizeof (out)), 0);
+  fake_now += SP_PROGRESS_INTERVAL_MS * MS;
+  sp_progress_add (&p, 1, 1);
+  drain (fds[0], out, sizeof (out));
+  ck_assert_str_eq (out, "\racme/big: remove the old objects: 2 files, 2 B\033[K");
+}
+END_TEST
+
+/* unstage and a failed stage's removal: the run is the line's subject, and a
+   removal's callback counts one file and its bytes per call.  */
+START_TEST (a_removal_counts_files_under_its_run)
+{
+  struct sp_progress p;
+  char out[4096];
+  int fds[2];
+
+  start (&p, fds, true, true, 0);
+  sp_progress_repo (&p, "seeds/0123456789ab");
+  sp_progress_phase (&p, "remove", SP_PROGRESS_FILES, 0);
+  drain (fds[0], out, sizeof (out));
+  for (int i = 0; i < 3; i++)
+    sp_progress_count_file (&p, 1024);
+  fake_now += SP_PROGRESS_INTERVAL_MS * MS;
+  sp_progress_count_file (&p, 0);
+  drain (fds[0], out, sizeof (out));
+  ck_assert_str_eq (out, "\rseeds/0123456789ab: remove: 4 files, 3.0 KiB\033[K");
+  sp_progress_count_file (NULL, 1);
+  /* A leftover run may be named anything: quoted like a hostile repository.  */
+  sp_progress_repo (&p, "seeds/run\n\033[2J");
+  sp_progress_phase (&p, "remove", SP_PROGRESS_FILES, 0);
+  fake_now += SP_PROGRESS_INTERVAL_MS * MS;
+  sp_progress_count_file (&p, 0);
+  drain (fds[0], out, sizeof (out));
+  ck_assert_str_eq (out, "\rseeds/run\\x0a\\x1b[2J: remove: 1 file, 0 B\033[K");
+}
+END_TEST
+
+/* The stop request: nothing until the flag is set, then the signal's name,
+   whether the line is drawn or not; NULL and no flag never stop.  */
+START_TEST (the_work_stops_once_a_signal_sets_the_flag)
+{
+  static volatile sig_atomic_t flag;
+  struct sp_progress p;
+  sp_error_t err = NULL;
+  int fds[2];
+
+  start (&p, fds, false, true, 0);
+  ck_assert_int_eq (sp_progress_check (&p, &err), 0);
+  flag = SIGINT;
+  ck_assert_int_eq (sp_progress_check (&p, &err), 0);
+  ck_assert_ptr_null (err);
+  sp_progress_stop_on (&p, &flag);
+  flag = 0;
+  ck_assert_int_eq (sp_progress_stopped (&p), 0);
+  ck_assert_int_eq (sp_progress_check (&p, &err), 0);
+  flag = SIGTERM;
+  ck_assert_int_eq (sp_progress_stopped (&p), SIGTERM);
+  ck_assert_int_eq (sp_progress_check (&p, &err), -1);
+  ck_assert_str_eq (sp_error_message (err), "interrupted by SIGTERM");
+  sp_error_release (&err);
+  /* init forgets the flag: only the caller that catches signals sets it.  */
+  sp_progress_init_with (&p, fds[1], true, true, 0, fake_clock);
+  ck_assert_int_eq (sp_progress_stopped (&p), 0);
+  ck_assert_int_eq (sp_progress_stopped (NULL), 0);
+  ck_assert_int_eq (sp_progress_check (NULL, &err), 0);
+  flag = 0;
+}
+END_TEST
+
+START_TEST (signals_are_named)
+{
+  char buf[SP_PROGRESS_SIGNAL_NAME_MAX];
+
+  ck_assert_str_eq (sp_progress_signal_name (SIGINT, buf), "SIGINT");
+  ck_assert_str_eq (sp_progress_signal_name (SIGTERM, buf), "SIGTERM");
+  ck_assert_str_eq (sp_progress_signal_name (SIGHUP, buf), "SIGHUP");
+  ck_assert_str_eq (sp_progress_signal_name (SIGUSR1, buf), "signal 10");
 }
 END_TEST
 
@@ -402,6 +503,10 @@ progress_suite (void)
   tcase_add_test (tc, off_writes_nothing_whatever_happens);
   tcase_add_test (tc, a_pipe_or_dev_null_is_not_a_terminal_so_it_is_off);
   tcase_add_test (tc, redraws_come_at_most_once_per_interval);
+  tcase_add_test (tc, a_step_is_drawn_as_it_begins_interval_or_not);
+  tcase_add_test (tc, a_removal_counts_files_under_its_run);
+  tcase_add_test (tc, the_work_stops_once_a_signal_sets_the_flag);
+  tcase_add_test (tc, signals_are_named);
   tcase_add_test (tc, the_final_line_reports_the_tree_and_the_download);
   tcase_add_test (tc, a_live_line_is_cut_to_the_terminal_width);
   tcase_add_test (tc, clear_removes_the_live_line_once);
