@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sealed-probe/audit.h>
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/bundle.h>
 #include <sealed-probe/cgroup_stats.h>
@@ -438,24 +439,44 @@ docker_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, stru
     }
   facts->stage = SP_RUN_STAGE_PROBE;
 
-  /* The wait is the timeout: when it runs out, the container is killed.  */
+  /* The wait is the timeout: when it runs out, the container is killed.
+     Any other failure of the wait (an answer that cannot be read, a
+     daemon gone) is the runtime's or the host's, never a timeout: the
+     container is killed all the same, since nothing says it ended.  */
   container_path (path, sizeof (path), sb->id, "/wait");
   {
     cleanup_json struct sp_json *waited = NULL;
-    sp_error_t wait_err = NULL;
+    cleanup_error sp_error_t wait_err = NULL;
 
     if (docker_api_json (d->socket, "POST", path, NULL, OK_200, (long)sb->timeout_seconds * 1000, &waited,
                          NULL, &wait_err)
         < 0)
       {
-        sp_error_release (&wait_err);
-        facts->timed_out = true;
+        facts->timed_out = sp_error_cause (wait_err) == SP_AUDIT_CAUSE_TIMEOUT;
         kill_container (d, sb->id, &ignored);
         sp_error_release (&ignored);
         if (docker_api_json (d->socket, "POST", path, NULL, OK_200, SP_SERVE_KILL_GRACE_SECONDS * 1000L, NULL,
                              NULL, &ignored)
             < 0)
           sp_error_release (&ignored);
+        if (!facts->timed_out)
+          {
+            struct docker_response ping;
+
+            facts->wall_ns = sp_monotonic_ns () - start;
+            *err = get_and_reset (&wait_err);
+            /* A daemon that no longer answers at all is the host's failure,
+               as at create and start, whatever broke the wait.  */
+            if (docker_api_call (d->socket, "GET", "/_ping", NULL, -1, CALL_TIMEOUT_MS, &ping, &ignored) < 0)
+              {
+                sp_error_release (&ignored);
+                if (*err != NULL)
+                  (*err)->cause = SP_AUDIT_CAUSE_ENVIRONMENT;
+                return sp_error_wrap (err, "docker: wait for `%s` (the daemon no longer answers)", sb->name);
+              }
+            docker_response_release (&ping);
+            return sp_error_wrap (err, "docker: wait for `%s`", sb->name);
+          }
       }
   }
   facts->wall_ns = sp_monotonic_ns () - start;
@@ -523,7 +544,8 @@ docker_kill (struct sp_runtime_backend *rt, const char *container_id, sp_error_t
 }
 
 static int
-docker_cleanup_orphans (struct sp_runtime_backend *rt, bool include_current, sp_error_t *err)
+docker_cleanup_orphans (struct sp_runtime_backend *rt, bool include_current,
+                        struct sp_orphans_removed *removed, sp_error_t *err)
 {
   struct docker *d = (struct docker *)rt;
   cleanup_free char *filter = NULL;
@@ -560,13 +582,22 @@ docker_cleanup_orphans (struct sp_runtime_backend *rt, bool include_current, sp_
           /* And its parent cgroup, named by its labels.  */
           const struct sp_json *inv
               = sp_json_object_get (sp_json_object_get (c, "Labels"), "org.sealed-probe.invocation");
-          if (run && run->type == SP_JSON_STRING && sp_bundle_id_valid (run->u.string.data) && inv
-              && inv->type == SP_JSON_STRING && sp_bundle_id_valid (inv->u.string.data))
+          bool run_named = run && run->type == SP_JSON_STRING && sp_bundle_id_valid (run->u.string.data);
+          bool cgroup_gone = false;
+
+          if (run_named && inv && inv->type == SP_JSON_STRING && sp_bundle_id_valid (inv->u.string.data))
             {
               char cg[160];
               snprintf (cg, sizeof (cg), "%s/%s-%s", DOCKER_CGROUP_PARENT, run->u.string.data,
                         inv->u.string.data);
-              remove_cgroup (cg, &e);
+              cgroup_gone = remove_cgroup (cg, &e) == 0;
+            }
+          /* Said by its run label; one without is counted under "?".  */
+          if (sp_orphans_note (removed, run_named ? run->u.string.data : "?", 1, cgroup_gone, false) < 0)
+            {
+              sp_error_release (&e);
+              sp_error_release (&first);
+              return sp_make_error (err, ENOMEM, "allocate");
             }
         }
       if (e != NULL)

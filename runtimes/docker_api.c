@@ -9,7 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sealed-probe/audit.h>
 #include <sealed-probe/cleanup.h>
+#include <sealed-probe/json_text.h>
 
 /* The host part of every URL: only the socket decides where a call goes.  */
 #define URL_BASE "http://docker"
@@ -144,9 +146,13 @@ docker_api_call (const char *socket_path, const char *method, const char *path, 
         return sp_make_error (err, 0, "Docker API %s %.*s: the answer is over %u bytes", method,
                               (int)strcspn (path, "?"), path, DOCKER_API_RESPONSE_MAX);
       /* errbuf may name the socket's path: only libcurl's code is shown.  */
-      return sp_make_error (err, 0,
-                            "Docker API %s %.*s: the daemon could not be reached or did not answer (%s)",
-                            method, (int)strcspn (path, "?"), path, curl_easy_strerror (rc));
+      sp_make_error (err, 0, "Docker API %s %.*s: the daemon could not be reached or did not answer (%s)",
+                     method, (int)strcspn (path, "?"), path, curl_easy_strerror (rc));
+      /* The call's own limit ran out (a wait's limit is the probe's
+         timeout); nothing at all reached the daemon; or it broke off.  */
+      return sp_error_set_cause (err, rc == CURLE_OPERATION_TIMEDOUT ? SP_AUDIT_CAUSE_TIMEOUT
+                                      : rc == CURLE_COULDNT_CONNECT  ? SP_AUDIT_CAUSE_ENVIRONMENT
+                                                                     : SP_AUDIT_CAUSE_RUNTIME);
     }
   curl_easy_getinfo (curl, CURLINFO_RESPONSE_CODE, &r->status);
   r->body = b.buf ? b.buf : strdup ("");
@@ -156,37 +162,13 @@ docker_api_call (const char *socket_path, const char *method, const char *path, 
   return 0;
 }
 
-/* The daemon's own "message", made printable and cut, for an error.  */
-static void
-daemon_message (const struct docker_response *r, char *out, size_t size)
-{
-  struct sp_json *json = NULL;
-  const struct sp_json *m;
-  sp_error_t ignored = NULL;
-  size_t n = 0;
-
-  out[0] = '\0';
-  if (sp_json_parse (r->body, r->body_len, 8, &json, &ignored) == 0
-      && (m = sp_json_object_get (json, "message")) != NULL && m->type == SP_JSON_STRING)
-    {
-      for (size_t i = 0; i < m->u.string.len && n + 1 < size && n < 200; i++)
-        {
-          unsigned char c = (unsigned char)m->u.string.data[i];
-          out[n++] = (c < 0x20 || c >= 0x7f) ? '?' : (char)c;
-        }
-      out[n] = '\0';
-    }
-  sp_json_free (json);
-  sp_error_release (&ignored);
-}
-
 int
 docker_api_json (const char *socket_path, const char *method, const char *path, const char *json_body,
                  const long *expected, long timeout_ms, struct sp_json **json, long *status, sp_error_t *err)
 {
   struct docker_response r;
   bool ok = false;
-  char message[256];
+  sp_error_t why = NULL;
 
   if (json)
     *json = NULL;
@@ -196,17 +178,35 @@ docker_api_json (const char *socket_path, const char *method, const char *path, 
     *status = r.status;
   for (size_t i = 0; expected[i] != 0; i++)
     ok = ok || expected[i] == r.status;
+  /* No byte of an answer reaches an error (a reason in the audit log,
+     serve's stderr): not the daemon's own "message", not a key the JSON
+     parser would name in a path or a duplicate.  The text check's words
+     name positions only.  */
   if (!ok)
     {
-      daemon_message (&r, message, sizeof (message));
       docker_response_release (&r);
-      return sp_make_error (err, 0, "Docker API %s %.*s: status %ld%s%s", method, (int)strcspn (path, "?"),
-                            path, r.status, message[0] ? ": " : "", message);
+      return sp_make_error (err, 0, "Docker API %s %.*s: status %ld", method, (int)strcspn (path, "?"), path,
+                            r.status);
     }
-  if (json != NULL && r.body_len > 0 && sp_json_parse (r.body, r.body_len, 64, json, err) < 0)
+  if (json != NULL && r.body_len > 0)
     {
-      docker_response_release (&r);
-      return sp_error_wrap (err, "Docker API %s %.*s: its answer", method, (int)strcspn (path, "?"), path);
+      if (sp_json_text_check (r.body, r.body_len, 64, err) < 0)
+        {
+          docker_response_release (&r);
+          return sp_error_wrap (err, "Docker API %s %.*s: its answer", method, (int)strcspn (path, "?"),
+                                path);
+        }
+      if (sp_json_parse (r.body, r.body_len, 64, json, &why) < 0)
+        {
+          size_t len = r.body_len;
+
+          sp_error_release (&why);
+          docker_response_release (&r);
+          return sp_make_error (err, 0,
+                                "Docker API %s %.*s: its answer (%zu bytes) is invalid JSON (a grammar "
+                                "error or a duplicate key)",
+                                method, (int)strcspn (path, "?"), path, len);
+        }
     }
   docker_response_release (&r);
   return 0;

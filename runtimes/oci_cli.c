@@ -901,15 +901,17 @@ entry_container_id (const char *entry)
 }
 
 /* Deletes the containers under one --root (<state>/<runtime>/<run>), then
-   the root itself.  */
+   the root itself, adding what went to removed.  */
 static int
-clean_run_root (struct oci_cli *r, int state_root_fd, const char *run, sp_error_t *err)
+clean_run_root (struct oci_cli *r, int state_root_fd, const char *run, struct sp_orphans_removed *removed,
+                sp_error_t *err)
 {
   cleanup_close int run_fd = openat (state_root_fd, run, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   cleanup_dir_names struct sp_dir_names names = { 0 };
   cleanup_free char *root = NULL;
   cleanup_error sp_error_t first = NULL;
   cleanup_error sp_error_t e = NULL;
+  unsigned deleted = 0;
 
   if (run_fd < 0)
     return errno == ENOENT ? 0 : sp_make_error (err, errno, "open `%s/%s`", r->state_root, run);
@@ -930,9 +932,15 @@ clean_run_root (struct oci_cli *r, int state_root_fd, const char *run, sp_error_
           cleanup_free char *earlier = entry_container_id (names.v[j]);
           seen = earlier != NULL && strcmp (earlier, id) == 0;
         }
-      if (!seen && delete_id (r, root, id, &e) < 0)
+      if (seen)
+        continue;
+      if (delete_id (r, root, id, &e) < 0)
         keep_first (&first, &e);
+      else
+        deleted++;
     }
+  if (sp_orphans_note (removed, run, deleted, 0, false) < 0)
+    return sp_make_error (err, ENOMEM, "allocate");
   if (first)
     {
       *err = get_and_reset (&first);
@@ -940,7 +948,7 @@ clean_run_root (struct oci_cli *r, int state_root_fd, const char *run, sp_error_
     }
   if (remove_tree_at (state_root_fd, run, STATE_TREE_MAX_DEPTH) < 0)
     return sp_make_error (err, errno, "remove `%s`", root);
-  return 0;
+  return sp_orphans_note (removed, run, 0, 0, true) < 0 ? sp_make_error (err, ENOMEM, "allocate") : 0;
 }
 
 static int
@@ -976,7 +984,7 @@ kill_cgroup_procs (int cg_fd)
 }
 
 /* Kills what is left in one orphan cgroup, waits briefly for it to empty,
-   and removes it.  */
+   and removes it: 1 when it removed it, 0 when it was gone already.  */
 static int
 clean_cgroup (int parent_fd, const char *hier, const char *name, sp_error_t *err)
 {
@@ -1001,7 +1009,9 @@ clean_cgroup (int parent_fd, const char *hier, const char *name, sp_error_t *err
     }
   for (;;)
     {
-      if (unlinkat (parent_fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+      if (unlinkat (parent_fd, name, AT_REMOVEDIR) == 0)
+        return 1;
+      if (errno == ENOENT)
         return 0;
       if (errno != EBUSY || waited >= CGROUP_DRAIN_MS)
         return sp_make_error (err, errno, "remove cgroup `%s/%s`", hier, name);
@@ -1011,9 +1021,31 @@ clean_cgroup (int parent_fd, const char *hier, const char *name, sp_error_t *err
     }
 }
 
+/* The run of runs a cgroup "<run>-<invocation>" was removed for.  */
+static const char *
+cgroup_run (const struct run_list *runs, const char *name)
+{
+  for (size_t i = 0; i < runs->len; i++)
+    if (has_run_prefix (name, runs->v[i]))
+      return runs->v[i];
+  return NULL;
+}
+
+/* Adds name to l unless it holds it already.  */
+static int
+run_list_add_once (struct run_list *l, const char *name)
+{
+  for (size_t i = 0; i < l->len; i++)
+    if (strcmp (l->v[i], name) == 0)
+      return 0;
+  return run_list_add (l, name);
+}
+
+/* Cleans the orphan cgroups of one hierarchy, or when only_list, lists
+   them into found (each name once, whichever hierarchies hold it).  */
 static int
 clean_hierarchy (const struct oci_cli *r, int hier_fd, const char *hier, const struct run_list *runs,
-                 bool include_current, sp_error_t *err)
+                 bool include_current, bool only_list, struct run_list *found, sp_error_t *err)
 {
   cleanup_close int parent_fd
       = openat (hier_fd, SP_BUNDLE_CGROUP_PARENT, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -1033,7 +1065,12 @@ clean_hierarchy (const struct oci_cli *r, int hier_fd, const char *hier, const s
         continue;
       if (!cgroup_is_orphan (r, runs, include_current, names.v[i]))
         continue;
-      if (clean_cgroup (parent_fd, hier, names.v[i], &e) < 0)
+      if (only_list)
+        {
+          if (run_list_add_once (found, names.v[i]) < 0)
+            return sp_make_error (err, ENOMEM, "allocate");
+        }
+      else if (clean_cgroup (parent_fd, hier, names.v[i], &e) < 0)
         keep_first (&first, &e);
     }
   /* The shared parent stays, empty, as runc leaves it: another proxy's runc
@@ -1047,8 +1084,30 @@ clean_hierarchy (const struct oci_cli *r, int hier_fd, const char *hier, const s
   return 0;
 }
 
+/* Counts, for the runs they belonged to, the cgroups of before that are
+   gone now (with their containers' deletes, or cleaned).  */
 static int
-clean_cgroups (const struct oci_cli *r, const struct run_list *runs, bool include_current, sp_error_t *err)
+note_cgroups (const struct run_list *runs, const struct run_list *before, const struct run_list *now,
+              struct sp_orphans_removed *removed, sp_error_t *err)
+{
+  for (size_t i = 0; i < before->len; i++)
+    {
+      const char *run = cgroup_run (runs, before->v[i]);
+      bool left = false;
+
+      for (size_t j = 0; j < now->len && !left; j++)
+        left = strcmp (now->v[j], before->v[i]) == 0;
+      if (!left && run != NULL && sp_orphans_note (removed, run, 0, 1, false) < 0)
+        return sp_make_error (err, ENOMEM, "allocate");
+    }
+  return 0;
+}
+
+/* Cleans the runs' cgroups in every hierarchy, or when only_list, lists
+   them into found.  */
+static int
+clean_cgroups (const struct oci_cli *r, const struct run_list *runs, bool include_current, bool only_list,
+               struct run_list *found, sp_error_t *err)
 {
   cleanup_close int root_fd = open (SP_CGROUP_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   cleanup_dir_names struct sp_dir_names names = { 0 };
@@ -1058,9 +1117,13 @@ clean_cgroups (const struct oci_cli *r, const struct run_list *runs, bool includ
 
   if (root_fd < 0)
     return sp_make_error (err, errno, "open `%s`", SP_CGROUP_ROOT);
+  /* v2: the root is the one hierarchy; v1: one per controller below it.  */
   if (fstatat (root_fd, "cgroup.controllers", &st, AT_SYMLINK_NOFOLLOW) == 0)
-    return clean_hierarchy (r, root_fd, SP_CGROUP_ROOT, runs, include_current, err);
-  if (sp_dir_names_read (root_fd, &names, err) < 0)
+    {
+      if (clean_hierarchy (r, root_fd, SP_CGROUP_ROOT, runs, include_current, only_list, found, &e) < 0)
+        keep_first (&first, &e);
+    }
+  else if (sp_dir_names_read (root_fd, &names, err) < 0)
     return sp_error_wrap (err, "list `%s`", SP_CGROUP_ROOT);
   for (size_t i = 0; i < names.len; i++)
     {
@@ -1074,7 +1137,7 @@ clean_cgroups (const struct oci_cli *r, const struct run_list *runs, bool includ
       if (hier_fd < 0)
         continue;
       snprintf (hier, sizeof (hier), "%s/%s", SP_CGROUP_ROOT, names.v[i]);
-      if (clean_hierarchy (r, hier_fd, hier, runs, include_current, &e) < 0)
+      if (clean_hierarchy (r, hier_fd, hier, runs, include_current, only_list, found, &e) < 0)
         keep_first (&first, &e);
     }
   if (first)
@@ -1086,14 +1149,18 @@ clean_cgroups (const struct oci_cli *r, const struct run_list *runs, bool includ
 }
 
 int
-oci_cli_cleanup_orphans (struct sp_runtime_backend *rt, bool include_current, sp_error_t *err)
+oci_cli_cleanup_orphans (struct sp_runtime_backend *rt, bool include_current,
+                         struct sp_orphans_removed *removed, sp_error_t *err)
 {
   struct oci_cli *r = (struct oci_cli *)rt;
   struct run_list runs __attribute__ ((cleanup (run_list_release))) = { 0 };
+  struct run_list before __attribute__ ((cleanup (run_list_release))) = { 0 };
+  struct run_list now __attribute__ ((cleanup (run_list_release))) = { 0 };
   cleanup_close int state_root_fd = open (r->state_root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   cleanup_dir_names struct sp_dir_names names = { 0 };
   cleanup_error sp_error_t first = NULL;
   cleanup_error sp_error_t e = NULL;
+  size_t rooted;
 
   if (state_root_fd < 0 && errno != ENOENT)
     return sp_make_error (err, errno, "open `%s`", r->state_root);
@@ -1107,21 +1174,25 @@ oci_cli_cleanup_orphans (struct sp_runtime_backend *rt, bool include_current, sp
         continue;
       if (run_list_add (&runs, names.v[i]) < 0)
         return sp_make_error (err, errno, "allocate");
-      if (clean_run_root (r, state_root_fd, names.v[i], &e) < 0)
-        keep_first (&first, &e);
     }
+  rooted = runs.len;
   /* The current run's cgroups go too, even when its root is already gone.  */
-  if (include_current && state_root_fd < 0 && run_list_add (&runs, r->run_id) < 0)
+  if (include_current && run_list_add_once (&runs, r->run_id) < 0)
     return sp_make_error (err, errno, "allocate");
-  if (include_current && state_root_fd >= 0)
-    {
-      bool listed = false;
-      for (size_t i = 0; i < runs.len; i++)
-        listed = listed || strcmp (runs.v[i], r->run_id) == 0;
-      if (!listed && run_list_add (&runs, r->run_id) < 0)
-        return sp_make_error (err, errno, "allocate");
-    }
-  if (runs.len > 0 && clean_cgroups (r, &runs, include_current, &e) < 0)
+  if (runs.len == 0)
+    return 0;
+  /* The cgroups there are first: a container's delete takes its own, and
+     what went either way is said.  */
+  if (removed != NULL && clean_cgroups (r, &runs, include_current, true, &before, &e) < 0)
+    keep_first (&first, &e);
+  for (size_t i = 0; i < rooted; i++)
+    if (clean_run_root (r, state_root_fd, runs.v[i], removed, &e) < 0)
+      keep_first (&first, &e);
+  if (clean_cgroups (r, &runs, include_current, false, NULL, &e) < 0)
+    keep_first (&first, &e);
+  if (removed != NULL
+      && (clean_cgroups (r, &runs, include_current, true, &now, &e) < 0
+          || note_cgroups (&runs, &before, &now, removed, &e) < 0))
     keep_first (&first, &e);
   if (first)
     {

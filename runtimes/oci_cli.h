@@ -66,7 +66,8 @@ int oci_cli_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *san
                    struct sp_run_facts *facts, sp_error_t *err);
 int oci_cli_destroy (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sandbox, sp_error_t *err);
 int oci_cli_kill (struct sp_runtime_backend *rt, const char *container_id, sp_error_t *err);
-int oci_cli_cleanup_orphans (struct sp_runtime_backend *rt, bool include_current, sp_error_t *err);
+int oci_cli_cleanup_orphans (struct sp_runtime_backend *rt, bool include_current,
+                             struct sp_orphans_removed *removed, sp_error_t *err);
 int oci_cli_describe (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, char **json,
                       size_t *len, sp_error_t *err);
 void oci_cli_close (struct sp_runtime_backend *rt);

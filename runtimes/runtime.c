@@ -2,7 +2,50 @@
    A backend this build lacks is an error, never a fallback to another.  */
 #include <sealed-probe/runtime.h>
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "backends.h"
+
+int
+sp_orphans_note (struct sp_orphans_removed *removed, const char *run, unsigned containers, unsigned cgroups,
+                 bool state_dir)
+{
+  struct sp_orphan_run *r = NULL;
+
+  if (removed == NULL)
+    return 0;
+  for (size_t i = 0; i < removed->n && r == NULL; i++)
+    if (strcmp (removed->runs[i].run, run) == 0)
+      r = &removed->runs[i];
+  if (r == NULL)
+    {
+      struct sp_orphan_run *grown = realloc (removed->runs, (removed->n + 1) * sizeof (*grown));
+
+      if (grown == NULL)
+        return -1;
+      removed->runs = grown;
+      r = &removed->runs[removed->n++];
+      *r = (struct sp_orphan_run){ 0 };
+      snprintf (r->run, sizeof (r->run), "%s", run);
+    }
+  r->containers += containers;
+  r->cgroups += cgroups;
+  r->state_dir = r->state_dir || state_dir;
+  return 0;
+}
+
+void
+sp_orphans_removed_release (struct sp_orphans_removed *removed)
+{
+  if (removed == NULL)
+    return;
+  free (removed->runs);
+  removed->runs = NULL;
+  removed->n = 0;
+}
 
 const char *
 sp_runtime_binary_name (enum sp_runtime kind)

@@ -393,13 +393,34 @@ orphan_of_state (const struct sbx *x, const char *name, bool include_current)
            && name[3 + run_len] == '-');
 }
 
+/* The run a VM "sp-<run>-<inv>.<key>" of this state directory belongs to,
+   as serve names them (a run id is hex, without `-`), into run.  */
+static void
+vm_run (const char *name, char run[SP_ID_MAX_CHARS + 1])
+{
+  size_t len = strcspn (name + 3, "-.");
+
+  snprintf (run, SP_ID_MAX_CHARS + 1, "%.*s", (int)(len < SP_ID_MAX_CHARS ? len : SP_ID_MAX_CHARS), name + 3);
+}
+
+/* Whether name is still listed in left.  */
+static bool
+vm_listed (char **left, const char *name)
+{
+  for (size_t i = 0; left != NULL && left[i] != NULL; i++)
+    if (strcmp (left[i], name) == 0)
+      return true;
+  return false;
+}
+
 static int
-sbx_cleanup_orphans (struct sp_runtime_backend *rt, bool include_current, sp_error_t *err)
+sbx_cleanup_orphans (struct sp_runtime_backend *rt, bool include_current, struct sp_orphans_removed *removed,
+                     sp_error_t *err)
 {
   struct sbx *x = (struct sbx *)rt;
   char **names = NULL;
   char **left = NULL;
-  unsigned removed = 0, remaining = 0;
+  unsigned tried = 0, remaining = 0;
 
   if (list_names (x, &names, err) < 0)
     return sp_error_wrap (err, "sbx: list the VMs of earlier runs");
@@ -417,9 +438,9 @@ sbx_cleanup_orphans (struct sp_runtime_backend *rt, bool include_current, sp_err
         sp_error_release (&ignored);
       if (call_ok (x, rm, LIFECYCLE_TIMEOUT_MS, NULL, &ignored) < 0)
         sp_error_release (&ignored);
-      removed++;
+      tried++;
     }
-  if (removed > 0 && list_names (x, &left, err) < 0)
+  if (tried > 0 && list_names (x, &left, err) < 0)
     {
       sbx_list_free (names);
       return sp_error_wrap (err, "sbx: list the VMs after removing those of earlier runs");
@@ -427,6 +448,21 @@ sbx_cleanup_orphans (struct sp_runtime_backend *rt, bool include_current, sp_err
   for (size_t i = 0; left != NULL && left[i] != NULL; i++)
     if (orphan_of_state (x, left[i], include_current))
       remaining++;
+  /* What went: each VM tried that the second listing no longer shows.  */
+  for (size_t i = 0; tried > 0 && names[i] != NULL; i++)
+    {
+      char run[SP_ID_MAX_CHARS + 1];
+
+      if (!orphan_of_state (x, names[i], include_current) || vm_listed (left, names[i]))
+        continue;
+      vm_run (names[i], run);
+      if (sp_orphans_note (removed, run, 1, 0, false) < 0)
+        {
+          sbx_list_free (names);
+          sbx_list_free (left);
+          return sp_make_error (err, ENOMEM, "allocate");
+        }
+    }
   sbx_list_free (names);
   sbx_list_free (left);
   if (remaining > 0)

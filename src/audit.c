@@ -143,6 +143,56 @@ put_bits (struct gen *w, const char *k, uint64_t millibits)
   w->st |= yajl_gen_number (w->g, text, (size_t)n);
 }
 
+static const char *const cause_names[SP_AUDIT_CAUSE_COUNT] = {
+  [SP_AUDIT_CAUSE_NONE] = "none",
+  [SP_AUDIT_CAUSE_UNRECORDED] = "unrecorded",
+  [SP_AUDIT_CAUSE_OTHER] = "other",
+  [SP_AUDIT_CAUSE_FRAME] = "frame",
+  [SP_AUDIT_CAUSE_UNKNOWN_REPOSITORY] = "unknown_repository",
+  [SP_AUDIT_CAUSE_BAD_REQUEST] = "bad_request",
+  [SP_AUDIT_CAUSE_QUEUE_FULL] = "queue_full",
+  [SP_AUDIT_CAUSE_QUEUE_WAIT] = "queue_wait",
+  [SP_AUDIT_CAUSE_TOO_MANY_UNREAD] = "too_many_unread",
+  [SP_AUDIT_CAUSE_SHUTDOWN] = "shutdown",
+  [SP_AUDIT_CAUSE_STOPPED] = "stopped",
+  [SP_AUDIT_CAUSE_CLIENT_GONE] = "client_gone",
+  [SP_AUDIT_CAUSE_HALTED] = "halted",
+  [SP_AUDIT_CAUSE_NO_SEED] = "no_seed",
+  [SP_AUDIT_CAUSE_SEED_GONE] = "seed_gone",
+  [SP_AUDIT_CAUSE_BUDGET_SPENT] = "budget_spent",
+  [SP_AUDIT_CAUSE_BIT_BUDGET_SPENT] = "bit_budget_spent",
+  [SP_AUDIT_CAUSE_LEDGER_WRITE] = "ledger_write",
+  [SP_AUDIT_CAUSE_AUDIT_WRITE] = "audit_write",
+  [SP_AUDIT_CAUSE_ENVIRONMENT] = "environment",
+  [SP_AUDIT_CAUSE_WORKSPACE] = "workspace",
+  [SP_AUDIT_CAUSE_BUNDLE] = "bundle",
+  [SP_AUDIT_CAUSE_SNAPSHOT] = "snapshot",
+  [SP_AUDIT_CAUSE_RUNTIME] = "runtime",
+  [SP_AUDIT_CAUSE_TIMEOUT] = "timeout",
+  [SP_AUDIT_CAUSE_PROBE_SIGNAL] = "probe_signal",
+  [SP_AUDIT_CAUSE_PROBE_EXIT] = "probe_exit",
+  [SP_AUDIT_CAUSE_PROBE_OUTPUT] = "probe_output",
+  [SP_AUDIT_CAUSE_CLEANUP] = "cleanup",
+  [SP_AUDIT_CAUSE_RELEASE_OVERFLOW] = "release_overflow",
+};
+
+const char *
+sp_audit_cause_name (enum sp_audit_cause cause)
+{
+  return (unsigned)cause < SP_AUDIT_CAUSE_COUNT ? cause_names[cause] : "?";
+}
+
+enum sp_audit_cause
+sp_audit_cause_from_name (const char *name)
+{
+  if (name == NULL)
+    return SP_AUDIT_CAUSE_UNRECORDED;
+  for (int c = 0; c < SP_AUDIT_CAUSE_COUNT; c++)
+    if (c != SP_AUDIT_CAUSE_UNRECORDED && c != SP_AUDIT_CAUSE_OTHER && strcmp (name, cause_names[c]) == 0)
+      return (enum sp_audit_cause)c;
+  return SP_AUDIT_CAUSE_OTHER;
+}
+
 /* One render of rec with reason[0..reason_len) (NULL: null) into a fresh
    allocation ending in "\n".  */
 static int
@@ -192,6 +242,7 @@ render_once (const struct sp_audit_record *rec, const char *reason, size_t reaso
   else
     put_bytes (&w, "result", rec->outcomes[rec->answer - 1].data, rec->outcomes[rec->answer - 1].len);
   put_str_or_null (&w, "status", rec->status);
+  put_str_or_null (&w, "cause", rec->admission ? NULL : sp_audit_cause_name (rec->cause));
   key (&w, "reason");
   if (reason == NULL)
     w.st |= yajl_gen_null (g);

@@ -67,6 +67,20 @@ sp_error_wrap (sp_error_t *err, const char *fmt, ...)
   return -1;
 }
 
+int
+sp_error_set_cause (sp_error_t *err, int cause)
+{
+  if (err != NULL && *err != NULL && (*err)->cause == 0)
+    (*err)->cause = cause;
+  return -1;
+}
+
+int
+sp_error_cause (const sp_error_t err)
+{
+  return err != NULL ? err->cause : 0;
+}
+
 const char *
 sp_error_message (const sp_error_t err)
 {

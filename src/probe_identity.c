@@ -147,6 +147,94 @@ sp_probe_identity_release (struct sp_probe_identity *id)
   sp_closep (&id->lock_dirfd);
 }
 
+/* name as a host id: decimal digits only, within uint32_t.  */
+static bool
+id_name (const char *name, uint32_t *id)
+{
+  unsigned long long v = 0;
+  size_t i;
+
+  for (i = 0; name[i] >= '0' && name[i] <= '9' && i < 10; i++)
+    v = v * 10 + (unsigned)(name[i] - '0');
+  if (i == 0 || name[i] != '\0' || v > UINT32_MAX)
+    return false;
+  *id = (uint32_t)v;
+  return true;
+}
+
+/* Removes lock_dirfd/name if nobody holds it: 1 when removed, 0 when held
+   or gone meanwhile, -1 on an error.  */
+static int
+sweep_one (int lock_dirfd, const char *name)
+{
+  cleanup_close int fd = openat (lock_dirfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  struct stat held, named;
+
+  if (fd < 0)
+    return errno == ENOENT ? 0 : -1;
+  if (flock (fd, LOCK_EX | LOCK_NB) < 0)
+    return errno == EWOULDBLOCK ? 0 : -1;
+  if (fstat (fd, &held) < 0 || !S_ISREG (held.st_mode))
+    return 0;
+  /* Still the file the name gives: a holder that released it and a taker
+     that made a new one meanwhile keep theirs.  */
+  if (fstatat (lock_dirfd, name, &named, AT_SYMLINK_NOFOLLOW) < 0 || named.st_dev != held.st_dev
+      || named.st_ino != held.st_ino)
+    return 0;
+  return unlinkat (lock_dirfd, name, 0) == 0 ? 1 : -1;
+}
+
+static int
+compare_ids (const void *a, const void *b)
+{
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+  return x < y ? -1 : x > y;
+}
+
+int
+sp_probe_identity_sweep (int lock_dirfd, uint32_t **ids, size_t *n, sp_error_t *err)
+{
+  cleanup_dir DIR *dir = NULL;
+  struct dirent *de;
+  int fd;
+
+  *ids = NULL;
+  *n = 0;
+  fd = openat (lock_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || (dir = fdopendir (fd)) == NULL)
+    {
+      int e = errno;
+
+      if (fd >= 0)
+        close (fd);
+      return sp_make_error (err, e, "list the probe ids' lock files");
+    }
+  while ((errno = 0, de = readdir (dir)) != NULL)
+    {
+      uint32_t id, *grown;
+      int gone;
+
+      if (!id_name (de->d_name, &id))
+        continue;
+      gone = sweep_one (lock_dirfd, de->d_name);
+      if (gone < 0)
+        return sp_make_error (err, errno, "remove the stale lock file of host id %" PRIu32, id);
+      if (gone == 0)
+        continue;
+      grown = realloc (*ids, (*n + 1) * sizeof (**ids));
+      if (grown == NULL)
+        return sp_make_error (err, ENOMEM, "allocate");
+      *ids = grown;
+      (*ids)[(*n)++] = id;
+    }
+  if (errno != 0)
+    return sp_make_error (err, errno, "list the probe ids' lock files");
+  if (*n > 1)
+    qsort (*ids, *n, sizeof (**ids), compare_ids);
+  return 0;
+}
+
 static bool
 in_range (unsigned long id, uint32_t base, uint32_t count)
 {

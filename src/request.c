@@ -22,7 +22,10 @@ sp_request_validate (const struct sp_request *req, char *const *allowlist, size_
   if (req->repo.len == 0 || req->repo.len > SP_REPO_MAX_BYTES)
     return sp_make_error (err, 0, "repo: %zu bytes, not 1..%d", req->repo.len, SP_REPO_MAX_BYTES);
   if (!repo_allowed (req->repo, allowlist, n_allowlist))
-    return sp_make_error (err, 0, "repo: not in the allowlist");
+    {
+      sp_make_error (err, 0, "repo: not in the allowlist");
+      return SP_REQUEST_REPO_UNKNOWN;
+    }
   if (sp_outcomes_check (req->outcomes, err) < 0)
     return -1;
   if (req->script.len == 0 || req->script.len > SP_SCRIPT_MAX_BYTES)

@@ -28,101 +28,13 @@ static const char *const outcome_names[SP_RUN_OUTCOME_COUNT] = {
   [SP_RUN_OUTCOME_RUNTIME] = SP_AUDIT_STATUS_RUNTIME,
   [SP_RUN_OUTCOME_ENVIRONMENT] = SP_AUDIT_STATUS_ENVIRONMENT,
   [SP_RUN_OUTCOME_INTERNAL] = SP_AUDIT_STATUS_INTERNAL,
+  [SP_RUN_OUTCOME_CANCELLED] = SP_AUDIT_STATUS_CANCELLED,
 };
-
-static const char *const cause_names[SP_RUN_CAUSE_COUNT] = {
-  [SP_RUN_CAUSE_OTHER] = "other",
-  [SP_RUN_CAUSE_NONE] = "none",
-  [SP_RUN_CAUSE_FRAME] = "frame",
-  [SP_RUN_CAUSE_UNKNOWN_REPOSITORY] = "unknown_repository",
-  [SP_RUN_CAUSE_BAD_REQUEST] = "bad_request",
-  [SP_RUN_CAUSE_QUEUE_FULL] = "queue_full",
-  [SP_RUN_CAUSE_QUEUE_WAIT] = "queue_wait",
-  [SP_RUN_CAUSE_TOO_MANY_UNREAD] = "too_many_unread",
-  [SP_RUN_CAUSE_SHUTDOWN] = "shutdown",
-  [SP_RUN_CAUSE_STOPPED] = "stopped",
-  [SP_RUN_CAUSE_HALTED] = "halted",
-  [SP_RUN_CAUSE_NO_SEED] = "no_seed",
-  [SP_RUN_CAUSE_BUDGET_SPENT] = "budget_spent",
-  [SP_RUN_CAUSE_BIT_BUDGET_SPENT] = "bit_budget_spent",
-  [SP_RUN_CAUSE_LEDGER_WRITE] = "ledger_write",
-  [SP_RUN_CAUSE_AUDIT_WRITE] = "audit_write",
-  [SP_RUN_CAUSE_ENVIRONMENT] = "environment",
-  [SP_RUN_CAUSE_WORKSPACE] = "workspace",
-  [SP_RUN_CAUSE_BUNDLE] = "bundle",
-  [SP_RUN_CAUSE_SNAPSHOT] = "snapshot",
-  [SP_RUN_CAUSE_RUNTIME] = "runtime",
-  [SP_RUN_CAUSE_TIMEOUT] = "timeout",
-  [SP_RUN_CAUSE_PROBE_SIGNAL] = "probe_signal",
-  [SP_RUN_CAUSE_PROBE_EXIT] = "probe_exit",
-  [SP_RUN_CAUSE_PROBE_OUTPUT] = "probe_output",
-  [SP_RUN_CAUSE_CLEANUP] = "cleanup",
-  [SP_RUN_CAUSE_RELEASE_OVERFLOW] = "release_overflow",
-};
-
-/* How serve's reasons begin (src/serve/invocation.c, loop.c, request.c),
-   most specific first.  */
-static const struct
-{
-  const char *prefix;
-  enum sp_run_cause cause;
-} cause_prefixes[] = {
-  { "frame: ", SP_RUN_CAUSE_FRAME },
-  { "request: repo: not in the allowlist", SP_RUN_CAUSE_UNKNOWN_REPOSITORY },
-  { "request: ", SP_RUN_CAUSE_BAD_REQUEST },
-  { "the queue is full", SP_RUN_CAUSE_QUEUE_FULL },
-  { "waited longer than --queue-wait", SP_RUN_CAUSE_QUEUE_WAIT },
-  { "the proxy is shutting down", SP_RUN_CAUSE_SHUTDOWN },
-  { "the proxy stopped while the probe ran", SP_RUN_CAUSE_STOPPED },
-  { "the proxy is halted", SP_RUN_CAUSE_HALTED },
-  { "the repository has no staged seed", SP_RUN_CAUSE_NO_SEED },
-  { "the invocation budget is spent", SP_RUN_CAUSE_BUDGET_SPENT },
-  { "the repository's bit budget is spent", SP_RUN_CAUSE_BIT_BUDGET_SPENT },
-  { "budget: ", SP_RUN_CAUSE_LEDGER_WRITE },
-  { "audit: ", SP_RUN_CAUSE_AUDIT_WRITE },
-  { "environment: ", SP_RUN_CAUSE_ENVIRONMENT },
-  { "workspace: ", SP_RUN_CAUSE_WORKSPACE },
-  { "bundle: ", SP_RUN_CAUSE_BUNDLE },
-  { "snapshot: ", SP_RUN_CAUSE_SNAPSHOT },
-  { "runtime: ", SP_RUN_CAUSE_RUNTIME },
-  { "the probe ran past the ", SP_RUN_CAUSE_TIMEOUT },
-  { "the probe died of signal ", SP_RUN_CAUSE_PROBE_SIGNAL },
-  { "the probe exited with status ", SP_RUN_CAUSE_PROBE_EXIT },
-  { "/probe/out: ", SP_RUN_CAUSE_PROBE_OUTPUT },
-  { "clean up the workspace: ", SP_RUN_CAUSE_CLEANUP },
-  { "ready ", SP_RUN_CAUSE_RELEASE_OVERFLOW },
-};
-
-#define UNREAD_SUFFIX " connections are still sending their requests"
 
 const char *
 sp_run_outcome_name (enum sp_run_outcome o)
 {
   return o < SP_RUN_OUTCOME_COUNT ? outcome_names[o] : "?";
-}
-
-const char *
-sp_run_cause_name (enum sp_run_cause c)
-{
-  return c < SP_RUN_CAUSE_COUNT ? cause_names[c] : "?";
-}
-
-enum sp_run_cause
-sp_run_cause_of (const char *reason)
-{
-  const char *p = reason;
-
-  if (reason == NULL)
-    return SP_RUN_CAUSE_NONE;
-  for (size_t i = 0; i < sizeof (cause_prefixes) / sizeof (cause_prefixes[0]); i++)
-    if (strncmp (reason, cause_prefixes[i].prefix, strlen (cause_prefixes[i].prefix)) == 0)
-      return cause_prefixes[i].cause;
-  /* "64 connections are still sending their requests" */
-  while (*p >= '0' && *p <= '9')
-    p++;
-  if (p != reason && strncmp (p, UNREAD_SUFFIX, strlen (UNREAD_SUFFIX)) == 0)
-    return SP_RUN_CAUSE_TOO_MANY_UNREAD;
-  return SP_RUN_CAUSE_OTHER;
 }
 
 /* ---- one audit line ------------------------------------------------------ */
@@ -240,7 +152,7 @@ struct line
   const char *received, *finished; /* finished NULL in an admission record */
   const char *repo;                /* NULL when null */
   bool debited;
-  const char *reason; /* NULL when null; only ever turned into a cause */
+  enum sp_audit_cause cause; /* as serve set it; unrecorded in a line older than causes */
   bool has_exit, has_signal;
   int64_t exit_code, signal;
   int oom, timed_out;
@@ -268,6 +180,7 @@ static int
 parse_line (const struct sp_json *root, struct line *l, uint64_t offset, sp_error_t *err)
 {
   const struct sp_json *run, *status, *received, *finished, *repo, *debited, *reason, *overflow = NULL;
+  const struct sp_json *cause = NULL;
 
   memset (l, 0, sizeof (*l));
   if (root->type != SP_JSON_OBJECT)
@@ -290,6 +203,12 @@ parse_line (const struct sp_json *root, struct line *l, uint64_t offset, sp_erro
   if (sp_json_object_get (root, "release_overflow") != NULL
       && get_typed (root, "release_overflow", SP_JSON_BOOL, false, &overflow, offset, err) < 0)
     return -1;
+  /* Nor do records written before causes were values: theirs is
+     `unrecorded`, never guessed from the reason's words.  */
+  if (sp_json_object_get (root, "cause") != NULL
+      && get_typed (root, "cause", SP_JSON_STRING, true, &cause, offset, err) < 0)
+    return -1;
+  (void)reason;
   if (!is_run_id (run->u.string.data, run->u.string.len))
     return line_error (err, offset, "`run` is not a run id");
   l->run = run->u.string.data;
@@ -318,7 +237,7 @@ parse_line (const struct sp_json *root, struct line *l, uint64_t offset, sp_erro
   l->finished = finished ? finished->u.string.data : NULL;
   l->repo = repo ? repo->u.string.data : NULL;
   l->debited = debited->u.boolean;
-  l->reason = reason ? reason->u.string.data : NULL;
+  l->cause = sp_audit_cause_from_name (cause ? cause->u.string.data : NULL);
   l->release_overflow = overflow != NULL && overflow->u.boolean;
   return 0;
 }
@@ -400,7 +319,7 @@ add_failure (struct sp_run_status *st, const struct line *l)
   if (l->repo)
     strcpy (f->repo, l->repo);
   f->status = l->outcome;
-  f->cause = sp_run_cause_of (l->reason);
+  f->cause = l->cause;
   f->has_exit = l->has_exit;
   f->exit_code = l->exit_code;
   f->has_signal = l->has_signal;

@@ -402,11 +402,11 @@ sp_workspace_destroy (struct sp_workspace *ws, sp_error_t *err)
   return 0;
 }
 
-/* Unmounts whatever is mounted on parentfd/name, stacked mounts too.  The
-   path goes through /proc/self/fd/PARENT: the parent fd is not on the mount,
-   so it does not keep it busy.  */
+/* Unmounts whatever is mounted on parentfd/name, stacked mounts too,
+   adding to *count.  The path goes through /proc/self/fd/PARENT: the
+   parent fd is not on the mount, so it does not keep it busy.  */
 static int
-unmount_all_at (int parentfd, const char *name, sp_error_t *err)
+unmount_all_at (int parentfd, const char *name, unsigned *count, sp_error_t *err)
 {
   char path[PATH_MAX];
   char q[SP_QUOTE_BUF_SIZE];
@@ -422,15 +422,16 @@ unmount_all_at (int parentfd, const char *name, sp_error_t *err)
         return 0;
       if (umount_retry (path) < 0)
         return sp_make_error (err, errno, "unmount `%s`", sp_quote_name (name, q));
+      (*count)++;
     }
   return sp_make_error (err, 0, "unmount `%s`: more than %d mounts", sp_quote_name (name, q),
                         STACKED_MOUNTS_MAX);
 }
 
 /* One orphaned invocation: the overlay on bundle/repo and the sandbox's
-   /tmp on bundle/tmp, then the tmpfs.  */
+   /tmp on bundle/tmp, then the tmpfs; the unmounts are added to *mounts.  */
 static int
-remove_inv (int run_fd, const char *inv, sp_error_t *err)
+remove_inv (int run_fd, const char *inv, unsigned *mounts, sp_error_t *err)
 {
   char q[SP_QUOTE_BUF_SIZE];
   bool mounted;
@@ -448,8 +449,8 @@ remove_inv (int run_fd, const char *inv, sp_error_t *err)
       bundle_fd = openat (inv_fd, SP_WORKSPACE_BUNDLE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (bundle_fd >= 0)
         {
-          if (unmount_all_at (bundle_fd, SP_BUNDLE_REPO, err) < 0
-              || unmount_all_at (bundle_fd, SP_BUNDLE_TMP, err) < 0)
+          if (unmount_all_at (bundle_fd, SP_BUNDLE_REPO, mounts, err) < 0
+              || unmount_all_at (bundle_fd, SP_BUNDLE_TMP, mounts, err) < 0)
             return sp_error_wrap (err, "%s/%s", sp_quote_name (inv, q), SP_WORKSPACE_BUNDLE);
         }
       else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
@@ -457,7 +458,7 @@ remove_inv (int run_fd, const char *inv, sp_error_t *err)
       /* Our fds on the tmpfs would keep it busy.  */
       sp_closep (&bundle_fd);
       sp_closep (&inv_fd);
-      ret = unmount_all_at (run_fd, inv, err);
+      ret = unmount_all_at (run_fd, inv, mounts, err);
       if (ret < 0)
         return ret;
     }
@@ -465,7 +466,7 @@ remove_inv (int run_fd, const char *inv, sp_error_t *err)
 }
 
 static int
-remove_run (int work_dirfd, const char *run, sp_error_t *err)
+remove_run (int work_dirfd, const char *run, struct sp_workspace_run_removed *done, sp_error_t *err)
 {
   cleanup_close int run_fd = openat (work_dirfd, run, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   cleanup_dir DIR *dir = NULL;
@@ -487,8 +488,9 @@ remove_run (int work_dirfd, const char *run, sp_error_t *err)
     {
       if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
         continue;
-      if (remove_inv (run_fd, de->d_name, err) < 0)
+      if (remove_inv (run_fd, de->d_name, &done->mounts, err) < 0)
         return sp_error_wrap (err, "%s", run);
+      done->entries++;
     }
   if (errno != 0)
     return sp_make_error (err, errno, "read `%s`", run);
@@ -497,8 +499,35 @@ remove_run (int work_dirfd, const char *run, sp_error_t *err)
   return sp_tree_remove_at (work_dirfd, run, err);
 }
 
+void
+sp_workspace_removed_release (struct sp_workspace_removed *removed)
+{
+  if (removed == NULL)
+    return;
+  free (removed->runs);
+  removed->runs = NULL;
+  removed->n = 0;
+}
+
+/* Adds done to removed (when wanted); -1 when it cannot be.  */
+static int
+note_removed (struct sp_workspace_removed *removed, const struct sp_workspace_run_removed *done)
+{
+  struct sp_workspace_run_removed *grown;
+
+  if (removed == NULL)
+    return 0;
+  grown = realloc (removed->runs, (removed->n + 1) * sizeof (*grown));
+  if (grown == NULL)
+    return -1;
+  removed->runs = grown;
+  removed->runs[removed->n++] = *done;
+  return 0;
+}
+
 int
-sp_workspace_remove_runs (int work_dirfd, const char *keep_run, sp_error_t *err)
+sp_workspace_remove_runs (int work_dirfd, const char *keep_run, struct sp_workspace_removed *removed,
+                          sp_error_t *err)
 {
   cleanup_dir DIR *dir = NULL;
   struct dirent *de;
@@ -516,7 +545,9 @@ sp_workspace_remove_runs (int work_dirfd, const char *keep_run, sp_error_t *err)
     }
   while ((errno = 0, de = readdir (dir)) != NULL)
     {
+      struct sp_workspace_run_removed done = { .entries = 0 };
       struct stat st;
+      int one;
 
       /* Only run directories are the proxy's: anything else is left.  */
       if (!sp_bundle_id_valid (de->d_name) || (keep_run != NULL && strcmp (de->d_name, keep_run) == 0))
@@ -525,13 +556,16 @@ sp_workspace_remove_runs (int work_dirfd, const char *keep_run, sp_error_t *err)
         continue;
       /* One run that fails does not stop the others; the first error is
          reported.  */
+      snprintf (done.run, sizeof (done.run), "%.*s", SP_ID_MAX_CHARS, de->d_name);
       if (ret == 0)
-        ret = remove_run (work_dirfd, de->d_name, err);
+        one = ret = remove_run (work_dirfd, de->d_name, &done, err);
       else
         {
           cleanup_error sp_error_t more = NULL;
-          remove_run (work_dirfd, de->d_name, &more);
+          one = remove_run (work_dirfd, de->d_name, &done, &more);
         }
+      if (one == 0 && note_removed (removed, &done) < 0 && ret == 0)
+        ret = sp_make_error (err, ENOMEM, "remove old runs");
     }
   if (errno != 0 && ret == 0)
     return sp_make_error (err, errno, "remove old runs: read the work directory");

@@ -29,6 +29,53 @@
 #define SP_AUDIT_STATUS_RUNTIME     "runtime"     /* the runtime failed: create, start, kill, delete */
 #define SP_AUDIT_STATUS_ENVIRONMENT "environment" /* the host: full disk, runtime binary, rootfs */
 #define SP_AUDIT_STATUS_INTERNAL    "internal"    /* the proxy itself failed (snapshot, bundle, cleanup) */
+#define SP_AUDIT_STATUS_CANCELLED                                                                            \
+  "cancelled" /* the client went away, or serve stopped, before the answer                                   \
+               */
+
+/* Why an invocation ended as it did, set where it happened (docs/audit.md,
+   "cause"): a value, never read back out of a reason's words.  The names
+   are the audit log's and status's.  */
+enum sp_audit_cause
+{
+  SP_AUDIT_CAUSE_NONE = 0,   /* answered: nothing went wrong */
+  SP_AUDIT_CAUSE_UNRECORDED, /* a line written before causes were recorded (reader only) */
+  SP_AUDIT_CAUSE_OTHER,      /* a name this version does not know (reader only) */
+  SP_AUDIT_CAUSE_FRAME,      /* the request frame was malformed, or did not arrive in time */
+  SP_AUDIT_CAUSE_UNKNOWN_REPOSITORY,
+  SP_AUDIT_CAUSE_BAD_REQUEST, /* outcomes or script out of bounds */
+  SP_AUDIT_CAUSE_QUEUE_FULL,
+  SP_AUDIT_CAUSE_QUEUE_WAIT,      /* waited longer than --queue-wait */
+  SP_AUDIT_CAUSE_TOO_MANY_UNREAD, /* SP_SERVE_UNREAD_MAX connections were still sending */
+  SP_AUDIT_CAUSE_SHUTDOWN,        /* serve was stopping before it started */
+  SP_AUDIT_CAUSE_STOPPED,         /* serve stopped while it ran */
+  SP_AUDIT_CAUSE_CLIENT_GONE,     /* the client closed its connection before its answer */
+  SP_AUDIT_CAUSE_HALTED,
+  SP_AUDIT_CAUSE_NO_SEED,
+  SP_AUDIT_CAUSE_SEED_GONE, /* the seed serve verified is no longer where it was */
+  SP_AUDIT_CAUSE_BUDGET_SPENT,
+  SP_AUDIT_CAUSE_BIT_BUDGET_SPENT,
+  SP_AUDIT_CAUSE_LEDGER_WRITE,
+  SP_AUDIT_CAUSE_AUDIT_WRITE,
+  SP_AUDIT_CAUSE_ENVIRONMENT, /* the host: full disk, runtime unreachable, rootfs gone */
+  SP_AUDIT_CAUSE_WORKSPACE,
+  SP_AUDIT_CAUSE_BUNDLE,
+  SP_AUDIT_CAUSE_SNAPSHOT,
+  SP_AUDIT_CAUSE_RUNTIME, /* the runtime failed, or answered what cannot be read */
+  SP_AUDIT_CAUSE_TIMEOUT,
+  SP_AUDIT_CAUSE_PROBE_SIGNAL,
+  SP_AUDIT_CAUSE_PROBE_EXIT,
+  SP_AUDIT_CAUSE_PROBE_OUTPUT, /* /probe/out missing or invalid */
+  SP_AUDIT_CAUSE_CLEANUP,
+  SP_AUDIT_CAUSE_RELEASE_OVERFLOW,
+  SP_AUDIT_CAUSE_COUNT
+};
+
+/* The cause's name ("snapshot"), "?" out of range.  Pure.  */
+const char *sp_audit_cause_name (enum sp_audit_cause cause);
+/* The cause a name names: SP_AUDIT_CAUSE_OTHER for one this version does
+   not know, SP_AUDIT_CAUSE_UNRECORDED for NULL.  Pure.  */
+enum sp_audit_cause sp_audit_cause_from_name (const char *name);
 
 struct sp_audit_record
 {
@@ -60,6 +107,7 @@ struct sp_audit_record
      one of the SP_AUDIT_STATUS_* below.  The agent sees ERROR for all but
      "answered".  */
   const char *status;
+  enum sp_audit_cause cause;        /* rendered null for an admission record */
   const char *reason;               /* the internal failure reason, NULL when answered */
   const struct sp_run_facts *facts; /* NULL when nothing was launched */
   /* When the answer left (release.h; docs/audit.md): the mode's name, the

@@ -210,8 +210,11 @@
 #define SP_AUDIT_LINE_MAX_BYTES           8192
 /* A failure is put down to a full state disk (audit status "environment")
    when its file system has less than this left.  */
-#define SP_SERVE_FULL_BELOW_BYTES    (1ULL << 20)
-#define SP_SERVE_FULL_BELOW_INODES   64
+#define SP_SERVE_FULL_BELOW_BYTES  (1ULL << 20)
+#define SP_SERVE_FULL_BELOW_INODES 64
+/* What a start found left by earlier runs is said one line per kind, each
+   naming at most this many runs (or ids), then how many more.  */
+#define SP_SERVE_LEFTOVERS_NAMED_MAX 8
 #define SP_RUNTIME_VERSION_MAX_BYTES 4096 /* what `runc --version` may print */
 
 #endif

@@ -7,6 +7,7 @@ struct sp_error_s
 {
   int status; /* errno, or 0 when the failure is not a syscall's */
   char *msg;  /* NULL only when allocating the message failed */
+  int cause;  /* what kind of failure, for a caller that tells kinds apart; 0: not said */
 };
 typedef struct sp_error_s *sp_error_t;
 
@@ -17,6 +18,13 @@ int sp_make_error (sp_error_t *err, int status, const char *fmt, ...) __attribut
 /* Prefixes the message of an existing error with context: "context: message".
    Returns -1 so that callers can write `return sp_error_wrap (err, ...)`.  */
 int sp_error_wrap (sp_error_t *err, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+
+/* Says what kind of failure *err is, for a caller that classifies it as a
+   value (serve's audit causes, audit.h) rather than by its words.  The
+   innermost site that knows wins: a cause already set stays.  Returns -1.  */
+int sp_error_set_cause (sp_error_t *err, int cause);
+/* The cause set, or 0.  */
+int sp_error_cause (const sp_error_t err);
 
 /* The message, never NULL.  */
 const char *sp_error_message (const sp_error_t err);

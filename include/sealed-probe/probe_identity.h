@@ -7,6 +7,7 @@
 #ifndef SEALED_PROBE_PROBE_IDENTITY_H
 #define SEALED_PROBE_PROBE_IDENTITY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <sealed-probe/error.h>
@@ -36,6 +37,13 @@ int sp_probe_identity_make (uint32_t base, unsigned slot, int lock_dirfd, struct
 
 /* Closes the idmap namespace and drops the locks.  */
 void sp_probe_identity_release (struct sp_probe_identity *id);
+
+/* The ids' lock files in lock_dirfd that no proxy holds: a proxy killed -9
+   leaves its own (lock_release never ran).  Each is removed while held, as
+   a release does, so that a proxy taking it meanwhile takes a new one.
+   Their ids, ascending, go to *ids (malloc'd, NULL when none) and *n; a
+   held lock file, or a name that is no id, stays.  */
+int sp_probe_identity_sweep (int lock_dirfd, uint32_t **ids, size_t *n, sp_error_t *err);
 
 /* 0 when no host account or process holds any id of the range
    [base, base + count): no passwd or group entry, and no process with it as

@@ -15,6 +15,10 @@
    - the outcomes pass sp_outcomes_check (outcome.h);
    - the script is 1..SP_SCRIPT_MAX_BYTES bytes.
    Messages never echo the repository, the outcomes or the script.  */
+/* sp_request_validate's return for a repository outside the allowlist, so
+   that the caller tells it apart from a malformed request as a value.  */
+#define SP_REQUEST_REPO_UNKNOWN (-2)
+
 int sp_request_validate (const struct sp_request *req, char *const *allowlist, size_t n_allowlist,
                          sp_error_t *err);
 

@@ -5,8 +5,8 @@
 
    Nothing of a script, its output, an outcome or a reason's text is kept:
    only numbers, names that were validated (repositories, run ids, times) and
-   fixed enumerations.  A reason becomes one of the causes below, matched
-   against the proxy's own fixed wording, and is then dropped.  */
+   fixed enumerations: the cause is the one serve recorded as a value
+   (audit.h), and a reason is never read.  */
 #ifndef SEALED_PROBE_RUN_STATUS_H
 #define SEALED_PROBE_RUN_STATUS_H
 
@@ -37,48 +37,11 @@ enum sp_run_outcome
   SP_RUN_OUTCOME_RUNTIME,
   SP_RUN_OUTCOME_ENVIRONMENT,
   SP_RUN_OUTCOME_INTERNAL,
+  SP_RUN_OUTCOME_CANCELLED,
   SP_RUN_OUTCOME_COUNT
 };
 
-/* What a failure's reason says, as a fixed word (docs/operations.md lists
-   each with the reasons it stands for).  */
-enum sp_run_cause
-{
-  SP_RUN_CAUSE_OTHER,
-  SP_RUN_CAUSE_NONE,
-  SP_RUN_CAUSE_FRAME,
-  SP_RUN_CAUSE_UNKNOWN_REPOSITORY,
-  SP_RUN_CAUSE_BAD_REQUEST,
-  SP_RUN_CAUSE_QUEUE_FULL,
-  SP_RUN_CAUSE_QUEUE_WAIT,
-  SP_RUN_CAUSE_TOO_MANY_UNREAD,
-  SP_RUN_CAUSE_SHUTDOWN,
-  SP_RUN_CAUSE_STOPPED,
-  SP_RUN_CAUSE_HALTED,
-  SP_RUN_CAUSE_NO_SEED,
-  SP_RUN_CAUSE_BUDGET_SPENT,
-  SP_RUN_CAUSE_BIT_BUDGET_SPENT,
-  SP_RUN_CAUSE_LEDGER_WRITE,
-  SP_RUN_CAUSE_AUDIT_WRITE,
-  SP_RUN_CAUSE_ENVIRONMENT,
-  SP_RUN_CAUSE_WORKSPACE,
-  SP_RUN_CAUSE_BUNDLE,
-  SP_RUN_CAUSE_SNAPSHOT,
-  SP_RUN_CAUSE_RUNTIME,
-  SP_RUN_CAUSE_TIMEOUT,
-  SP_RUN_CAUSE_PROBE_SIGNAL,
-  SP_RUN_CAUSE_PROBE_EXIT,
-  SP_RUN_CAUSE_PROBE_OUTPUT,
-  SP_RUN_CAUSE_CLEANUP,
-  SP_RUN_CAUSE_RELEASE_OVERFLOW,
-  SP_RUN_CAUSE_COUNT
-};
-
 const char *sp_run_outcome_name (enum sp_run_outcome o);
-const char *sp_run_cause_name (enum sp_run_cause c);
-
-/* The cause a reason names (NULL: SP_RUN_CAUSE_NONE).  Pure.  */
-enum sp_run_cause sp_run_cause_of (const char *reason);
 
 /* One failure, each field a number, a validated name or an enumeration.  */
 struct sp_run_failure
@@ -87,7 +50,7 @@ struct sp_run_failure
   char id[2 * SP_ID_MAX_CHARS + 2];
   char repo[SP_REPO_MAX_BYTES + 1]; /* "" when the request named none valid */
   enum sp_run_outcome status;
-  enum sp_run_cause cause;
+  enum sp_audit_cause cause; /* as serve recorded it (audit.h) */
   bool has_exit, has_signal;
   int64_t exit_code, signal;
   int oom, timed_out; /* -1: null */
@@ -129,7 +92,7 @@ struct sp_run_status
   char latest_first[SP_AUDIT_TIME_BYTES], latest_last[SP_AUDIT_TIME_BYTES];
   struct sp_run_counts latest;
 
-  uint64_t causes[SP_RUN_CAUSE_COUNT];
+  uint64_t causes[SP_AUDIT_CAUSE_COUNT];
   uint64_t failures_total;
   struct sp_run_failure failures[SP_RUN_STATUS_FAILURES_MAX]; /* a ring: see sp_run_status_failure */
   size_t n_failures;

@@ -115,6 +115,30 @@ sp_runtime_bundle_rules_for (enum sp_runtime kind)
    exec'd with: never the caller's environment.  */
 #define SP_RUNTIME_SEARCH_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+/* What one cleanup_orphans removed of one earlier run (or of this run,
+   with include_current), for serve to say: the backend itself prints
+   nothing.  */
+struct sp_orphan_run
+{
+  char run[SP_ID_MAX_CHARS + 1];
+  unsigned containers; /* containers (sbx: VMs) deleted */
+  unsigned cgroups;    /* sealed-probe cgroups removed, per hierarchy */
+  bool state_dir;      /* its runtime state directory (STATE/runc/RUN, STATE/runsc/RUN) went */
+};
+
+struct sp_orphans_removed
+{
+  struct sp_orphan_run *runs; /* in the order found */
+  size_t n;
+};
+
+/* Adds to run's entry of removed (made when absent); -1 (ENOMEM) when it
+   cannot be.  removed may be NULL: then nothing is recorded.  */
+int sp_orphans_note (struct sp_orphans_removed *removed, const char *run, unsigned containers,
+                     unsigned cgroups, bool state_dir);
+void sp_orphans_removed_release (struct sp_orphans_removed *removed);
+#define cleanup_orphans_removed __attribute__ ((cleanup (sp_orphans_removed_release)))
+
 /* One opened backend.  Named sp_runtime_backend, not sp_runtime: C shares
    one tag namespace between struct and enum, and config.h's enum sp_runtime
    (the config's choice of backend) already holds that tag.  */
@@ -174,8 +198,11 @@ struct sp_runtime_ops
   int (*kill) (struct sp_runtime_backend *rt, const char *container_id, sp_error_t *err);
   /* Removes every container, cgroup and runtime state directory that carries
      a sealed-probe run label: of earlier runs, and of this run too when
-     include_current.  */
-  int (*cleanup_orphans) (struct sp_runtime_backend *rt, bool include_current, sp_error_t *err);
+     include_current.  What went is added to *removed, run by run (NULL:
+     not wanted), also when it returns -1 because something stayed; it
+     prints nothing.  */
+  int (*cleanup_orphans) (struct sp_runtime_backend *rt, bool include_current,
+                          struct sp_orphans_removed *removed, sp_error_t *err);
   void (*close) (struct sp_runtime_backend *rt);
 };
 

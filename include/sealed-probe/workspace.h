@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sealed-probe/bounds.h>
 #include <sealed-probe/error.h>
 #include <sealed-probe/probe_identity.h>
 #include <sealed-probe/tree_copy.h>
@@ -70,8 +71,28 @@ int sp_workspace_snapshot (struct sp_workspace *ws, enum sp_snapshot_mode mode, 
    Safe on a partly created workspace, and twice.  */
 int sp_workspace_destroy (struct sp_workspace *ws, sp_error_t *err);
 
+/* What sp_workspace_remove_runs removed of one run.  */
+struct sp_workspace_run_removed
+{
+  char run[SP_ID_MAX_CHARS + 1];
+  unsigned entries; /* entries of WORK/RUN removed: workspaces, and whatever else serve kept there */
+  unsigned mounts;  /* mounts found still there, and unmounted first */
+};
+
+struct sp_workspace_removed
+{
+  struct sp_workspace_run_removed *runs; /* in the order found */
+  size_t n;
+};
+
+void sp_workspace_removed_release (struct sp_workspace_removed *removed);
+#define cleanup_workspace_removed __attribute__ ((cleanup (sp_workspace_removed_release)))
+
 /* Orphans: under the open WORK directory, unmounts whatever is mounted below
-   and removes every RUN directory but keep_run (NULL: all of them).  */
-int sp_workspace_remove_runs (int work_dirfd, const char *keep_run, sp_error_t *err);
+   and removes every RUN directory but keep_run (NULL: all of them).  Each
+   run removed is added to *removed (NULL: not wanted), so that the caller
+   can say what went; it prints nothing.  */
+int sp_workspace_remove_runs (int work_dirfd, const char *keep_run, struct sp_workspace_removed *removed,
+                              sp_error_t *err);
 
 #endif

@@ -48,6 +48,8 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     { .name = "--snapshot", .value = &snapshot },
     { .name = "--scratch-size", .value = &scratch },
     { .name = "--probe-ids", .value = &probe_ids },
+    { .name = "--run-dir", .value = &opt->run_dir },
+    /* serve's alone from here on.  */
     { .name = "--socket", .value = &opt->socket },
     { .name = "--socket-group", .value = &opt->socket_group },
     { .name = "--ready-file", .value = &opt->ready_file },
@@ -56,10 +58,11 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     { .name = "--queue-wait", .value = &queue_wait },
     { .name = "--pool", .value = &pool },
   };
-  size_t n_options = with_serving ? sizeof (common) / sizeof (common[0]) : 15;
+  size_t n_options = with_serving ? sizeof (common) / sizeof (common[0]) : 16;
   int ret;
 
   *opt = (struct sp_serve_options){
+    .verb = verb,
     .concurrency = SP_SERVE_CONCURRENCY_DEFAULT,
     .queue = SP_SERVE_QUEUE_DEFAULT,
     .queue_wait_seconds = SP_SERVE_QUEUE_WAIT_DEFAULT,
@@ -80,6 +83,10 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     opt->rootfs = SP_DEFAULT_ROOTFS;
   if (opt->socket == NULL)
     opt->socket = SP_DEFAULT_SOCKET;
+  if (opt->run_dir == NULL)
+    opt->run_dir = SP_DEFAULT_RUN_DIR;
+  else if (opt->run_dir[0] != '/')
+    return sp_options_usage_error (verb, usage, "--run-dir must be an absolute path");
   if (opt->gvisor_platform != NULL && !sp_gvisor_platform_valid (opt->gvisor_platform))
     return sp_options_usage_error (verb, usage, "--gvisor-platform: must be `ptrace`, `systrap` or `kvm`");
   if ((opt->docker_socket != NULL && opt->docker_socket[0] != '/')

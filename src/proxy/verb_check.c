@@ -18,7 +18,7 @@
 #include "verbs.h"
 
 #define USAGE                                                                                                \
-  "usage: sealed-probe-proxy check --config PATH|- [--state DIR] [--rootfs DIR]\n"                           \
+  "usage: sealed-probe-proxy check --config PATH|- [--state DIR] [--rootfs DIR] [--run-dir DIR]\n"           \
   "                                [--runc PATH | --runsc PATH [--gvisor-platform NAME]\n"                   \
   "                                 | --docker-socket PATH [--docker-state-dir PATH]\n"                      \
   "                                 | [--sbx PATH] --sbx-template NAME@sha256:HEX]\n"                        \
@@ -77,8 +77,10 @@ sp_verb_check (int argc, char **argv)
 {
   cleanup_error sp_error_t err = NULL;
   cleanup_config struct sp_config *config = NULL;
+  cleanup_close int signal_fd = -1;
   struct sp_serve_options opt;
-  struct sp_serve s = { .state_fd = -1, .work_fd = -1, .work_run_fd = -1 };
+  struct sp_serve s
+      = { .state_fd = -1, .work_fd = -1, .work_run_fd = -1, .owner_lock_fd = -1, .host_state_fd = -1 };
   int ret;
 
   /* check runs what serve runs, so it holds what serve holds: nothing.  */
@@ -90,8 +92,14 @@ sp_verb_check (int argc, char **argv)
     return fail ("needs root: it mounts a workspace and runs the runtime's canary");
   if (sp_verb_load_enabled_config ("check", opt.config, &config) < 0)
     return SP_EXIT_FAIL;
-  if (sp_serve_setup (&s, &opt, config, &err) < 0)
+  /* Its canary makes a sandbox: a stop signal waits for the preflight's
+     end, then everything made goes, as in serve.  */
+  if ((signal_fd = sp_serve_signals_open (&err)) < 0)
     ret = fail ("%s", sp_error_message (err));
+  else if (sp_serve_setup (&s, &opt, config, &err) < 0)
+    ret = fail ("%s", sp_error_message (err));
+  else if (sp_serve_signals_read (signal_fd, "check") > 0)
+    ret = fail ("stopped before it finished: nothing was verified");
   else
     {
       report (&s);

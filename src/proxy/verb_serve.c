@@ -1,7 +1,8 @@
 /* sealed-probe-proxy serve: the proxy daemon (docs/operations.md).  It holds
    no credential (its environment is wiped before anything else), has no
    network (a namespace with only `lo`), passes the whole preflight, then
-   answers requests on its socket until SIGTERM or SIGINT.  */
+   answers requests on its socket until SIGTERM, SIGINT, SIGHUP or SIGQUIT
+   (signals.c).  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <grp.h>
@@ -29,6 +30,7 @@
   "                                [--queue N] [--queue-wait SECONDS] [--snapshot overlay|copy]\n"           \
   "                                [--scratch-size SIZE] [--probe-ids BASE]\n"                               \
   "                                [--release bucketed|fixed|immediate] [--bit-budget BITS] [--pool N]\n"    \
+  "                                [--run-dir DIR]\n"                                                        \
   "                                [--runc PATH | --runsc PATH [--gvisor-platform NAME]\n"                   \
   "                                 | --docker-socket PATH [--docker-state-dir PATH]\n"                      \
   "                                 | [--sbx PATH] --sbx-template NAME@sha256:HEX]"
@@ -61,27 +63,6 @@ parse_group (const char *name, gid_t *gid, sp_error_t *err)
   return 0;
 }
 
-/* SIGTERM and SIGINT arrive through a signalfd; they are blocked before any
-   thread exists, so that every thread inherits the mask.  */
-static int
-open_signal_fd (sp_error_t *err)
-{
-  sigset_t set;
-  int fd;
-
-  sigemptyset (&set);
-  sigaddset (&set, SIGTERM);
-  sigaddset (&set, SIGINT);
-  if (sigprocmask (SIG_BLOCK, &set, NULL) < 0)
-    return sp_make_error (err, errno, "block SIGTERM and SIGINT");
-  fd = signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (fd < 0)
-    return sp_make_error (err, errno, "signalfd");
-  /* A client that leaves early must not kill the proxy.  */
-  signal (SIGPIPE, SIG_IGN);
-  return fd;
-}
-
 int
 sp_verb_serve (int argc, char **argv)
 {
@@ -90,7 +71,8 @@ sp_verb_serve (int argc, char **argv)
   cleanup_close int signal_fd = -1;
   cleanup_close int listen_fd = -1;
   struct sp_serve_options opt;
-  struct sp_serve s = { .state_fd = -1, .work_fd = -1, .work_run_fd = -1 };
+  struct sp_serve s
+      = { .state_fd = -1, .work_fd = -1, .work_run_fd = -1, .owner_lock_fd = -1, .host_state_fd = -1 };
   struct sp_notify notify = { .fd = -1 };
   struct sp_serve_owned socket_owned = { 0 };
   struct sp_serve_owned ready_owned = { 0 };
@@ -118,7 +100,7 @@ sp_verb_serve (int argc, char **argv)
     ret = fail ("%s", sp_error_message (err));
   else if (sp_verb_load_enabled_config ("serve", opt.config, &config) < 0)
     ret = SP_EXIT_FAIL;
-  else if ((signal_fd = open_signal_fd (&err)) < 0)
+  else if ((signal_fd = sp_serve_signals_open (&err)) < 0)
     ret = fail ("%s", sp_error_message (err));
   /* Before the preflight: another instance's live socket is refused at
      once, and a stale ready file goes, so that nothing says ready until
@@ -129,6 +111,10 @@ sp_verb_serve (int argc, char **argv)
     ret = fail ("%s", sp_error_message (err));
   else if (sp_serve_setup (&s, &opt, config, &err) < 0)
     ret = fail ("%s", sp_error_message (err));
+  /* A stop asked for during the preflight: never ready, and everything
+     made so far goes, as on any stop.  */
+  else if (sp_serve_signals_read (signal_fd, "serve") > 0)
+    ret = fail ("stopped before it was ready");
   else if (sp_serve_listen (opt.socket, group, &listen_fd, &socket_owned, &err) < 0)
     ret = fail ("%s", sp_error_message (err));
   else if (opt.ready_file && sp_ready_file_write (opt.ready_file, &ready_owned, &err) < 0)

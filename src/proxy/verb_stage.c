@@ -29,6 +29,7 @@
 #include <sealed-probe/secret_cred.h>
 #include <sealed-probe/secret_env.h>
 #include <sealed-probe/seed_store.h>
+#include <sealed-probe/state_lock.h>
 #include <sealed-probe/tree_copy.h>
 #include <sealed-probe/tree_normalize.h>
 #include <sealed-probe/tree_remove.h>
@@ -419,6 +420,7 @@ sp_verb_stage (int argc, char **argv)
   cleanup_error sp_error_t left = NULL;
   cleanup_config struct sp_config *config = NULL;
   cleanup_close int state_fd = -1;
+  int owner_lock_fd = -1;
   struct sp_catalog catalog = { 0 };
   struct sp_staged staged = { 0 };
   struct stage_args a = { 0 };
@@ -445,7 +447,10 @@ sp_verb_stage (int argc, char **argv)
   for (size_t i = 0; i < a.n_clones; i++)
     if (sp_catalog_add (&catalog, config, a.clones[i], "--clone", &err) < 0)
       goto out;
+  /* The state directory is this stage's alone from here on: never beside a
+     serve that answers from its seeds, nor another stage or an unstage.  */
   if (preflight (config, &catalog, token, &err) < 0 || sp_state_open (a.state, 1, &state_fd, &err) < 0
+      || sp_state_lock_take (state_fd, a.state, "stage", &owner_lock_fd, &err) < 0
       || sp_bundle_id_make (NULL, staged.run, &err) < 0)
     goto out;
 
@@ -503,6 +508,7 @@ sp_verb_stage (int argc, char **argv)
   ret = fflush (stdout) == 0 ? SP_EXIT_OK : SP_EXIT_FAIL;
 
 out:
+  sp_state_lock_release (state_fd, &owner_lock_fd);
   if (err)
     sp_verb_report ("stage", "%s", sp_error_message (err));
   /* The repository names belong to config; only the array is ours.  */

@@ -13,6 +13,7 @@
 
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/run_status.h>
+#include <sealed-probe/state_lock.h>
 #include <sealed-probe/yajl_util.h>
 
 #include "options.h"
@@ -44,7 +45,7 @@ static void
 print_failure (FILE *f, const struct sp_run_failure *x)
 {
   fprintf (f, "  %s  %-20s %-24s %-11s %s", x->time, x->id, x->repo[0] ? x->repo : "-",
-           sp_run_outcome_name (x->status), sp_run_cause_name (x->cause));
+           sp_run_outcome_name (x->status), sp_audit_cause_name (x->cause));
   if (x->has_exit)
     fprintf (f, " exit=%" PRId64, x->exit_code);
   if (x->has_signal && x->signal != 0)
@@ -56,6 +57,19 @@ print_failure (FILE *f, const struct sp_run_failure *x)
   if (x->release_overflow)
     fputs (" release_overflow", f);
   fputc ('\n', f);
+}
+
+/* Who holds the state directory now (state_lock.h): held is 1 or 0.  */
+static void
+print_owner (FILE *f, int held, const struct sp_state_owner *owner)
+{
+  if (held == 0)
+    fprintf (f, "%-13s none: no serve, stage, unstage or check runs on this state directory now\n", "owner");
+  else if (owner->known)
+    fprintf (f, "%-13s %s (pid %ld) holds this state directory now\n", "owner", owner->verb,
+             (long)owner->pid);
+  else
+    fprintf (f, "%-13s a process holds this state directory now, and has not yet said which\n", "owner");
 }
 
 static void
@@ -113,9 +127,10 @@ print_human (FILE *f, const struct sp_run_status *st)
   if (st->failures_total == 0)
     return;
   fprintf (f, "%-13s %" PRIu64 " in all:", "failures", st->failures_total);
-  for (int c = 0, n = 0; c < SP_RUN_CAUSE_COUNT; c++)
+  for (int c = 0, n = 0; c < SP_AUDIT_CAUSE_COUNT; c++)
     if (st->causes[c] > 0)
-      fprintf (f, "%s %s %" PRIu64, n++ ? "," : "", sp_run_cause_name ((enum sp_run_cause)c), st->causes[c]);
+      fprintf (f, "%s %s %" PRIu64, n++ ? "," : "", sp_audit_cause_name ((enum sp_audit_cause)c),
+               st->causes[c]);
   fprintf (f, "; the last %zu:\n", st->n_failures);
   for (size_t i = 0; i < st->n_failures; i++)
     print_failure (f, sp_run_status_failure (st, i));
@@ -171,7 +186,7 @@ gen_failure (yajl_gen g, const struct sp_run_failure *x)
   st |= gen_str (g, "time", x->time) | gen_str (g, "id", x->id)
         | gen_str (g, "repo", x->repo[0] ? x->repo : NULL);
   st |= gen_str (g, "status", sp_run_outcome_name (x->status))
-        | gen_str (g, "cause", sp_run_cause_name (x->cause));
+        | gen_str (g, "cause", sp_audit_cause_name (x->cause));
   st |= gen_key (g, "exit") | (x->has_exit ? yajl_gen_integer (g, x->exit_code) : yajl_gen_null (g));
   st |= gen_key (g, "signal") | (x->has_signal ? yajl_gen_integer (g, x->signal) : yajl_gen_null (g));
   st |= gen_tristate (g, "oom", x->oom) | gen_tristate (g, "timed_out", x->timed_out);
@@ -180,10 +195,18 @@ gen_failure (yajl_gen g, const struct sp_run_failure *x)
 }
 
 static int
-render_json (yajl_gen g, const struct sp_run_status *s)
+render_json (yajl_gen g, const struct sp_run_status *s, int held, const struct sp_state_owner *owner)
 {
   const struct sp_ledger_snapshot *l = s->ledger;
   unsigned st = yajl_gen_map_open (g);
+
+  /* null: nobody holds it; {"verb": null, "pid": null}: held, not yet named.  */
+  st |= gen_key (g, "owner");
+  if (held == 0)
+    st |= yajl_gen_null (g);
+  else
+    st |= yajl_gen_map_open (g) | gen_str (g, "verb", owner->known ? owner->verb : NULL) | gen_key (g, "pid")
+          | (owner->known ? yajl_gen_integer (g, owner->pid) : yajl_gen_null (g)) | yajl_gen_map_close (g);
 
   st |= gen_key (g, "budget");
   if (l == NULL)
@@ -229,9 +252,9 @@ render_json (yajl_gen g, const struct sp_run_status *s)
 
   st |= gen_u64 (g, "failures_total", s->failures_total);
   st |= gen_key (g, "failure_causes") | yajl_gen_map_open (g);
-  for (int c = 0; c < SP_RUN_CAUSE_COUNT; c++)
+  for (int c = 0; c < SP_AUDIT_CAUSE_COUNT; c++)
     if (s->causes[c] > 0)
-      st |= gen_u64 (g, sp_run_cause_name ((enum sp_run_cause)c), s->causes[c]);
+      st |= gen_u64 (g, sp_audit_cause_name ((enum sp_audit_cause)c), s->causes[c]);
   st |= yajl_gen_map_close (g);
   st |= gen_key (g, "failures") | yajl_gen_array_open (g);
   for (size_t i = 0; i < s->n_failures; i++)
@@ -243,13 +266,13 @@ render_json (yajl_gen g, const struct sp_run_status *s)
 }
 
 static int
-print_json (const struct sp_run_status *s)
+print_json (const struct sp_run_status *s, int held, const struct sp_state_owner *owner)
 {
   cleanup_yajl_gen yajl_gen g = yajl_gen_alloc (NULL);
   const unsigned char *buf;
   size_t len;
 
-  if (g == NULL || !yajl_gen_config (g, yajl_gen_validate_utf8, 1) || render_json (g, s) < 0
+  if (g == NULL || !yajl_gen_config (g, yajl_gen_validate_utf8, 1) || render_json (g, s, held, owner) < 0
       || yajl_gen_get_buf (g, &buf, &len) != yajl_gen_status_ok)
     return -1;
   return fwrite (buf, 1, len, stdout) == len && putchar ('\n') != EOF ? 0 : -1;
@@ -268,6 +291,8 @@ sp_verb_status (int argc, char **argv)
     { .name = "--json", .flag = &json },
   };
   const struct sp_run_status_options opt = { .owner = 0 };
+  struct sp_state_owner owner;
+  int held;
   int ret;
 
   ret = sp_options_parse ("status", USAGE, argc, argv, options, sizeof (options) / sizeof (options[0]));
@@ -279,10 +304,15 @@ sp_verb_status (int argc, char **argv)
   state_fd = TEMP_FAILURE_RETRY (open (state, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (state_fd < 0)
     return fail ("--state: `%s`: %s", state, strerror (errno));
+  held = sp_state_lock_holder (state_fd, &owner, &err);
+  if (held < 0)
+    return fail ("--state: `%s`: %s", state, sp_error_message (err));
   if (sp_run_status_read (state_fd, &opt, &st, &err) < 0)
     return fail ("--state: `%s`: %s", state, sp_error_message (err));
 
-  if (json ? print_json (st) < 0 : (print_human (stdout, st), 0))
+  if (!json)
+    print_owner (stdout, held, &owner);
+  if (json ? print_json (st, held, &owner) < 0 : (print_human (stdout, st), 0))
     return fail ("write the status");
   if (fflush (stdout) != 0 || ferror (stdout))
     return fail ("write the status: %s", strerror (errno));

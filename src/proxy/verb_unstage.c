@@ -7,6 +7,7 @@
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/progress.h>
 #include <sealed-probe/seed_store.h>
+#include <sealed-probe/state_lock.h>
 
 #include "config.h"
 #include "options.h"
@@ -20,6 +21,7 @@ sp_verb_unstage (int argc, char **argv)
   cleanup_error sp_error_t err = NULL;
   cleanup_reset_report struct sp_reset_report left = { 0 };
   cleanup_close int state_fd = -1;
+  int owner_lock_fd = -1;
   const char *state = NULL;
   const struct sp_option options[] = { { .name = "--state", .value = &state } };
   struct sp_progress progress;
@@ -29,7 +31,9 @@ sp_verb_unstage (int argc, char **argv)
     return ret < 0 ? SP_EXIT_OK : ret;
   if (state == NULL)
     state = SP_DEFAULT_STATE;
-  if (sp_state_open (state, 0, &state_fd, &err) < 0)
+  /* Never beside a serve that answers from these seeds, nor a stage.  */
+  if (sp_state_open (state, 0, &state_fd, &err) < 0
+      || sp_state_lock_take (state_fd, state, "unstage", &owner_lock_fd, &err) < 0)
     {
       sp_verb_report ("unstage", "%s", sp_error_message (err));
       return SP_EXIT_FAIL;
@@ -40,6 +44,7 @@ sp_verb_unstage (int argc, char **argv)
      obstacle is gone, finishes the job.  */
   ret = sp_seed_store_reset (state_fd, &progress, &left, &err);
   sp_progress_clear (&progress);
+  sp_state_lock_release (state_fd, &owner_lock_fd);
   if (ret < 0)
     {
       if (left.n == 0)

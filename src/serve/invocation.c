@@ -1,7 +1,10 @@
-/* One invocation, in the order of ARCHITECTURE.md: decode, validate, debit,
-   allocate a workspace, snapshot, bundle, run, read /probe/out, validate,
-   clean up, answer, audit.  Every failure answers the same ERROR bytes; the
-   audit record keeps the reason.  */
+/* One invocation, in the order of ARCHITECTURE.md: debit, a sandbox (made
+   ahead, or now), the script put in, the run, /probe/out read and checked,
+   the sandbox removed, the result record, the answer at its release time.
+   Every failure answers the same ERROR bytes; the audit record keeps its
+   status, its cause as a value set where it happened, and its reason.  A
+   client that goes away before its answer cancels the invocation
+   (clients.c): its probe is killed and its sandbox removed at once.  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +29,9 @@
 
 #include "serve.h"
 
+/* The canary's worker: it has no client.  */
+#define NO_CLIENT UINT32_MAX
+
 /* What one invocation has learned, for its answer and its audit record.  */
 struct invocation
 {
@@ -39,8 +45,10 @@ struct invocation
   char sandbox[24]; /* the name of the sandbox it was given, or "" */
   struct sp_run_facts facts;
   bool ran;
-  bool stopped; /* the proxy's own stop ended it */
+  unsigned worker; /* whose client it answers (clients.c); NO_CLIENT for the canary */
+  int client_fd;   /* that client's connection, or -1 */
   const char *status;
+  enum sp_audit_cause cause;
 };
 
 static void
@@ -92,25 +100,66 @@ sp_serve_stop (struct sp_serve *s)
   return running;
 }
 
+/* Sets the invocation's verdict and cause, and returns -1 for a caller
+   that fails with them.  */
+static int
+verdict (struct invocation *inv, const char *status, enum sp_audit_cause cause)
+{
+  inv->status = status;
+  inv->cause = cause;
+  return -1;
+}
+
+/* Whether the invocation's client has gone (never, for the canary).  */
+static bool
+client_gone (struct invocation *inv)
+{
+  return inv->worker != NO_CLIENT && sp_serve_client_gone (inv->s, inv->worker, inv->client_fd);
+}
+
+/* An end that is neither the probe's nor a failure: its client went away,
+   or the proxy stopped.  */
+static int
+cancelled (struct invocation *inv, const char *when, sp_error_t *err)
+{
+  bool gone = client_gone (inv);
+
+  sp_error_release (err);
+  verdict (inv, SP_AUDIT_STATUS_CANCELLED, gone ? SP_AUDIT_CAUSE_CLIENT_GONE : SP_AUDIT_CAUSE_STOPPED);
+  return sp_make_error (err, 0, "%s %s", gone ? "the client went away" : "the proxy stopped", when);
+}
+
 /* Whose a failure outside the probe is (docs/audit.md, "status"): the
-   host's when the proxy finds a cause there (a full disk, the runtime binary
-   that cannot be executed, the rootfs gone), else the runtime's once it ran,
-   else the proxy's own.  The cause found is added to the reason.  */
-static const char *
-failure_status (struct invocation *inv, const char *rootfs_root, sp_error_t *err)
+   host's when the proxy finds a cause there (a full disk, the runtime
+   unreachable or its binary not executable, the rootfs gone), else the
+   runtime's once it ran, else the proxy's own.  The cause the failing step
+   set stays, unless the host is found to blame; what is found on the host
+   is added to the reason.  */
+static void
+classify_failure (struct invocation *inv, const char *rootfs_root, sp_error_t *err)
 {
   const struct sp_run_facts *f = &inv->facts;
   int e = *err != NULL ? (*err)->status : 0;
+  int said = sp_error_cause (*err);
   struct statvfs vfs;
   struct stat st;
 
   if (e == ENOSPC || e == EDQUOT || e == EROFS || e == EIO)
-    return SP_AUDIT_STATUS_ENVIRONMENT;
-  if (inv->ran && f->stage == SP_RUN_STAGE_NONE)
+    {
+      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_AUDIT_CAUSE_ENVIRONMENT);
+      return;
+    }
+  if (said == SP_AUDIT_CAUSE_ENVIRONMENT || (inv->ran && f->stage == SP_RUN_STAGE_NONE))
     {
       sp_error_wrap (err, "environment: the runtime cannot be reached (its binary cannot be executed, or its "
                           "daemon does not answer)");
-      return SP_AUDIT_STATUS_ENVIRONMENT;
+      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_AUDIT_CAUSE_ENVIRONMENT);
+      return;
+    }
+  if (said == SP_AUDIT_CAUSE_SEED_GONE)
+    {
+      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_AUDIT_CAUSE_SEED_GONE);
+      return;
     }
   if (statvfs (inv->s->state_path, &vfs) == 0
       && ((uint64_t)vfs.f_bavail * vfs.f_frsize < SP_SERVE_FULL_BELOW_BYTES
@@ -119,22 +168,37 @@ failure_status (struct invocation *inv, const char *rootfs_root, sp_error_t *err
       sp_error_wrap (err,
                      "environment: the state directory's file system is full (%llu bytes, %llu inodes free)",
                      (unsigned long long)vfs.f_bavail * vfs.f_frsize, (unsigned long long)vfs.f_favail);
-      return SP_AUDIT_STATUS_ENVIRONMENT;
+      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_AUDIT_CAUSE_ENVIRONMENT);
+      return;
     }
   if (rootfs_root != NULL && (stat (rootfs_root, &st) < 0 || !S_ISDIR (st.st_mode)))
     {
       sp_error_wrap (err, "environment: the rootfs `%s` is gone", rootfs_root);
-      return SP_AUDIT_STATUS_ENVIRONMENT;
+      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_AUDIT_CAUSE_ENVIRONMENT);
+      return;
     }
-  if (inv->ran)
-    return SP_AUDIT_STATUS_RUNTIME;
-  return SP_AUDIT_STATUS_INTERNAL;
+  if (said == SP_AUDIT_CAUSE_RUNTIME || (said == 0 && inv->ran))
+    verdict (inv, SP_AUDIT_STATUS_RUNTIME, SP_AUDIT_CAUSE_RUNTIME);
+  else
+    verdict (inv, SP_AUDIT_STATUS_INTERNAL, said != 0 ? (enum sp_audit_cause)said : SP_AUDIT_CAUSE_OTHER);
+}
+
+/* Puts the sandbox's container on the list the stop and the cancellation
+   kill from: false once the proxy stops or the client has gone.  */
+static bool
+activate (struct invocation *inv, struct sp_serve_sandbox *sb)
+{
+  if (inv->worker == NO_CLIENT)
+    return sp_serve_sandbox_activate (inv->s, sb);
+  return sp_serve_client_activate (inv->s, inv->worker, sb);
 }
 
 /* Steps 4 to 8: a sandbox for the repository (one made ahead, or one made
    now), the script put in, the run, /probe/out read and checked.  Returns 0
-   with *index set (0 for ERROR) and inv->status, or -1 with the reason.
-   *sandbox is what is left to remove (remove_sandbox), or NULL.  */
+   with *index set (0 for ERROR) and inv->status and cause, or -1 with the
+   reason and inv->status and cause set where known (classify_failure
+   finishes the rest).  *sandbox is what is left to remove
+   (remove_sandbox), or NULL.  */
 static int
 run_probe (struct invocation *inv, bool cold, uint8_t *index, struct sp_serve_sandbox **sandbox,
            sp_error_t *err)
@@ -148,7 +212,7 @@ run_probe (struct invocation *inv, bool cold, uint8_t *index, struct sp_serve_sa
 
   *index = SP_RESPONSE_ERROR;
   *sandbox = NULL;
-  inv->status = SP_AUDIT_STATUS_INTERNAL;
+  inv->status = NULL; /* classify_failure's to say, unless a step below does */
   if (!cold)
     sb = sp_serve_pool_take (s, seed_index);
   if (sb == NULL)
@@ -157,16 +221,13 @@ run_probe (struct invocation *inv, bool cold, uint8_t *index, struct sp_serve_sa
       int slot = sp_serve_slot_claim (s);
 
       if (slot < 0)
-        {
-          inv->stopped = true;
-          return sp_make_error (err, 0, "the proxy is shutting down");
-        }
+        return cancelled (inv, "before its sandbox was made", err);
       if (sp_serve_sandbox_make (s, seed_index, (unsigned)slot, inv->inv, &sb, &inv->ran, &inv->facts, err)
           < 0)
         {
           sp_serve_slot_free (s, (unsigned)slot);
           if (proxy_stopping (s))
-            inv->stopped = true;
+            return cancelled (inv, "while its sandbox was made", err);
           return -1;
         }
     }
@@ -174,50 +235,53 @@ run_probe (struct invocation *inv, bool cold, uint8_t *index, struct sp_serve_sa
   snprintf (inv->sandbox, sizeof (inv->sandbox), "%s", sb->name);
   inv->ran = true;
   inv->facts = sb->facts;
-  if (!sp_serve_sandbox_activate (s, sb))
-    {
-      inv->stopped = true;
-      return sp_make_error (err, 0, "the proxy is shutting down");
-    }
+  if (!activate (inv, sb))
+    return cancelled (inv, "before its probe started", err);
 
   ret = sp_serve_sandbox_run (s, sb, inv->script, inv->script_len, s->config->timeout_seconds, err);
   inv->facts = sb->facts;
-  if (proxy_stopping (s))
-    {
-      /* Its kill, not the runtime or the probe, ended it.  */
-      sp_error_release (err);
-      inv->stopped = true;
-      return sp_make_error (err, 0, "the proxy stopped while the probe ran");
-    }
+  /* A kill, not the runtime or the probe, ended it.  */
+  if (client_gone (inv) || proxy_stopping (s))
+    return cancelled (inv, "while the probe ran", err);
+  /* A seed that changed under the run makes its answer worthless, whatever
+     else happened: the host's, said as it is.  */
+  if (ret < 0 && sp_error_cause (*err) == SP_AUDIT_CAUSE_SEED_GONE)
+    return -1;
   if (ret < 0)
     return sp_error_wrap (err, "runtime");
   if (inv->facts.timed_out)
     {
-      inv->status = SP_AUDIT_STATUS_TIMED_OUT;
+      verdict (inv, SP_AUDIT_STATUS_TIMED_OUT, SP_AUDIT_CAUSE_TIMEOUT);
       return sp_make_error (err, 0, "the probe ran past the %" PRIu32 " s timeout",
                             s->config->timeout_seconds);
     }
-  inv->status = SP_AUDIT_STATUS_PROBE;
   if (inv->facts.signal != 0)
-    return sp_make_error (err, 0, "the probe died of signal %d%s", inv->facts.signal,
-                          inv->facts.oom ? " (out of memory)" : "");
+    {
+      verdict (inv, SP_AUDIT_STATUS_PROBE, SP_AUDIT_CAUSE_PROBE_SIGNAL);
+      return sp_make_error (err, 0, "the probe died of signal %d%s", inv->facts.signal,
+                            inv->facts.oom ? " (out of memory)" : "");
+    }
   if (inv->facts.exit_code != 0)
-    return sp_make_error (err, 0, "the probe exited with status %d", inv->facts.exit_code);
+    {
+      verdict (inv, SP_AUDIT_STATUS_PROBE, SP_AUDIT_CAUSE_PROBE_EXIT);
+      return sp_make_error (err, 0, "the probe exited with status %d", inv->facts.exit_code);
+    }
+  verdict (inv, SP_AUDIT_STATUS_PROBE, SP_AUDIT_CAUSE_PROBE_OUTPUT);
   if (sp_probe_out_read (sb->ws.bundle_dirfd, SP_BUNDLE_OUT, out, sizeof (out), &out_len, err) < 0)
     return sp_error_wrap (err, "/probe/out");
   if ((ret = sp_result_validate (out, out_len, inv->outcomes, err)) < 0)
     return sp_error_wrap (err, "/probe/out");
   *index = (uint8_t)ret;
-  inv->status = SP_AUDIT_STATUS_ANSWERED;
+  verdict (inv, SP_AUDIT_STATUS_ANSWERED, SP_AUDIT_CAUSE_NONE);
   return 0;
 }
 
-/* Whose a failure of run_probe's is, when nothing more precise said.  */
+/* Whose a failure of run_probe's is, when its step did not say.  */
 static void
 classify (struct invocation *inv, int ret, sp_error_t *err)
 {
-  if (ret < 0 && !inv->stopped && strcmp (inv->status, SP_AUDIT_STATUS_INTERNAL) == 0)
-    inv->status = failure_status (inv, inv->s->rootfs.root_path, err);
+  if (ret < 0 && inv->status == NULL)
+    classify_failure (inv, inv->s->rootfs.root_path, err);
 }
 
 /* Step 9, for run_probe's result ret: nothing of the invocation may outlive
@@ -234,7 +298,7 @@ remove_sandbox (struct invocation *inv, struct sp_serve_sandbox *sb, int ret, ui
       *index = SP_RESPONSE_ERROR;
       if (ret == 0)
         {
-          inv->status = SP_AUDIT_STATUS_INTERNAL;
+          verdict (inv, SP_AUDIT_STATUS_INTERNAL, SP_AUDIT_CAUSE_CLEANUP);
           *err = cleanup_err;
           ret = sp_error_wrap (err, "clean up the workspace");
         }
@@ -340,6 +404,7 @@ audit (struct invocation *inv, const struct audit_facts *a, bool admission, uint
     .budget_remaining = a->remaining,
     .answer = admission ? SP_RESPONSE_ERROR : index,
     .status = admission ? SP_AUDIT_STATUS_ADMITTED : inv->status,
+    .cause = inv->cause,
     .reason = admission ? NULL : reason,
     .facts = inv->ran && inv->facts.launched && !admission ? &inv->facts : NULL,
     .admission = admission,
@@ -381,7 +446,10 @@ audit (struct invocation *inv, const struct audit_facts *a, bool admission, uint
 
 /* The result record, then the answer at its release time (release.c): an
    answer whose record could not be written is ERROR, and so is one ready
-   past its last possible release.  The worker, and so its slot, waits.  */
+   past its last possible release.  The worker, and so its slot, waits,
+   whatever ended the invocation: a cancelled one too, so that what queues
+   behind it waits for a released duration, never for how long its kill
+   and removal took.  A client that has gone is sent nothing.  */
 static void
 finish (struct invocation *inv, int fd, struct audit_facts *a, uint8_t index, const char *reason)
 {
@@ -403,30 +471,34 @@ finish (struct invocation *inv, int fd, struct audit_facts *a, uint8_t index, co
       index = SP_RESPONSE_ERROR;
       /* The agent gets ERROR, not the outcome: no longer `answered`.  */
       if (strcmp (inv->status, SP_AUDIT_STATUS_ANSWERED) == 0)
-        inv->status = SP_AUDIT_STATUS_INTERNAL;
+        verdict (inv, SP_AUDIT_STATUS_INTERNAL, SP_AUDIT_CAUSE_RELEASE_OVERFLOW);
     }
   if (audit (inv, a, false, index, reason, &err) < 0)
     index = SP_RESPONSE_ERROR;
   sp_serve_release_wait (inv->s, &release);
-  answer (fd, index);
+  if (inv->cause != SP_AUDIT_CAUSE_CLIENT_GONE)
+    answer (fd, index);
 }
 
 static void
-invocation_init (struct invocation *inv, struct sp_serve *s)
+invocation_init (struct invocation *inv, struct sp_serve *s, unsigned worker, int client_fd)
 {
   uint64_t n = atomic_fetch_add (&s->next_invocation, 1);
 
   memset (inv, 0, sizeof (*inv));
   inv->s = s;
+  inv->worker = worker;
+  inv->client_fd = client_fd;
   inv->facts.exit_code = -1;
   inv->status = SP_AUDIT_STATUS_REFUSED;
+  inv->cause = SP_AUDIT_CAUSE_OTHER;
   snprintf (inv->inv, sizeof (inv->inv), "%" PRIu64, n);
   snprintf (inv->id, sizeof (inv->id), "%s-%s", s->run_id, inv->inv);
 }
 
 void
 sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, uint64_t accepted_ns,
-                 const char *reason)
+                 enum sp_audit_cause cause, const char *reason)
 {
   cleanup_error sp_error_t err = NULL;
   cleanup_free char *noted = NULL;
@@ -439,7 +511,8 @@ sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, uint64
     .release = &release,
   };
 
-  invocation_init (&inv, s);
+  invocation_init (&inv, s, NO_CLIENT, -1);
+  inv.cause = cause;
   sp_serve_release_plan (s, accepted_ns, &release);
   /* Refused off the slots: the releaser holds the answer, so the loop
      never waits.  One it cannot hold goes at once, and the record says so.  */
@@ -475,8 +548,51 @@ find_seed (const struct sp_serve *s, const struct sp_bytes *repo)
   return NULL;
 }
 
+/* Step 3: the debit, spent before anything runs, never refunded, with the
+   bits the call could disclose charged to its repository in the same
+   write.  A ledger that cannot persist halts the proxy.  Returns 0 when
+   debited; -1 with the verdict set otherwise.  */
+static int
+debit (struct invocation *inv, struct audit_facts *a, sp_error_t *err)
+{
+  struct sp_serve *s = inv->s;
+  struct sp_ledger_charge charge = {
+    .repo = s->config->private_repos[inv->seed - s->seeds],
+    .millibits
+    = SP_RELEASE_CONTENT_MILLIBITS
+      + sp_release_timing_millibits (s->opt->release, s->config->timeout_seconds, &a->timing_unbounded),
+    .bit_budget_millibits = s->opt->bit_budget_millibits,
+  };
+  int ret;
+
+  charge.timing_unbounded = a->timing_unbounded;
+  ret = sp_ledger_debit_call (s->ledger, &charge, &a->remaining, &a->repo_millibits, err);
+  if (ret == SP_LEDGER_EXHAUSTED)
+    {
+      verdict (inv, SP_AUDIT_STATUS_REFUSED, SP_AUDIT_CAUSE_BUDGET_SPENT);
+      return sp_make_error (err, 0, "the invocation budget is spent");
+    }
+  if (ret == SP_LEDGER_BITS_EXHAUSTED)
+    {
+      verdict (inv, SP_AUDIT_STATUS_REFUSED, SP_AUDIT_CAUSE_BIT_BUDGET_SPENT);
+      return sp_make_error (err, 0, "the repository's bit budget is spent");
+    }
+  a->millibits = charge.millibits;
+  if (ret < 0)
+    {
+      classify_failure (inv, NULL, err);
+      if (inv->cause != SP_AUDIT_CAUSE_ENVIRONMENT)
+        verdict (inv, SP_AUDIT_STATUS_INTERNAL, SP_AUDIT_CAUSE_LEDGER_WRITE);
+      sp_error_wrap (err, "budget");
+      sp_serve_halt (s, sp_error_message (*err));
+      return -1;
+    }
+  a->debited = true;
+  return 0;
+}
+
 void
-sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t started_ns)
+sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t started_ns, unsigned worker)
 {
   cleanup_close int fd = r->fd;
   cleanup_free uint8_t *frame = r->frame;
@@ -488,7 +604,6 @@ sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t st
                            .received_ns = r->received_ns,
                            .release_from_ns = sp_monotonic_ns (),
                            .started_ns = started_ns };
-  struct sp_ledger_charge charge;
   struct sp_serve_sandbox *sb = NULL;
   struct invocation inv;
   char why[sizeof (s->halt_reason)];
@@ -496,8 +611,10 @@ sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t st
   int ret;
 
   /* Steps 1 and 2, reading and validating, were done off the slots
-     (loop.c): nothing reaches a slot that is not a whole, valid request.  */
-  invocation_init (&inv, s);
+     (loop.c): nothing reaches a slot that is not a whole, valid request.
+     From here on the client is watched: one that goes away cancels.  */
+  sp_serve_client_watch (s, worker, fd);
+  invocation_init (&inv, s, worker, fd);
   inv.outcomes = req.outcomes;
   inv.script = req.script.data;
   inv.script_len = req.script.len;
@@ -507,62 +624,43 @@ sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t st
   a.script_sha256 = script_sha256;
   if (inv.seed == NULL)
     {
+      verdict (&inv, SP_AUDIT_STATUS_REFUSED, SP_AUDIT_CAUSE_NO_SEED);
       sp_make_error (&err, 0, "the repository has no staged seed");
       goto done;
     }
   if (halted (s, why, sizeof (why)))
     {
+      verdict (&inv, SP_AUDIT_STATUS_REFUSED, SP_AUDIT_CAUSE_HALTED);
       sp_make_error (&err, 0, "the proxy is halted until the operator restarts it (%s)", why);
       goto done;
     }
-
-  /* Step 3: spent before anything runs, never refunded, with the bits the
-     call could disclose charged to its repository in the same write.  A
-     ledger that cannot persist halts the proxy.  */
-  charge = (struct sp_ledger_charge){
-    .repo = s->config->private_repos[inv.seed - s->seeds],
-    .millibits
-    = SP_RELEASE_CONTENT_MILLIBITS
-      + sp_release_timing_millibits (s->opt->release, s->config->timeout_seconds, &a.timing_unbounded),
-    .bit_budget_millibits = s->opt->bit_budget_millibits,
-  };
-  charge.timing_unbounded = a.timing_unbounded;
-  ret = sp_ledger_debit_call (s->ledger, &charge, &a.remaining, &a.repo_millibits, &err);
-  if (ret == SP_LEDGER_EXHAUSTED)
+  /* Gone while it queued: nothing is spent on it.  */
+  if (client_gone (&inv))
     {
-      sp_make_error (&err, 0, "the invocation budget is spent");
+      cancelled (&inv, "before its request was admitted", &err);
       goto done;
     }
-  if (ret == SP_LEDGER_BITS_EXHAUSTED)
-    {
-      sp_make_error (&err, 0, "the repository's bit budget is spent");
-      goto done;
-    }
-  a.millibits = charge.millibits;
-  if (ret < 0)
-    {
-      inv.status = failure_status (&inv, NULL, &err);
-      sp_error_wrap (&err, "budget");
-      sp_serve_halt (s, sp_error_message (err));
-      goto done;
-    }
-  a.debited = true;
+  if (debit (&inv, &a, &err) < 0)
+    goto done;
 
   /* The admission record lands before anything is copied or launched, or
      nothing is: no sandbox ever runs unaudited.  */
   if (audit (&inv, &a, true, SP_RESPONSE_ERROR, NULL, &err) < 0)
     {
-      inv.status = failure_status (&inv, NULL, &err);
+      verdict (&inv, SP_AUDIT_STATUS_INTERNAL, SP_AUDIT_CAUSE_AUDIT_WRITE);
+      classify_failure (&inv, NULL, &err);
+      if (inv.cause != SP_AUDIT_CAUSE_ENVIRONMENT)
+        verdict (&inv, SP_AUDIT_STATUS_INTERNAL, SP_AUDIT_CAUSE_AUDIT_WRITE);
       goto done;
     }
 
   ret = run_probe (&inv, false, &index, &sb, &err);
   /* In immediate release the answer's time is the run's own, and it
      promises nothing about what comes after: an answer's sandbox goes once
-     the answer has left.  A failed run's goes first, so that its record
-     says everything that failed.  The other modes release at a time that
-     must cover the removal too (SP_RELEASE_MARGIN_MS), so it stays on the
-     path.  */
+     the answer has left.  A failed or cancelled run's goes first, so that
+     its record says everything that failed, and a cancelled probe's
+     sandbox goes at once.  The other modes release at a time that must
+     cover the removal too (SP_RELEASE_MARGIN_MS), so it stays on the path.  */
   if (s->opt->release == SP_RELEASE_IMMEDIATE && ret == 0)
     classify (&inv, ret, &err);
   else
@@ -577,6 +675,7 @@ done:
   if (!a.debited)
     a.remaining = sp_ledger_remaining (s->ledger);
   finish (&inv, fd, &a, index, err ? sp_error_message (err) : NULL);
+  sp_serve_client_unwatch (s, worker, fd);
   if (sb != NULL)
     {
       /* The client reads to the end of the stream: it ends now, not after
@@ -718,7 +817,7 @@ sp_serve_canary (struct sp_serve *s, sp_error_t *err)
       script = NULL;
       return sp_make_error (err, ENOMEM, "canary: allocate");
     }
-  invocation_init (&inv, s);
+  invocation_init (&inv, s, NO_CLIENT, -1);
   inv.seed = &s->seeds[0];
   inv.outcomes = outcomes;
   inv.script = script;

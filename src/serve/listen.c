@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/socket.h>
@@ -92,8 +93,14 @@ check_path (int dirfd, const char *path, const char *name, bool remove_stale, sp
                           "--socket: `%s` is in use: another process listens on it (another serve?); "
                           "stop it or choose another --socket",
                           path);
-  if (remove_stale && unlinkat (dirfd, name, 0) < 0)
+  if (!remove_stale)
+    return 0;
+  if (unlinkat (dirfd, name, 0) < 0)
     return sp_make_error (err, errno, "--socket: remove the stale `%s`", path);
+  /* Left by a serve that never stopped (kill -9): said, as every other
+     leftover a start removes (docs/operations.md, "A start after kill -9").  */
+  fprintf (stderr, "sealed-probe-proxy: serve: removed the stale socket `%s` (nobody listened on it)\n",
+           path);
   return 0;
 }
 

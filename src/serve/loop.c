@@ -43,6 +43,13 @@ struct queue
   bool closing;
 };
 
+struct worker
+{
+  struct queue *q;
+  unsigned index; /* its client's (struct sp_serve_client) */
+  pthread_t thread;
+};
+
 /* The connections whose frames are still arriving.  */
 struct unread
 {
@@ -53,7 +60,8 @@ struct unread
 static void *
 worker (void *arg)
 {
-  struct queue *q = arg;
+  struct worker *self = arg;
+  struct queue *q = self->q;
 
   for (;;)
     {
@@ -71,14 +79,14 @@ worker (void *arg)
       q->head = (q->head + 1) % q->cap;
       q->len--;
       pthread_mutex_unlock (&q->lock);
-      sp_serve_invocation (q->s, &p.r, sp_realtime_ns ());
+      sp_serve_invocation (q->s, &p.r, sp_realtime_ns (), self->index);
     }
 }
 
 static void
-refuse_request (struct sp_serve *s, struct sp_serve_request *r, const char *reason)
+refuse_request (struct sp_serve *s, struct sp_serve_request *r, enum sp_audit_cause cause, const char *reason)
 {
-  sp_serve_refuse (s, r->fd, r->received_ns, r->accepted_ns, reason);
+  sp_serve_refuse (s, r->fd, r->received_ns, r->accepted_ns, cause, reason);
   free (r->frame);
   r->frame = NULL;
 }
@@ -87,7 +95,7 @@ refuse_request (struct sp_serve *s, struct sp_serve_request *r, const char *reas
    every one, when all is true).  Returns the milliseconds until the next one
    would expire, or -1 when none waits.  */
 static int
-expire (struct queue *q, bool all, const char *reason)
+expire (struct queue *q, bool all, enum sp_audit_cause cause, const char *reason)
 {
   uint64_t limit = (uint64_t)q->s->opt->queue_wait_seconds * 1000000000ULL;
   uint64_t now = sp_monotonic_ns ();
@@ -109,7 +117,7 @@ expire (struct queue *q, bool all, const char *reason)
       q->head = (q->head + 1) % q->cap;
       q->len--;
       pthread_mutex_unlock (&q->lock);
-      refuse_request (q->s, &p.r, reason);
+      refuse_request (q->s, &p.r, cause, reason);
     }
 }
 
@@ -123,19 +131,24 @@ enqueue (struct queue *q, struct sp_serve_conn *c)
   };
   cleanup_error sp_error_t err = NULL;
   bool queued = false;
+  int ret;
 
   c->fd = -1;
   c->frame = NULL;
   if (sp_request_decode (p.r.frame, c->len, &p.r.req, &err) < 0)
     {
       sp_error_wrap (&err, "frame");
-      refuse_request (q->s, &p.r, sp_error_message (err));
+      refuse_request (q->s, &p.r, SP_AUDIT_CAUSE_FRAME, sp_error_message (err));
       return;
     }
-  if (sp_request_validate (&p.r.req, q->s->config->private_repos, q->s->config->n_private_repos, &err) < 0)
+  ret = sp_request_validate (&p.r.req, q->s->config->private_repos, q->s->config->n_private_repos, &err);
+  if (ret < 0)
     {
       sp_error_wrap (&err, "request");
-      refuse_request (q->s, &p.r, sp_error_message (err));
+      refuse_request (q->s, &p.r,
+                      ret == SP_REQUEST_REPO_UNKNOWN ? SP_AUDIT_CAUSE_UNKNOWN_REPOSITORY
+                                                     : SP_AUDIT_CAUSE_BAD_REQUEST,
+                      sp_error_message (err));
       return;
     }
   p.queued_ns = sp_monotonic_ns ();
@@ -149,7 +162,7 @@ enqueue (struct queue *q, struct sp_serve_conn *c)
     }
   pthread_mutex_unlock (&q->lock);
   if (!queued)
-    refuse_request (q->s, &p.r, "the queue is full");
+    refuse_request (q->s, &p.r, SP_AUDIT_CAUSE_QUEUE_FULL, "the queue is full");
 }
 
 static void
@@ -160,11 +173,11 @@ unread_drop (struct unread *u, size_t i)
 
 /* Refuses one unread connection (ERROR, audited) and forgets it.  */
 static void
-unread_refuse (struct queue *q, struct unread *u, size_t i, const char *reason)
+unread_refuse (struct queue *q, struct unread *u, size_t i, enum sp_audit_cause cause, const char *reason)
 {
   struct sp_serve_conn *c = &u->conns[i];
 
-  sp_serve_refuse (q->s, c->fd, c->received_ns, c->accepted_ns, reason);
+  sp_serve_refuse (q->s, c->fd, c->received_ns, c->accepted_ns, cause, reason);
   c->fd = -1;
   sp_serve_conn_release (c);
   unread_drop (u, i);
@@ -186,7 +199,7 @@ accept_all (struct queue *q, struct unread *u, int listen_fd)
 
           snprintf (reason, sizeof (reason), "%d connections are still sending their requests",
                     SP_SERVE_UNREAD_MAX);
-          sp_serve_refuse (q->s, fd, received, accepted, reason);
+          sp_serve_refuse (q->s, fd, received, accepted, SP_AUDIT_CAUSE_TOO_MANY_UNREAD, reason);
           continue;
         }
       sp_serve_conn_init (&u->conns[u->len++], fd, received, accepted);
@@ -220,7 +233,7 @@ read_ready (struct queue *q, struct unread *u, const struct pollfd *fds, size_t 
       else if (ret < 0)
         {
           sp_error_wrap (&err, "frame");
-          unread_refuse (q, u, i, sp_error_message (err));
+          unread_refuse (q, u, i, SP_AUDIT_CAUSE_FRAME, sp_error_message (err));
         }
     }
   now = sp_monotonic_ns ();
@@ -234,7 +247,7 @@ read_ready (struct queue *q, struct unread *u, const struct pollfd *fds, size_t 
 
           snprintf (reason, sizeof (reason), "frame: the request did not arrive within %d s",
                     SP_SERVE_REQUEST_READ_SECONDS);
-          unread_refuse (q, u, i, reason);
+          unread_refuse (q, u, i, SP_AUDIT_CAUSE_FRAME, reason);
         }
       else
         {
@@ -266,11 +279,13 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
     .ready = PTHREAD_COND_INITIALIZER,
     .cap = s->opt->queue,
   };
-  cleanup_free pthread_t *workers = calloc (s->opt->concurrency, sizeof (pthread_t));
+  cleanup_free struct worker *workers = calloc (s->opt->concurrency, sizeof (struct worker));
   cleanup_free struct unread *u = calloc (1, sizeof (*u));
   unsigned started = 0;
   int ret = 0;
   int read_timeout = -1;
+  int rekill_timeout = -1;
+  uint64_t rekill_at = 0;
 
   q.items = calloc (q.cap, sizeof (*q.items));
   if (q.items == NULL || workers == NULL || u == NULL)
@@ -284,38 +299,57 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
       sp_serve_releaser_stop (s);
       return -1;
     }
-  if (sp_serve_pool_start (s, err) < 0)
+  if (sp_serve_clients_open (s, err) < 0 || sp_serve_pool_start (s, err) < 0)
     {
       free (q.items);
       sp_serve_releaser_stop (s);
+      sp_serve_clients_close (s);
       return -1;
     }
   for (; started < s->opt->concurrency; started++)
-    if ((errno = pthread_create (&workers[started], NULL, worker, &q)) != 0)
-      {
-        ret = sp_make_error (err, errno, "start a worker");
-        break;
-      }
+    {
+      workers[started] = (struct worker){ .q = &q, .index = started };
+      if ((errno = pthread_create (&workers[started].thread, NULL, worker, &workers[started])) != 0)
+        {
+          ret = sp_make_error (err, errno, "start a worker");
+          break;
+        }
+    }
 
   while (ret == 0)
     {
       /* The unread connections first, so that fds[i] is conns[i].  */
-      struct pollfd fds[SP_SERVE_UNREAD_MAX + 2];
+      struct pollfd fds[SP_SERVE_UNREAD_MAX + 3];
       size_t n = u->len;
-      int timeout
-          = min_timeout (expire (&q, false, "waited longer than --queue-wait for a slot"), read_timeout);
+      int timeout = min_timeout (
+          expire (&q, false, SP_AUDIT_CAUSE_QUEUE_WAIT, "waited longer than --queue-wait for a slot"),
+          read_timeout);
 
+      if (rekill_timeout >= 0)
+        {
+          uint64_t now = sp_monotonic_ns ();
+          timeout = min_timeout (timeout, now >= rekill_at ? 0 : (int)((rekill_at - now) / NS_PER_MS) + 1);
+        }
       for (size_t i = 0; i < n; i++)
         fds[i] = (struct pollfd){ .fd = u->conns[i].fd, .events = POLLIN };
       fds[n] = (struct pollfd){ .fd = listen_fd, .events = POLLIN };
       fds[n + 1] = (struct pollfd){ .fd = signal_fd, .events = POLLIN };
-      if (poll (fds, n + 2, timeout) < 0 && errno != EINTR)
+      fds[n + 2] = (struct pollfd){ .fd = s->client_watch_fd, .events = POLLIN };
+      if (poll (fds, n + 3, timeout) < 0 && errno != EINTR)
         {
           ret = sp_make_error (err, errno, "poll");
           break;
         }
-      if (fds[n + 1].revents & POLLIN)
+      if ((fds[n + 1].revents & POLLIN) && sp_serve_signals_read (signal_fd, "serve") > 0)
         break;
+      /* Clients gone before their answers: their probes are killed now, and
+         again until their containers are gone.  */
+      if ((fds[n + 2].revents & POLLIN) || (rekill_timeout >= 0 && sp_monotonic_ns () >= rekill_at))
+        {
+          rekill_timeout
+              = (fds[n + 2].revents & POLLIN) ? sp_serve_clients_hangups (s) : sp_serve_clients_rekill (s);
+          rekill_at = sp_monotonic_ns () + (uint64_t)(rekill_timeout < 0 ? 0 : rekill_timeout) * NS_PER_MS;
+        }
       read_timeout = read_ready (&q, u, fds, n);
       if (fds[n].revents & POLLIN)
         {
@@ -328,8 +362,8 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
      requests answered ERROR, then every worker finishes its cleanup.  */
   sp_serve_stop (s);
   while (u->len > 0)
-    unread_refuse (&q, u, u->len - 1, "the proxy is shutting down");
-  expire (&q, true, "the proxy is shutting down");
+    unread_refuse (&q, u, u->len - 1, SP_AUDIT_CAUSE_SHUTDOWN, "the proxy is shutting down");
+  expire (&q, true, SP_AUDIT_CAUSE_SHUTDOWN, "the proxy is shutting down");
   pthread_mutex_lock (&q.lock);
   q.closing = true;
   pthread_cond_broadcast (&q.ready);
@@ -339,12 +373,13 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
   while (sp_serve_stop (s) > 0)
     usleep (SHUTDOWN_KILL_INTERVAL_US);
   for (unsigned i = 0; i < started; i++)
-    pthread_join (workers[i], NULL);
+    pthread_join (workers[i].thread, NULL);
   /* The sandboxes made ahead go once no worker can take one.  */
   if (sp_serve_pool_stop (s) < 0 && ret == 0)
     ret = sp_make_error (err, 0, "pool: a sandbox made ahead could not be removed");
-  expire (&q, true, "the proxy is shutting down");
+  expire (&q, true, SP_AUDIT_CAUSE_SHUTDOWN, "the proxy is shutting down");
   sp_serve_releaser_stop (s);
+  sp_serve_clients_close (s);
   free (q.items);
   return ret;
 }

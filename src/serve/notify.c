@@ -93,7 +93,7 @@ sp_ready_file_claim (const char *path, sp_error_t *err)
   const char *base;
   char text[32];
   ssize_t n;
-  long pid;
+  long pid = 0;
 
   if (sp_path_split (path, &dir, &base, err) < 0)
     return sp_error_wrap (err, "--ready-file");
@@ -111,8 +111,18 @@ sp_ready_file_claim (const char *path, sp_error_t *err)
         return sp_make_error (err, 0, "--ready-file: `%s` belongs to a running serve (pid %ld)", path, pid);
     }
   /* Stale: its serve is gone (or it is not a ready file at all).  */
-  if (unlinkat (dirfd, base, 0) < 0 && errno != ENOENT)
-    return sp_make_error (err, errno, "--ready-file: remove the stale `%s`", path);
+  if (unlinkat (dirfd, base, 0) < 0)
+    return errno == ENOENT ? 0 : sp_make_error (err, errno, "--ready-file: remove the stale `%s`", path);
+  /* Said, as every other leftover a start removes (docs/operations.md, "A
+     start after kill -9").  */
+  if (pid > 0)
+    fprintf (
+        stderr,
+        "sealed-probe-proxy: serve: removed the stale ready file `%s`, which named pid %ld, no serve now\n",
+        path, pid);
+  else
+    fprintf (stderr, "sealed-probe-proxy: serve: removed the stale ready file `%s`, which named no pid\n",
+             path);
   return 0;
 }
 

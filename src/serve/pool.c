@@ -13,7 +13,11 @@
      that no more than --pool sandboxes ever wait without a request;
    - on stop it ends and every waiting sandbox is removed; one left by a
      proxy killed -9 is an orphan of its run, which the next start removes
-     with the rest (the runtime's cleanup_orphans, the work directory).
+     with the rest (the runtime's cleanup_orphans, the work directory);
+   - a repository whose seed is gone (sp_serve_seed_check) is given up for
+     good: its waiting sandboxes are removed and none is made for it again
+     (only a restart, once it is staged again, can serve it);
+   - what it says on stderr names the repository, never a number.
    Everything below is under s->lock.  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,6 +29,7 @@
 
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/cleanup.h>
+#include <sealed-probe/quote.h>
 
 #include "serve.h"
 
@@ -48,6 +53,7 @@ struct sp_serve_pool
   struct sp_serve_sandbox ***ready; /* per repository: per_repo entries, oldest first */
   uint64_t *retry_at_ns;            /* per repository: monotonic, 0 when not backing off */
   unsigned *retry_ms;
+  bool *gone; /* per repository: its seed is gone, nothing more is made for it */
   uint64_t next_name;
 };
 
@@ -68,7 +74,7 @@ next_repo (const struct sp_serve *s, const struct sp_serve_pool *p, uint64_t now
     {
       unsigned have = p->ready_len[i] + p->making[i];
 
-      if (have >= p->per_repo)
+      if (have >= p->per_repo || p->gone[i])
         continue;
       if (p->retry_at_ns[i] > now)
         {
@@ -106,6 +112,40 @@ wait_for (struct sp_serve *s, struct sp_serve_pool *p, uint64_t wait_ns)
   pthread_cond_timedwait (&p->cv, &s->lock, &until);
 }
 
+/* Removes sb, unlocked, saying so on stderr when something stays.  */
+static void
+remove_unlocked (struct sp_serve *s, struct sp_serve_sandbox *sb)
+{
+  cleanup_error sp_error_t err = NULL;
+  char q[SP_QUOTE_BUF_SIZE];
+  const char *repo = sp_quote_name (s->config->private_repos[sb->seed_index], q);
+  char name[24];
+
+  snprintf (name, sizeof (name), "%s", sb->name);
+  pthread_mutex_unlock (&s->lock);
+  if (sp_serve_sandbox_destroy (s, sb, &err) < 0)
+    fprintf (stderr, "sealed-probe-proxy: serve: pool: remove sandbox %s of `%s`: %s\n", name, repo,
+             sp_error_message (err));
+  pthread_mutex_lock (&s->lock);
+}
+
+/* Repository i's seed is gone: said once, its waiting sandboxes (made from
+   it) removed, and none made again.  */
+static void
+give_up (struct sp_serve *s, struct sp_serve_pool *p, size_t i, const sp_error_t why)
+{
+  p->gone[i] = true;
+  fprintf (stderr, "sealed-probe-proxy: serve: pool: %s; no sandbox is made ahead for it any more\n",
+           sp_error_message (why));
+  while (p->ready_len[i] > 0)
+    {
+      struct sp_serve_sandbox *sb = p->ready[i][--p->ready_len[i]];
+
+      p->held--;
+      remove_unlocked (s, sb);
+    }
+}
+
 /* Makes one sandbox for repository i, unlocked; back under the lock, it
    joins the pool, or is removed when the proxy stopped meanwhile.  */
 static void
@@ -113,6 +153,7 @@ make_one (struct sp_serve *s, struct sp_serve_pool *p, size_t i)
 {
   cleanup_error sp_error_t err = NULL;
   struct sp_serve_sandbox *sb = NULL;
+  char q[SP_QUOTE_BUF_SIZE];
   char name[24];
   bool ran;
   int slot;
@@ -135,17 +176,20 @@ make_one (struct sp_serve *s, struct sp_serve_pool *p, size_t i)
   if (sb == NULL)
     {
       p->held--;
-      if (!p->stop && !s->stopping)
+      if (!p->stop && !s->stopping && sp_error_cause (err) == SP_AUDIT_CAUSE_SEED_GONE)
+        give_up (s, p, i, err);
+      else if (!p->stop && !s->stopping)
         {
           p->retry_ms[i] = p->retry_ms[i] == 0                       ? POOL_RETRY_FIRST_MS
                            : p->retry_ms[i] >= POOL_RETRY_MAX_MS / 2 ? POOL_RETRY_MAX_MS
                                                                      : p->retry_ms[i] * 2;
           p->retry_at_ns[i] = sp_monotonic_ns () + (uint64_t)p->retry_ms[i] * 1000000ULL;
-          /* Said once per failure, with the sandbox's name only: the same
-             failure reaches the audit log through the cold start.  */
-          fprintf (stderr,
-                   "sealed-probe-proxy: serve: pool: sandbox %s for repository %zu: %s; retrying in %u ms\n",
-                   name, i + 1, sp_error_message (err), p->retry_ms[i]);
+          /* Said once per failure, with the sandbox's and the
+             repository's names: the same failure reaches the audit log
+             through the cold start.  */
+          fprintf (stderr, "sealed-probe-proxy: serve: pool: sandbox %s for `%s`: %s; retrying in %u ms\n",
+                   name, sp_quote_name (s->config->private_repos[i], q), sp_error_message (err),
+                   p->retry_ms[i]);
         }
       return;
     }
@@ -154,12 +198,7 @@ make_one (struct sp_serve *s, struct sp_serve_pool *p, size_t i)
   if (p->stop)
     {
       p->held--;
-      pthread_mutex_unlock (&s->lock);
-      sp_error_release (&err);
-      if (sp_serve_sandbox_destroy (s, sb, &err) < 0)
-        fprintf (stderr, "sealed-probe-proxy: serve: pool: remove sandbox %s: %s\n", name,
-                 sp_error_message (err));
-      pthread_mutex_lock (&s->lock);
+      remove_unlocked (s, sb);
       return;
     }
   p->ready[i][p->ready_len[i]++] = sb;
@@ -199,6 +238,7 @@ pool_free (struct sp_serve_pool *p, size_t n_repos)
   free (p->making);
   free (p->retry_at_ns);
   free (p->retry_ms);
+  free (p->gone);
   free (p);
 }
 
@@ -220,8 +260,9 @@ sp_serve_pool_start (struct sp_serve *s, sp_error_t *err)
   p->making = calloc (n, sizeof (*p->making));
   p->retry_at_ns = calloc (n, sizeof (*p->retry_at_ns));
   p->retry_ms = calloc (n, sizeof (*p->retry_ms));
+  p->gone = calloc (n, sizeof (*p->gone));
   if (p->ready == NULL || p->ready_len == NULL || p->making == NULL || p->retry_at_ns == NULL
-      || p->retry_ms == NULL)
+      || p->retry_ms == NULL || p->gone == NULL)
     {
       pool_free (p, n);
       return sp_make_error (err, errno, "pool: allocate");
@@ -304,13 +345,14 @@ sp_serve_pool_stop (struct sp_serve *s)
       {
         cleanup_error sp_error_t err = NULL;
         struct sp_serve_sandbox *sb = p->ready[i][k];
+        char q[SP_QUOTE_BUF_SIZE];
         char name[24];
 
         snprintf (name, sizeof (name), "%s", sb->name);
         if (sp_serve_sandbox_destroy (s, sb, &err) < 0)
           {
-            fprintf (stderr, "sealed-probe-proxy: serve: pool: remove sandbox %s: %s\n", name,
-                     sp_error_message (err));
+            fprintf (stderr, "sealed-probe-proxy: serve: pool: remove sandbox %s of `%s`: %s\n", name,
+                     sp_quote_name (s->config->private_repos[i], q), sp_error_message (err));
             ret = -1;
           }
       }

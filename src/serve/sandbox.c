@@ -153,6 +153,7 @@ sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, con
   if (sp_workspace_create (s->work_run_fd, s->work_run_path, name, &limits, &sb->ws, err) < 0)
     {
       sp_error_wrap (err, "workspace");
+      sp_error_set_cause (err, SP_AUDIT_CAUSE_WORKSPACE);
       goto fail;
     }
   spec.bundle_dir = sb->ws.bundle_path;
@@ -168,11 +169,28 @@ sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, con
       || (spec.rules.tmp_on_host && sp_bundle_mount_tmp (sb->ws.bundle_dirfd, sb->ws.bundle_path, err) < 0))
     {
       sp_error_wrap (err, "bundle");
+      sp_error_set_cause (err, SP_AUDIT_CAUSE_BUNDLE);
       goto fail;
     }
+  /* Just before the snapshot, and again should it fail: a seed unmounted
+     by hand fails its clone (EINVAL), which is the seed's going, not the
+     proxy's failure.  */
+  if (sp_serve_seed_check (s, seed_index, err) < 0)
+    goto fail;
   if (sp_workspace_snapshot (&sb->ws, s->opt->snapshot, seed_fd, &copy_limits, id, err) < 0)
     {
-      sp_error_wrap (err, "snapshot");
+      sp_error_t gone = NULL;
+
+      if (sp_serve_seed_check (s, seed_index, &gone) < 0)
+        {
+          sp_error_release (err);
+          *err = gone;
+        }
+      else
+        {
+          sp_error_wrap (err, "snapshot");
+          sp_error_set_cause (err, SP_AUDIT_CAUSE_SNAPSHOT);
+        }
       goto fail;
     }
   if (s->runtime->ops->create != NULL)
@@ -188,6 +206,7 @@ sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, con
       if (s->runtime->ops->create (s->runtime, &job, &sb->facts, &sb->handle, err) < 0)
         {
           sp_error_wrap (err, "runtime");
+          sp_error_set_cause (err, SP_AUDIT_CAUSE_RUNTIME);
           goto fail;
         }
     }
@@ -254,12 +273,66 @@ sp_serve_sandbox_warm (struct sp_serve_sandbox *sb, uint64_t max_entries)
     (void)warm_dir (repo_fd, 0, max_entries);
 }
 
+/* The runtime's part of a run: `start` of the sandbox created ahead, or
+   `run` of its bundle.  */
+static int
+sandbox_start (struct sp_serve *s, struct sp_serve_sandbox *sb, uint32_t timeout_seconds, sp_error_t *err)
+{
+  const struct sp_runtime_job job = {
+    .bundle_dir = sb->ws.bundle_path,
+    .container_id = sb->container_id,
+    .cgroup_path = sb->cgroup_path,
+    .timeout_seconds = timeout_seconds,
+  };
+
+  sb->ran = true;
+  if (sb->handle != NULL)
+    return s->runtime->ops->start (s->runtime, sb->handle, &sb->facts, err);
+  return s->runtime->ops->run (s->runtime, &job, &sb->facts, err);
+}
+
+/* After the run: a seed gone meanwhile makes any answer worthless, and
+   its error is the one that counts (the runtime's, if any, is added).  */
+static int
+seed_still_there (struct sp_serve *s, struct sp_serve_sandbox *sb, int ran, sp_error_t *err)
+{
+  sp_error_t gone = NULL;
+
+  if (sp_serve_seed_check (s, sb->seed_index, &gone) == 0)
+    return ran;
+  sb->seed_gone = true;
+  if (ran < 0)
+    {
+      sp_error_t both = NULL;
+
+      sp_make_error (&both, 0, "%s (and the runtime: %s)", sp_error_message (gone), sp_error_message (*err));
+      sp_error_set_cause (&both, sp_error_cause (gone));
+      sp_error_release (&gone);
+      sp_error_release (err);
+      gone = both;
+    }
+  *err = gone;
+  return -1;
+}
+
 int
 sp_serve_sandbox_run (struct sp_serve *s, struct sp_serve_sandbox *sb, const void *script, size_t script_len,
                       uint32_t timeout_seconds, sp_error_t *err)
 {
-  int put = sp_bundle_put_script (sb->ws.bundle_dirfd, script, script_len, err);
+  int put;
 
+  /* A sandbox made ahead may have waited long: nothing starts on a seed
+     that is gone (its answer would be discarded anyway).  */
+  if (sp_serve_seed_check (s, sb->seed_index, err) < 0)
+    {
+      sb->seed_gone = true;
+      put = -1;
+    }
+  else if ((put = sp_bundle_put_script (sb->ws.bundle_dirfd, script, script_len, err)) < 0)
+    {
+      sp_error_set_cause (err, SP_AUDIT_CAUSE_BUNDLE);
+      sp_error_wrap (err, "bundle");
+    }
   /* Whether or not the script went in, the sandbox is the request's now.  */
   if (sb->refill_owed)
     {
@@ -267,20 +340,8 @@ sp_serve_sandbox_run (struct sp_serve *s, struct sp_serve_sandbox *sb, const voi
       sp_serve_pool_refill (s);
     }
   if (put < 0)
-    return sp_error_wrap (err, "bundle");
-  sb->ran = true;
-  if (sb->handle != NULL)
-    return s->runtime->ops->start (s->runtime, sb->handle, &sb->facts, err);
-  {
-    const struct sp_runtime_job job = {
-      .bundle_dir = sb->ws.bundle_path,
-      .container_id = sb->container_id,
-      .cgroup_path = sb->cgroup_path,
-      .timeout_seconds = timeout_seconds,
-    };
-
-    return s->runtime->ops->run (s->runtime, &job, &sb->facts, err);
-  }
+    return -1;
+  return seed_still_there (s, sb, sandbox_start (s, sb, timeout_seconds, err), err);
 }
 
 int

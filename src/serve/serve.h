@@ -28,8 +28,10 @@
 /* The operator's choices, from the command line.  */
 struct sp_serve_options
 {
+  const char *verb; /* "serve" or "check": who holds the state directory (state_lock.h) */
   const char *config;
   const char *state;
+  const char *run_dir; /* --run-dir: workspaces RUN_DIR/work, probe-id locks RUN_DIR/ids */
   const char *rootfs;
   const char *socket;
   const char *socket_group;
@@ -59,7 +61,36 @@ struct sp_serve_seed
   int dirfd;
   uint64_t bytes;   /* file bytes, for copy mode's tmpfs size */
   uint64_t entries; /* entries, for its inode count */
+  /* The mount it was verified on (sp_serve_seed_check): its id, which no
+     other mount can take while dirfd holds it, and the seed directory's
+     device and inode, at path (STATE/seeds/RUN/K, absolute) in serve's
+     mount namespace; rel is path's seeds/RUN/K.  */
+  char *path;
+  const char *rel;
+  uint64_t mnt_id;
+  dev_t dev;
+  ino_t ino;
+  /* runc, gvisor: the same seed as the host's mount namespace shows it
+     (s->host_state_fd), held by an O_PATH fd, and that mount's id; -1 and
+     0 otherwise.  */
+  int host_fd;
+  uint64_t host_mnt_id;
 };
+
+/* The client of one invocation in flight, one per worker (clients.c;
+   docs/operations.md, "Cancellation"), under the proxy's lock.  */
+struct sp_serve_client
+{
+  bool in_use;
+  uint32_t generation; /* bumped at each watch and unwatch: a late report of an earlier client is ignored */
+  bool cancelled;      /* its connection closed before its answer */
+  int slot;            /* the slot whose container runs its probe, or -1 */
+};
+
+/* How often the accept loop kills again what still runs for a cancelled
+   client: a kill that came between a container's creation and its start
+   found nothing to kill.  */
+#define SP_SERVE_CANCEL_REKILL_MS 200
 
 /* Everything the preflight established, shared by every invocation.  */
 struct sp_serve
@@ -70,6 +101,11 @@ struct sp_serve
   struct sp_bundle_rules rules; /* the runtime's needs of its bundles, from the config */
   char *state_path;             /* absolute */
   int state_fd;
+  /* runc, gvisor: STATE as the host's mount namespace shows it, opened
+     before serve left it (sp_serve_setup), so that a remount of a seed
+     there, which never reaches serve's own namespace, is seen; else -1.  */
+  int host_state_fd;
+  int owner_lock_fd; /* the state directory's one owner (state_lock.h), held to the very end */
   struct sp_staged staged;
   struct sp_serve_seed *seeds; /* parallel to config->private_repos */
   struct sp_rootfs_info rootfs;
@@ -77,11 +113,11 @@ struct sp_serve
   struct sp_ledger *ledger;
   struct sp_audit *audit;
   struct sp_runtime_backend *runtime;
-  int work_fd;     /* SP_SERVE_WORK_ROOT/KEY: this state directory's workspaces */
-  int work_run_fd; /* SP_SERVE_WORK_ROOT/KEY/RUN */
+  int work_fd;     /* RUN_DIR/work/KEY: this state directory's workspaces */
+  int work_run_fd; /* RUN_DIR/work/KEY/RUN */
   char *work_path;
   char *work_run_path;
-  char *rootfs_mount; /* SP_SERVE_WORK_ROOT/KEY/RUN/rootfs: the private copy of the rootfs */
+  char *rootfs_mount; /* RUN_DIR/work/KEY/RUN/rootfs: the private copy of the rootfs */
   char run_id[SP_ID_MAX_CHARS + 1];
   atomic_uint_fast64_t next_invocation;
 
@@ -116,6 +152,11 @@ struct sp_serve
 
   /* Sandboxes created ahead (pool.c), under lock; NULL when pool_slots is 0.  */
   struct sp_serve_pool *pool;
+
+  /* The workers' clients (clients.c), under lock, and the epoll set their
+     connections are watched in (the accept loop polls it).  */
+  struct sp_serve_client *clients;
+  int client_watch_fd;
 };
 
 /* One sandbox from its creation to its removal (sandbox.c): a slot (and so
@@ -135,24 +176,58 @@ struct sp_serve_sandbox
   struct sp_run_facts facts; /* create's, then start's */
   bool ran;                  /* the runtime was asked to create or run it */
   bool refill_owed;          /* taken from the pool, whose thread is told once its script is in */
+  bool seed_gone; /* sp_serve_seed_check failed before its start or after its run: no answer is taken */
 };
+
+/* The clients in flight (clients.c).  open: before the workers start;
+   watch: a worker's new client, fd its connection; unwatch: before fd is
+   closed.  */
+int sp_serve_clients_open (struct sp_serve *s, sp_error_t *err);
+void sp_serve_clients_close (struct sp_serve *s);
+void sp_serve_client_watch (struct sp_serve *s, unsigned worker, int fd);
+void sp_serve_client_unwatch (struct sp_serve *s, unsigned worker, int fd);
+/* Whether the worker's client has gone: said by the loop, or seen now.  */
+bool sp_serve_client_gone (struct sp_serve *s, unsigned worker, int fd);
+/* sp_serve_sandbox_activate for a worker's sandbox: false (nothing
+   registered) once the proxy is stopping or the client has gone.  */
+bool sp_serve_client_activate (struct sp_serve *s, unsigned worker, struct sp_serve_sandbox *sb);
+/* The loop: the epoll set is readable (hangups), or the rekill time came.
+   Kills what runs for each cancelled client; returns in how many ms to
+   kill again, or -1 when nothing is left to kill.  */
+int sp_serve_clients_hangups (struct sp_serve *s);
+int sp_serve_clients_rekill (struct sp_serve *s);
 
 /* Takes a free slot; -1 when none is free or the proxy is stopping.  */
 int sp_serve_slot_claim (struct sp_serve *s);
 /* Frees the slot (its sandbox is gone); returns whether the proxy is stopping.  */
 bool sp_serve_slot_free (struct sp_serve *s, unsigned slot);
 
+/* Whether seed seed_index is still the very one serve verified at
+   preflight (docs/operations.md, "What serve answers from"): the same
+   mount (by its id, which serve's open dirfd keeps from being reused), at
+   the seed's path in serve's mount namespace, still read-only.  Two system
+   calls, no read of mountinfo.  -1 when not, with a reason naming the
+   repository, its cause SP_AUDIT_CAUSE_SEED_GONE: the seed was unmounted,
+   covered, replaced or removed by hand while serve ran, and no answer
+   from it can be trusted.  */
+int sp_serve_seed_check (const struct sp_serve *s, size_t seed_index, sp_error_t *err);
+
 /* Makes a sandbox for seed seed_index in slot, named name (workspace,
    bundle without a script, snapshot, and the runtime's `create` when it
    has one).  On failure *out is NULL, everything made is gone, the slot is
    still the caller's, *ran says whether the runtime was asked, and *facts
-   (when not NULL) what its `create` did.  */
+   (when not NULL) what its `create` did.  A seed found gone before the
+   snapshot, or once a snapshot failed, is sp_serve_seed_check's error.  */
 int sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, const char *name,
                            struct sp_serve_sandbox **out, bool *ran, struct sp_run_facts *facts,
                            sp_error_t *err);
 /* Puts the script in and runs the probe to its end (`start`, or `run` for
    a backend without `create`): sb->facts say what happened.  The caller has
-   made it active (sp_serve_sandbox_activate).  */
+   made it active (sp_serve_sandbox_activate).  The seed is checked
+   (sp_serve_seed_check) before the start and again once the runtime
+   returned: found gone, sb->seed_gone is set and it returns -1 with that
+   error, whatever the probe did, so that no answer of a seed changed under
+   it is ever taken.  */
 int sp_serve_sandbox_run (struct sp_serve *s, struct sp_serve_sandbox *sb, const void *script,
                           size_t script_len, uint32_t timeout_seconds, sp_error_t *err);
 /* Looks up the first max_entries entries of sb's overlay snapshot, from
@@ -211,11 +286,11 @@ int sp_serve_releaser_start (struct sp_serve *s, sp_error_t *err);
 /* Lets every held answer go, and ends the releaser.  */
 void sp_serve_releaser_stop (struct sp_serve *s);
 
-/* Where serve's workspaces live: SP_SERVE_WORK_ROOT/KEY/RUN (preflight.c).  */
-#define SP_SERVE_RUN_ROOT  "/run/sealed-probe"
-#define SP_SERVE_WORK_ROOT SP_SERVE_RUN_ROOT "/work"
-/* One lock file per probe host id in use (probe_identity.h).  */
-#define SP_SERVE_ID_LOCKS SP_SERVE_RUN_ROOT "/ids"
+/* Below --run-dir (SP_DEFAULT_RUN_DIR): serve's workspaces, WORK/KEY/RUN
+   (preflight.c), and one lock file per probe host id in use, IDS/ID
+   (probe_identity.h).  */
+#define SP_SERVE_RUN_WORK "work"
+#define SP_SERVE_RUN_IDS  "ids"
 
 /* serve's preflight, in the order docs/operations.md gives: state, seeds,
    rootfs, seccomp, ledger, audit log, runtime (verify, orphans, prepare),
@@ -224,7 +299,7 @@ void sp_serve_releaser_stop (struct sp_serve *s);
 int sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_error_t *err);
 
 /* Copies the verified rootfs onto a tmpfs in serve's own mount namespace
-   (SP_SERVE_WORK_ROOT/KEY/RUN/rootfs), makes it read-only, verifies the copy, and points
+   (RUN_DIR/work/KEY/RUN/rootfs), makes it read-only, verifies the copy, and points
    s->rootfs at it: every probe runs from it, whatever happens to the host's
    directory afterwards.  */
 int sp_serve_rootfs_private (struct sp_serve *s, sp_error_t *err);
@@ -277,14 +352,17 @@ struct sp_serve_request
 };
 
 /* One request, from its slot to its end: debit, snapshot, run, read the
-   answer, clean up, audit, answer.  Closes r->fd and frees r->frame.  */
-void sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t started_ns);
+   answer, clean up, audit, answer; cancelled when its client goes away.
+   worker is the caller's index (its client, struct sp_serve_client).
+   Closes r->fd and frees r->frame.  */
+void sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t started_ns,
+                          unsigned worker);
 
 /* Audits as refused, and answers ERROR at its release time (through the
    releaser), a request that never got a slot (a bad frame, queue full,
-   waited too long, shutting down).  Takes fd.  */
+   waited too long, shutting down), with its cause.  Takes fd.  */
 void sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, uint64_t accepted_ns,
-                      const char *reason);
+                      enum sp_audit_cause cause, const char *reason);
 
 /* Halts the proxy (see struct sp_serve) and says why on stderr, once.  */
 void sp_serve_halt (struct sp_serve *s, const char *why);
@@ -297,9 +375,20 @@ unsigned sp_serve_stop (struct sp_serve *s);
    (at most SP_SERVE_UNREAD_MAX connections at once, each within
    SP_SERVE_REQUEST_READ_SECONDS), decodes and validates it, and queues only
    whole, valid requests for the --concurrency workers, in a bounded queue;
-   SIGTERM/SIGINT come through signal_fd.  Returns when a signal came, after
-   every worker ended.  */
+   signals come through signal_fd (sp_serve_signals_read).  Returns when a
+   stopping signal came, after every worker ended.  */
 int sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err);
+
+/* Signals (signals.c): blocks every signal whose default would end the
+   process without its cleanup, and returns a signalfd for them.  Before any
+   thread exists, so that every thread inherits the mask (spawn.c clears it
+   for the runtimes).  */
+int sp_serve_signals_open (sp_error_t *err);
+/* Reads what arrived on signal_fd: each ignored signal is said on stderr,
+   for verb; returns the first stopping one (SIGTERM, SIGINT, SIGHUP,
+   SIGQUIT), said too, or 0 when none is pending.  */
+int sp_serve_signals_read (int signal_fd, const char *verb);
+bool sp_serve_signal_stops (int signo);
 
 /* Leaves the host's UTS namespace (one whose domain name is the sandboxes'),
    its network (a namespace with only `lo`, up) and its mount propagation (a

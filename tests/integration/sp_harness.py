@@ -12,6 +12,7 @@ delete_argv and kill_argv on docker):
     python3 -I sp_harness.py docker-rm --socket S NAME
     python3 -I sp_harness.py docker-kill --socket S NAME [SIGNAL]"""
 
+import atexit
 import contextlib
 import fcntl
 import glob
@@ -769,15 +770,35 @@ class Backend:
         for docker, the run's workspaces: STATE/docker-work/<run>."""
         return os.path.join(state, self.state_subdir, run or "")
 
+    @property
+    def run_dir(self):
+        """This test process's own --run-dir (TEST_RUN_DIR_ROOT/<pid>): every
+        serve and check of the suite writes its workspaces and probe-id locks
+        there, never in the host's /run/sealed-probe, so that tests running
+        side by side, and an operator's serve, share nothing.  Made on first
+        use, removed when the process exits."""
+        path = os.path.join(TEST_RUN_DIR_ROOT, str(os.getpid()))
+        if not os.path.isdir(path):
+            os.makedirs(TEST_RUN_DIR_ROOT, mode=0o711, exist_ok=True)
+            os.mkdir(path, 0o711)
+            os.chmod(path, 0o711)
+            atexit.register(_remove_run_dir, path)
+        return path
+
+    def serve_args(self, given=()):
+        """proxy_args, and this process's --run-dir unless given names one:
+        what every serve and check of a test carries."""
+        return self.proxy_args(given) + ([] if "--run-dir" in given else ["--run-dir", self.run_dir])
+
     def work_dir(self, state):
         """Where serve keeps the workspaces of the state directory state:
-        /run/sealed-probe/work/<device>-<inode> of it, in hex
-        (src/serve/preflight.c); for docker STATE/docker-work, in the host's
-        mount namespace, where dockerd resolves bind sources."""
+        RUN_DIR/work/<device>-<inode> of it, in hex (src/serve/preflight.c),
+        RUN_DIR this process's run_dir; for docker STATE/docker-work, in the
+        host's mount namespace, where dockerd resolves bind sources."""
         if self.workspaces_on_host:
             return os.path.join(state, self.state_subdir)
         st = os.stat(state)
-        return f"/run/sealed-probe/work/{st.st_dev:x}-{st.st_ino:x}"
+        return f"{self.run_dir}/work/{st.st_dev:x}-{st.st_ino:x}"
 
     def container_of(self, name, root=None):
         """The container id an entry of a --root directory belongs to: runc
@@ -1076,6 +1097,20 @@ class Backend:
 
 
 _backend = []
+
+
+# Where each test process's --run-dir lives (Backend.run_dir).
+TEST_RUN_DIR_ROOT = "/run/sealed-probe-test/run-dirs"
+
+
+def _remove_run_dir(path):
+    """At exit: the run directory goes once no mount is left in it (a
+    mount there means a serve is still running, or leaked one: left for
+    the test that looks to find)."""
+    with open("/proc/self/mountinfo") as f:
+        if any(line.split()[4].startswith(path + "/") for line in f):
+            return
+    subprocess.run(["rm", "-rf", "--one-file-system", path], check=False)
 
 
 def backend():

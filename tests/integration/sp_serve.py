@@ -30,11 +30,19 @@ ERROR_LINE = '{"result":"ERROR"}\n'
 ERROR_FRAME = b"SPRB\x01\x02\x00\x00\x00\x01\x00"
 OUTCOMES = ("YES", "NO", "UNKNOWN")
 AUDIT_KEYS = ["id", "run", "received", "started", "finished", "repo", "outcomes", "script_sha256", "seed_commit",
-              "seed_digest", "snapshot", "sandbox", "debited", "budget_remaining", "result", "status", "reason", "launched",
+              "seed_digest", "snapshot", "sandbox", "debited", "budget_remaining", "result", "status", "cause",
+              "reason", "launched",
               "exit", "signal", "oom", "timed_out", "wall_ms", "cpu_ms", "peak_memory_bytes",
               "release", "release_ms", "release_overflow", "bits", "timing_bits", "repo_bits"]
 RELEASE_MODES = {"bucketed", "fixed", "immediate"}
-AUDIT_STATUSES = {"admitted", "answered", "refused", "probe", "timed_out", "runtime", "environment", "internal"}
+AUDIT_STATUSES = {"admitted", "answered", "refused", "probe", "timed_out", "runtime", "environment", "internal",
+                  "cancelled"}
+# The causes serve records (docs/audit.md, "cause"), as values set where
+# they happen.
+AUDIT_CAUSES = {"none", "frame", "unknown_repository", "bad_request", "queue_full", "queue_wait", "too_many_unread",
+                "shutdown", "stopped", "client_gone", "halted", "no_seed", "seed_gone", "budget_spent",
+                "bit_budget_spent", "ledger_write", "audit_write", "environment", "workspace", "bundle", "snapshot",
+                "runtime", "timeout", "probe_signal", "probe_exit", "probe_output", "cleanup", "release_overflow"}
 RUN_ID = re.compile(r"^[0-9a-f]{12}$")
 RFC3339_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 
@@ -245,7 +253,8 @@ class Serve:
         release = [] if "--release" in extra else ["--release", "immediate"]
         if "--pool" not in extra and pool_size() is not None:
             release += ["--pool", str(pool_size())]
-        self.argv = argv + list(extra) + release + [a for a in B.extra_args if "--sbx-template" not in extra]
+        self.argv = (argv + list(extra) + release + [a for a in B.extra_args if "--sbx-template" not in extra]
+                     + ([] if "--run-dir" in extra else ["--run-dir", B.run_dir]))
         self.env = env if env is not None else {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
         self.proc = None
         self.run = None
@@ -465,6 +474,10 @@ def audit_key_problems(rec):
         problems.append(f"status {rec['status']!r}")
     if not isinstance(rec["debited"], bool) or not isinstance(rec["launched"], bool):
         problems.append("debited/launched not bool")
+    if admitted != (rec["cause"] is None) or (not admitted and rec["cause"] not in AUDIT_CAUSES):
+        problems.append(f"status {rec['status']} with cause {rec['cause']!r}")
+    elif (rec["status"] == "answered") != (rec["cause"] == "none"):
+        problems.append(f"status {rec['status']} with cause {rec['cause']!r}")
     if rec["status"] == "answered" and rec["reason"] is not None:
         problems.append(f"answered with a reason {rec['reason']!r}")
     if admitted and (rec["result"] is not None or rec["launched"] or not rec["debited"] or rec["reason"] is not None):
@@ -565,7 +578,8 @@ def runtime_processes(state):
 
 def work_dir(state):
     """Where serve keeps the workspaces of the state directory state:
-    /run/sealed-probe/work/<device>-<inode> of it, in hex (src/serve/preflight.c);
+    RUN_DIR/work/<device>-<inode> of it, in hex (src/serve/preflight.c), with
+    RUN_DIR the test's own --run-dir (B.run_dir);
     for docker STATE/docker-work, in the host's mount namespace (B.work_dir)."""
     return B.work_dir(state)
 

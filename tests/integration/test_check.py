@@ -21,7 +21,7 @@ work = S.Work("sp-check-")
 
 def check(config, state, *extra, env=None):
     argv = [S.PROXY, "check", "--config", config, "--state", state, "--rootfs", work.rootfs, "--probe-ids",
-            S.probe_ids(), *extra, *B.proxy_args(extra)]
+            S.probe_ids(), *extra, *B.serve_args(extra)]
     return subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
                           env=env if env is not None else {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
 
@@ -73,10 +73,10 @@ try:
     tap.ok(r.returncode == 1 and "acme/two" in r.stderr and "no staged seed" in r.stderr,
            "check refuses a configured repository with no staged seed, naming it", r.stderr)
 
-    with S.serving(work, config, state):
+    with S.serving(work, config, state) as srv:
         r = check(config, state)
-        tap.ok(r.returncode == 1 and r.stdout == "" and "budget" in r.stderr,
-               "check refuses while a serve holds the same state directory", r.stderr)
+        tap.ok(r.returncode == 1 and r.stdout == "" and f"is in use by `serve` (pid {srv.pid})" in r.stderr,
+               "check refuses while a serve holds the same state directory, naming it and its pid", r.stderr)
 
     secret = "CHECK-CANARY-" + os.urandom(8).hex()
     r = check(config, state, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GH_TOKEN": secret})

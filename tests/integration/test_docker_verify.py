@@ -76,7 +76,7 @@ sockets = tempfile.mkdtemp(prefix="sp-dsock-")  # short: sun_path holds 107 byte
 
 def check(config, state, socket_path):
     argv = [S.PROXY, "check", "--config", config, "--state", state, "--rootfs", work.rootfs, "--probe-ids",
-            S.probe_ids(), "--docker-socket", socket_path]
+            S.probe_ids(), "--docker-socket", socket_path, "--run-dir", S.B.run_dir]
     return subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300, env=ENV)
 
 

@@ -31,7 +31,7 @@ bins = B.FakeBins()
 
 def check(config, state, *extra):
     argv = [S.PROXY, "check", "--config", config, "--state", state, "--rootfs", work.rootfs, "--probe-ids",
-            S.probe_ids(), *extra]
+            S.probe_ids(), "--run-dir", S.B.run_dir, *extra]
     return subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300, env=ENV)
 
 

@@ -52,7 +52,7 @@ def double(mode):
 
 def check(config, state, *args, timeout=300):
     argv = [S.PROXY, "check", "--config", config, "--state", state, "--rootfs", work.rootfs, "--probe-ids",
-            S.probe_ids(), *args]
+            S.probe_ids(), "--run-dir", B.run_dir, *args]
     t0 = time.monotonic()
     r = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout, env=ENV)
     return r, time.monotonic() - t0

@@ -40,7 +40,7 @@ CANARIES = [SCRIPT_CANARY, OUTCOME_CANARY, OUTPUT_CANARY, REPO_CANARY, STAGE_CAN
 OUTCOMES = (f"YES-{OUTCOME_CANARY}", "NO", "UNKNOWN")
 LIMIT = 6
 MILLIBITS_PER_CALL = 2000  # immediate release: 2 content bits, timing unbounded
-OUTCOME_KEYS = ["answered", "refused", "probe", "timed_out", "runtime", "environment", "internal"]
+OUTCOME_KEYS = ["answered", "refused", "probe", "timed_out", "runtime", "environment", "internal", "cancelled"]
 
 
 def answering(index, tag):

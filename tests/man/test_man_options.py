@@ -37,7 +37,9 @@ from sp_harness import Tap, env_path  # noqa: E402
 # checked in full once it has them.  Empty while none is pending.
 PENDING = {}
 
-LONG = re.compile(r"(?<![A-Za-z0-9-])--[a-z0-9][a-z0-9-]*")
+# An option's name starts with a letter and has two characters at least: a
+# bare `--2` or `--x` in the strings is machine code that happens to print.
+LONG = re.compile(r"(?<![A-Za-z0-9-])--[a-z][a-z0-9-]+")
 # Accepted by every verb and every command; the pages say so once.
 HELP = {"--help"}
 

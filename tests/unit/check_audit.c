@@ -124,19 +124,20 @@ START_TEST (fixed_record_renders_exact_line_in_key_order)
   cleanup_free char *line = render_ok (&rec, NULL);
 
   ck_assert_str_eq (
-      line, "{\"id\":\"r1a2b3-7\",\"run\":\"r1a2b3\","
-            "\"received\":\"2026-11-30T07:01:02.345Z\",\"started\":\"2026-11-30T07:01:02.346Z\","
-            "\"finished\":\"2026-11-30T07:01:03.845Z\",\"repo\":\"acme/payments\","
-            "\"outcomes\":[\"YES\",\"NO\",\"UNKNOWN\"],"
-            "\"script_sha256\":\"sha256:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\","
-            "\"seed_commit\":\"0123456789abcdef0123456789abcdef01234567\","
-            "\"seed_digest\":\"sha256:ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100\","
-            "\"snapshot\":\"overlay\",\"sandbox\":\"p3\",\"debited\":true,\"budget_remaining\":93,\"result\":"
-            "\"NO\","
-            "\"status\":\"answered\",\"reason\":null,\"launched\":true,\"exit\":0,\"signal\":0,"
-            "\"oom\":false,\"timed_out\":false,\"wall_ms\":1234,\"cpu_ms\":987,"
-            "\"peak_memory_bytes\":41943040,\"release\":null,\"release_ms\":null,\"release_overflow\":false,"
-            "\"bits\":null,\"timing_bits\":null,\"repo_bits\":null}\n");
+      line,
+      "{\"id\":\"r1a2b3-7\",\"run\":\"r1a2b3\","
+      "\"received\":\"2026-11-30T07:01:02.345Z\",\"started\":\"2026-11-30T07:01:02.346Z\","
+      "\"finished\":\"2026-11-30T07:01:03.845Z\",\"repo\":\"acme/payments\","
+      "\"outcomes\":[\"YES\",\"NO\",\"UNKNOWN\"],"
+      "\"script_sha256\":\"sha256:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\","
+      "\"seed_commit\":\"0123456789abcdef0123456789abcdef01234567\","
+      "\"seed_digest\":\"sha256:ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100\","
+      "\"snapshot\":\"overlay\",\"sandbox\":\"p3\",\"debited\":true,\"budget_remaining\":93,\"result\":"
+      "\"NO\","
+      "\"status\":\"answered\",\"cause\":\"none\",\"reason\":null,\"launched\":true,\"exit\":0,\"signal\":0,"
+      "\"oom\":false,\"timed_out\":false,\"wall_ms\":1234,\"cpu_ms\":987,"
+      "\"peak_memory_bytes\":41943040,\"release\":null,\"release_ms\":null,\"release_overflow\":false,"
+      "\"bits\":null,\"timing_bits\":null,\"repo_bits\":null}\n");
 }
 END_TEST
 
@@ -150,6 +151,7 @@ START_TEST (record_without_request_or_launch_renders_nulls)
     .budget_remaining = 0,
     .answer = 0,
     .status = SP_AUDIT_STATUS_REFUSED,
+    .cause = SP_AUDIT_CAUSE_FRAME,
     .reason = "request: unknown tag 0x07",
     .release = "bucketed",
     .release_ms = 1000,
@@ -162,7 +164,8 @@ START_TEST (record_without_request_or_launch_renders_nulls)
       "\"started\":null,\"finished\":\"2026-11-30T07:01:02.345Z\",\"repo\":null,"
       "\"outcomes\":null,\"script_sha256\":null,\"seed_commit\":null,\"seed_digest\":null,"
       "\"snapshot\":null,\"sandbox\":null,\"debited\":false,\"budget_remaining\":0,\"result\":\"ERROR\","
-      "\"status\":\"refused\",\"reason\":\"request: unknown tag 0x07\",\"launched\":false,"
+      "\"status\":\"refused\",\"cause\":\"frame\",\"reason\":\"request: unknown tag "
+      "0x07\",\"launched\":false,"
       "\"exit\":null,\"signal\":null,\"oom\":null,\"timed_out\":null,\"wall_ms\":null,"
       "\"cpu_ms\":null,\"peak_memory_bytes\":null,\"release\":\"bucketed\",\"release_ms\":1000,"
       "\"release_overflow\":false,\"bits\":null,\"timing_bits\":null,\"repo_bits\":null}\n");
@@ -207,12 +210,14 @@ START_TEST (killed_probe_has_null_exit_and_its_signal)
   rec.facts = &killed;
   rec.answer = 0;
   rec.status = SP_AUDIT_STATUS_TIMED_OUT;
+  rec.cause = SP_AUDIT_CAUSE_TIMEOUT;
   rec.reason = "timeout after 30 s";
   line = render_ok (&rec, NULL);
-  ck_assert_ptr_nonnull (
-      strstr (line, "\"result\":\"ERROR\",\"status\":\"timed_out\",\"reason\":\"timeout after 30 "
-                    "s\",\"launched\":true,\"exit\":null,\"signal\":9,\"oom\":false,"
-                    "\"timed_out\":true,"));
+  ck_assert_ptr_nonnull (strstr (
+      line,
+      "\"result\":\"ERROR\",\"status\":\"timed_out\",\"cause\":\"timeout\",\"reason\":\"timeout after 30 "
+      "s\",\"launched\":true,\"exit\":null,\"signal\":9,\"oom\":false,"
+      "\"timed_out\":true,"));
 }
 END_TEST
 
@@ -438,9 +443,11 @@ START_TEST (admission_record_has_null_result_and_finished)
   rec.admission = true;
   line = render_ok (&rec, NULL);
   ck_assert_msg (strstr (line, "\"finished\":null,") != NULL, "%s", line);
-  ck_assert_msg (strstr (line, "\"result\":null,\"status\":\"admitted\",\"reason\":null,\"launched\":false,")
-                     != NULL,
-                 "%s", line);
+  ck_assert_msg (
+      strstr (line,
+              "\"result\":null,\"status\":\"admitted\",\"cause\":null,\"reason\":null,\"launched\":false,")
+          != NULL,
+      "%s", line);
   /* An admission record that claims an answer or a run is a bug: refused.  */
   rec.answer = 1;
   ck_assert_int_eq (sp_audit_render (&rec, &l2, &len, &err), -1);

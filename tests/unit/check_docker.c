@@ -249,7 +249,7 @@ teardown (void)
   cleanup_error sp_error_t err = NULL;
 
   if (rt != NULL)
-    rt->ops->cleanup_orphans (rt, true, &err);
+    rt->ops->cleanup_orphans (rt, true, NULL, &err);
   sp_runtime_closep (&rt);
 }
 

@@ -45,9 +45,14 @@ static char *
 request_rejected (const struct sp_request *req)
 {
   cleanup_error sp_error_t err = NULL;
+  int ret = sp_request_validate (req, allowlist, N_ALLOW, &err);
 
-  ck_assert_int_eq (sp_request_validate (req, allowlist, N_ALLOW, &err), -1);
   ck_assert_ptr_nonnull (err);
+  /* A repository outside the allowlist is told apart as a value, every
+     other broken rule is -1.  */
+  ck_assert_int_eq (ret, strstr (sp_error_message (err), "repo: not in the allowlist") != NULL
+                             ? SP_REQUEST_REPO_UNKNOWN
+                             : -1);
   return strdup (sp_error_message (err));
 }
 
@@ -351,7 +356,7 @@ START_TEST (empty_allowlist_rejects_every_repo)
   cleanup_error sp_error_t err = NULL;
   struct sp_request req = valid_request ();
 
-  ck_assert_int_eq (sp_request_validate (&req, NULL, 0, &err), -1);
+  ck_assert_int_eq (sp_request_validate (&req, NULL, 0, &err), SP_REQUEST_REPO_UNKNOWN);
 }
 END_TEST
 

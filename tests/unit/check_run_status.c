@@ -104,6 +104,7 @@ struct rec
   int exit_code; /* -2: not launched; -1: no exit status */
   int signal;
   bool overflow;
+  enum sp_audit_cause cause; /* none unless given */
 };
 
 static char *
@@ -133,6 +134,7 @@ render (const struct rec *r, size_t *len)
     .answer = r->answer,
     .admission = admission,
     .status = r->status,
+    .cause = r->cause,
     .reason = r->reason,
     .facts = !admission && r->exit_code != -2 ? &facts : NULL,
     .release = "immediate",
@@ -163,16 +165,19 @@ append_rec (const struct rec *r)
 /* An invocation that ran: its admission record, then its result.  */
 static void
 append_ran (const char *run, unsigned inv, const char *repo, const char *status, uint8_t answer,
-            int exit_code, const char *reason)
+            int exit_code, enum sp_audit_cause cause, const char *reason)
 {
-  append_rec (&(struct rec){ run, inv, SP_AUDIT_STATUS_ADMITTED, repo, true, NULL, 0, -2, 0, false });
-  append_rec (&(struct rec){ run, inv, status, repo, true, reason, answer, exit_code, 0, false });
+  append_rec (&(struct rec){ run, inv, SP_AUDIT_STATUS_ADMITTED, repo, true, NULL, 0, -2, 0, false,
+                             SP_AUDIT_CAUSE_NONE });
+  append_rec (&(struct rec){ run, inv, status, repo, true, reason, answer, exit_code, 0, false, cause });
 }
 
 static void
-append_refused (const char *run, unsigned inv, const char *repo, const char *reason)
+append_refused (const char *run, unsigned inv, const char *repo, enum sp_audit_cause cause,
+                const char *reason)
 {
-  append_rec (&(struct rec){ run, inv, SP_AUDIT_STATUS_REFUSED, repo, false, reason, 0, -2, 0, false });
+  append_rec (
+      &(struct rec){ run, inv, SP_AUDIT_STATUS_REFUSED, repo, false, reason, 0, -2, 0, false, cause });
 }
 
 static struct sp_run_status *
@@ -221,13 +226,16 @@ static void
 typical_state (void)
 {
   make_audit ();
-  append_ran ("aaa", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, NULL);
-  append_refused ("aaa", 3, NULL, "request: repo: not in the allowlist");
-  append_rec (&(struct rec){ "aaa", 4, SP_AUDIT_STATUS_ADMITTED, "acme/beta", true, NULL, 0, -2, 0, false });
-  append_ran ("bbb", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 2, 0, NULL);
-  append_ran ("bbb", 3, "acme/beta", SP_AUDIT_STATUS_PROBE, 0, 1, "the probe exited with status 1");
-  append_ran ("bbb", 4, "acme/alpha", SP_AUDIT_STATUS_TIMED_OUT, 0, -1, "the probe ran past the 5 s timeout");
-  append_refused ("bbb", 5, "acme/alpha", "the invocation budget is spent");
+  append_ran ("aaa", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, SP_AUDIT_CAUSE_NONE, NULL);
+  append_refused ("aaa", 3, NULL, SP_AUDIT_CAUSE_UNKNOWN_REPOSITORY, "request: repo: not in the allowlist");
+  append_rec (&(struct rec){ "aaa", 4, SP_AUDIT_STATUS_ADMITTED, "acme/beta", true, NULL, 0, -2, 0, false,
+                             SP_AUDIT_CAUSE_NONE });
+  append_ran ("bbb", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 2, 0, SP_AUDIT_CAUSE_NONE, NULL);
+  append_ran ("bbb", 3, "acme/beta", SP_AUDIT_STATUS_PROBE, 0, 1, SP_AUDIT_CAUSE_PROBE_EXIT,
+              "the probe exited with status 1");
+  append_ran ("bbb", 4, "acme/alpha", SP_AUDIT_STATUS_TIMED_OUT, 0, -1, SP_AUDIT_CAUSE_TIMEOUT,
+              "the probe ran past the 5 s timeout");
+  append_refused ("bbb", 5, "acme/alpha", SP_AUDIT_CAUSE_BUDGET_SPENT, "the invocation budget is spent");
   write_ledger ("{\"version\":2,\"limit\":5,\"used\":5,\"repositories\":{\"acme/alpha\":{\"millibits\":6000,"
                 "\"unbounded_calls\":3},\"acme/beta\":{\"millibits\":4000,\"unbounded_calls\":2}}}\n");
 }
@@ -285,23 +293,23 @@ START_TEST (failures_keep_order_cause_and_numbers)
   f = sp_run_status_failure (st, 0);
   ck_assert_str_eq (f->id, "aaa-3");
   ck_assert_str_eq (f->repo, "");
-  ck_assert_int_eq (f->cause, SP_RUN_CAUSE_UNKNOWN_REPOSITORY);
+  ck_assert_int_eq (f->cause, SP_AUDIT_CAUSE_UNKNOWN_REPOSITORY);
   f = sp_run_status_failure (st, 1);
   ck_assert_str_eq (f->id, "bbb-3");
   ck_assert_str_eq (f->repo, "acme/beta");
   ck_assert_int_eq (f->status, SP_RUN_OUTCOME_PROBE);
-  ck_assert_int_eq (f->cause, SP_RUN_CAUSE_PROBE_EXIT);
+  ck_assert_int_eq (f->cause, SP_AUDIT_CAUSE_PROBE_EXIT);
   ck_assert (f->has_exit);
   ck_assert_int_eq (f->exit_code, 1);
   ck_assert_str_eq (f->time, "2026-11-30T07:01:05.845Z");
   f = sp_run_status_failure (st, 2);
-  ck_assert_int_eq (f->cause, SP_RUN_CAUSE_TIMEOUT);
+  ck_assert_int_eq (f->cause, SP_AUDIT_CAUSE_TIMEOUT);
   ck_assert (!f->has_exit);
   f = sp_run_status_failure (st, 3);
-  ck_assert_int_eq (f->cause, SP_RUN_CAUSE_BUDGET_SPENT);
+  ck_assert_int_eq (f->cause, SP_AUDIT_CAUSE_BUDGET_SPENT);
   ck_assert_int_eq (f->oom, -1);
-  ck_assert_uint_eq (st->causes[SP_RUN_CAUSE_UNKNOWN_REPOSITORY], 1);
-  ck_assert_uint_eq (st->causes[SP_RUN_CAUSE_BUDGET_SPENT], 1);
+  ck_assert_uint_eq (st->causes[SP_AUDIT_CAUSE_UNKNOWN_REPOSITORY], 1);
+  ck_assert_uint_eq (st->causes[SP_AUDIT_CAUSE_BUDGET_SPENT], 1);
 }
 END_TEST
 
@@ -311,7 +319,7 @@ START_TEST (only_the_last_failures_are_kept_oldest_first)
 
   make_audit ();
   for (unsigned i = 1; i <= 25; i++)
-    append_refused ("ccc", i, NULL, "the queue is full");
+    append_refused ("ccc", i, NULL, SP_AUDIT_CAUSE_QUEUE_FULL, "the queue is full");
   st = read_ok ();
   ck_assert_uint_eq (st->failures_total, 25);
   ck_assert_uint_eq (st->n_failures, SP_RUN_STATUS_FAILURES_MAX);
@@ -325,52 +333,66 @@ START_TEST (only_the_last_failures_are_kept_oldest_first)
 }
 END_TEST
 
-/* Every reason serve writes, as the code words it, and what it stands for.  */
-START_TEST (reasons_map_to_fixed_causes)
+/* The cause is the one serve recorded, as a value: a reason's words never
+   decide it, a line older than causes says so, and a name this version
+   does not know is `other`.  */
+START_TEST (causes_are_read_as_recorded_never_from_reasons)
 {
-  static const struct
-  {
-    const char *reason;
-    enum sp_run_cause cause;
-  } cases[] = {
-    { NULL, SP_RUN_CAUSE_NONE },
-    { "frame: the request did not arrive within 10 s", SP_RUN_CAUSE_FRAME },
-    { "frame: the client closed after 3 of 10 bytes", SP_RUN_CAUSE_FRAME },
-    { "request: repo: not in the allowlist", SP_RUN_CAUSE_UNKNOWN_REPOSITORY },
-    { "request: script: 0 bytes, not 1..65536", SP_RUN_CAUSE_BAD_REQUEST },
-    { "the queue is full", SP_RUN_CAUSE_QUEUE_FULL },
-    { "waited longer than --queue-wait for a slot", SP_RUN_CAUSE_QUEUE_WAIT },
-    { "64 connections are still sending their requests", SP_RUN_CAUSE_TOO_MANY_UNREAD },
-    { "the proxy is shutting down", SP_RUN_CAUSE_SHUTDOWN },
-    { "the proxy stopped while the probe ran", SP_RUN_CAUSE_STOPPED },
-    { "the proxy is halted until the operator restarts it (x)", SP_RUN_CAUSE_HALTED },
-    { "the repository has no staged seed", SP_RUN_CAUSE_NO_SEED },
-    { "the invocation budget is spent", SP_RUN_CAUSE_BUDGET_SPENT },
-    { "the repository's bit budget is spent", SP_RUN_CAUSE_BIT_BUDGET_SPENT },
-    { "budget: write: No space left on device", SP_RUN_CAUSE_LEDGER_WRITE },
-    { "audit: write: No space left on device", SP_RUN_CAUSE_AUDIT_WRITE },
-    { "environment: the rootfs `/x` is gone: runtime: y", SP_RUN_CAUSE_ENVIRONMENT },
-    { "workspace: mount: x", SP_RUN_CAUSE_WORKSPACE },
-    { "bundle: x", SP_RUN_CAUSE_BUNDLE },
-    { "snapshot: x", SP_RUN_CAUSE_SNAPSHOT },
-    { "runtime: runc create: x", SP_RUN_CAUSE_RUNTIME },
-    { "the probe ran past the 30 s timeout", SP_RUN_CAUSE_TIMEOUT },
-    { "the probe died of signal 9 (out of memory)", SP_RUN_CAUSE_PROBE_SIGNAL },
-    { "the probe exited with status 1", SP_RUN_CAUSE_PROBE_EXIT },
-    { "/probe/out: result: not one of the outcomes", SP_RUN_CAUSE_PROBE_OUTPUT },
-    { "clean up the workspace: x", SP_RUN_CAUSE_CLEANUP },
-    { "ready 70001 ms after its start, past its last release: released at once as ERROR",
-      SP_RUN_CAUSE_RELEASE_OVERFLOW },
-    { "connections are still sending their requests", SP_RUN_CAUSE_OTHER },
-    { "something new " CANARY, SP_RUN_CAUSE_OTHER },
-    { "", SP_RUN_CAUSE_OTHER },
-  };
+  cleanup_run_status struct sp_run_status *st = NULL;
+  cleanup_free char *line = NULL;
+  char *at;
+  size_t len;
 
-  for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++)
-    ck_assert_msg (sp_run_cause_of (cases[i].reason) == cases[i].cause, "case %zu: got %s", i,
-                   sp_run_cause_name (sp_run_cause_of (cases[i].reason)));
-  for (int c = 0; c < SP_RUN_CAUSE_COUNT; c++)
-    ck_assert_str_ne (sp_run_cause_name ((enum sp_run_cause)c), "?");
+  make_audit ();
+  /* The words say "queue full"; the value says timeout.  */
+  append_ran ("eee", 2, "acme/alpha", SP_AUDIT_STATUS_TIMED_OUT, 0, -1, SP_AUDIT_CAUSE_TIMEOUT,
+              "the queue is full");
+  append_ran ("eee", 3, "acme/alpha", SP_AUDIT_STATUS_CANCELLED, 0, -1, SP_AUDIT_CAUSE_CLIENT_GONE,
+              "the client went away while the probe ran");
+  /* A line written before causes were recorded: no `cause` key.  */
+  line = render (&(struct rec){ "eee", 4, SP_AUDIT_STATUS_REFUSED, NULL, false, "the queue is full", 0, -2, 0,
+                                false, SP_AUDIT_CAUSE_QUEUE_FULL },
+                 &len);
+  at = strstr (line, ",\"cause\":\"queue_full\"");
+  ck_assert_ptr_nonnull (at);
+  memmove (at, at + strlen (",\"cause\":\"queue_full\""),
+           strlen (at + strlen (",\"cause\":\"queue_full\"")) + 1);
+  append_bytes (line, strlen (line));
+  free (line);
+  /* A cause a newer serve wrote.  */
+  line = render (&(struct rec){ "eee", 5, SP_AUDIT_STATUS_REFUSED, NULL, false, NULL, 0, -2, 0, false,
+                                SP_AUDIT_CAUSE_QUEUE_FULL },
+                 &len);
+  at = strstr (line, "\"queue_full\"");
+  ck_assert_ptr_nonnull (at);
+  memcpy (at, "\"quux_fuzzy\"", 12);
+  append_bytes (line, len);
+  write_ledger ("{\"version\":2,\"limit\":9,\"used\":2,\"repositories\":{}}\n");
+  st = read_ok ();
+  ck_assert_uint_eq (st->failures_total, 4);
+  ck_assert_int_eq (sp_run_status_failure (st, 0)->cause, SP_AUDIT_CAUSE_TIMEOUT);
+  ck_assert_int_eq (sp_run_status_failure (st, 1)->cause, SP_AUDIT_CAUSE_CLIENT_GONE);
+  ck_assert_int_eq (sp_run_status_failure (st, 1)->status, SP_RUN_OUTCOME_CANCELLED);
+  ck_assert_int_eq (sp_run_status_failure (st, 2)->cause, SP_AUDIT_CAUSE_UNRECORDED);
+  ck_assert_int_eq (sp_run_status_failure (st, 3)->cause, SP_AUDIT_CAUSE_OTHER);
+  ck_assert_uint_eq (st->all.outcomes[SP_RUN_OUTCOME_CANCELLED], 1);
+}
+END_TEST
+
+/* Every cause has a name, and each name reads back as its cause.  */
+START_TEST (every_cause_name_round_trips)
+{
+  for (int c = 0; c < SP_AUDIT_CAUSE_COUNT; c++)
+    {
+      const char *name = sp_audit_cause_name ((enum sp_audit_cause)c);
+
+      ck_assert_str_ne (name, "?");
+      if (c != SP_AUDIT_CAUSE_UNRECORDED && c != SP_AUDIT_CAUSE_OTHER)
+        ck_assert_int_eq (sp_audit_cause_from_name (name), c);
+    }
+  ck_assert_int_eq (sp_audit_cause_from_name (NULL), SP_AUDIT_CAUSE_UNRECORDED);
+  ck_assert_int_eq (sp_audit_cause_from_name ("snapshot: x"), SP_AUDIT_CAUSE_OTHER);
+  ck_assert_str_eq (sp_audit_cause_name (SP_AUDIT_CAUSE_COUNT), "?");
 }
 END_TEST
 
@@ -381,16 +403,17 @@ START_TEST (summary_keeps_nothing_of_outcomes_or_reasons)
   cleanup_run_status struct sp_run_status *st = NULL;
 
   make_audit ();
-  append_ran ("ddd", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, NULL);
-  append_ran ("ddd", 3, "acme/alpha", SP_AUDIT_STATUS_PROBE, 0, 0, "/probe/out: result: " CANARY);
-  append_refused ("ddd", 4, NULL, "request: " CANARY);
-  append_refused ("ddd", 5, NULL, CANARY);
+  append_ran ("ddd", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, SP_AUDIT_CAUSE_NONE, NULL);
+  append_ran ("ddd", 3, "acme/alpha", SP_AUDIT_STATUS_PROBE, 0, 0, SP_AUDIT_CAUSE_PROBE_OUTPUT,
+              "/probe/out: result: " CANARY);
+  append_refused ("ddd", 4, NULL, SP_AUDIT_CAUSE_BAD_REQUEST, "request: " CANARY);
+  append_refused ("ddd", 5, NULL, SP_AUDIT_CAUSE_FRAME, CANARY);
   write_ledger ("{\"version\":2,\"limit\":9,\"used\":2,\"repositories\":{}}\n");
   st = read_ok ();
   ck_assert_uint_eq (st->failures_total, 3);
   ck_assert_ptr_null (memmem (st, sizeof (*st), "CANARY", 6));
   ck_assert_ptr_null (memmem (st->repos, st->n_repos * sizeof (*st->repos), "CANARY", 6));
-  ck_assert_int_eq (sp_run_status_failure (st, 2)->cause, SP_RUN_CAUSE_OTHER);
+  ck_assert_int_eq (sp_run_status_failure (st, 2)->cause, SP_AUDIT_CAUSE_FRAME);
 }
 END_TEST
 
@@ -398,8 +421,9 @@ START_TEST (torn_last_line_is_counted_not_read)
 {
   cleanup_run_status struct sp_run_status *st = NULL;
   size_t len;
-  cleanup_free char *line
-      = render (&(struct rec){ "eee", 9, SP_AUDIT_STATUS_REFUSED, NULL, false, "x", 0, -2, 0, false }, &len);
+  cleanup_free char *line = render (&(struct rec){ "eee", 9, SP_AUDIT_STATUS_REFUSED, NULL, false, "x", 0, -2,
+                                                   0, false, SP_AUDIT_CAUSE_NONE },
+                                    &len);
 
   typical_state ();
   /* A kill -9 (or a read) in the middle of a write: all but its newline.  */
@@ -420,9 +444,10 @@ START_TEST (records_from_before_the_release_modes_are_read)
   static const char key[] = ",\"release_overflow\":false";
   cleanup_run_status struct sp_run_status *st = NULL;
   size_t len;
-  cleanup_free char *line = render (&(struct rec){ "fff", 2, SP_AUDIT_STATUS_PROBE, "acme/alpha", true,
-                                                   "the probe exited with status 1", 0, 1, 0, false },
-                                    &len);
+  cleanup_free char *line
+      = render (&(struct rec){ "fff", 2, SP_AUDIT_STATUS_PROBE, "acme/alpha", true,
+                               "the probe exited with status 1", 0, 1, 0, false, SP_AUDIT_CAUSE_NONE },
+                &len);
   cleanup_free char *wrong = strdup (line);
   char *at = strstr (line, key);
   cleanup_free char *msg = NULL;
@@ -430,7 +455,8 @@ START_TEST (records_from_before_the_release_modes_are_read)
   ck_assert_ptr_nonnull (at);
   memmove (at, at + strlen (key), strlen (at + strlen (key)) + 1);
   make_audit ();
-  append_rec (&(struct rec){ "fff", 2, SP_AUDIT_STATUS_ADMITTED, "acme/alpha", true, NULL, 0, -2, 0, false });
+  append_rec (&(struct rec){ "fff", 2, SP_AUDIT_STATUS_ADMITTED, "acme/alpha", true, NULL, 0, -2, 0, false,
+                             SP_AUDIT_CAUSE_NONE });
   append_bytes (line, strlen (line));
   write_ledger ("{\"version\":2,\"limit\":5,\"used\":1,\"repositories\":{\"acme/alpha\":{\"millibits\":2000,"
                 "\"unbounded_calls\":1}}}\n");
@@ -486,7 +512,7 @@ START_TEST (version_1_ledger_has_no_bits)
   cleanup_run_status struct sp_run_status *st = NULL;
 
   make_audit ();
-  append_ran ("fff", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, NULL);
+  append_ran ("fff", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, SP_AUDIT_CAUSE_NONE, NULL);
   write_ledger ("{\"version\":1,\"limit\":10,\"used\":1}\n");
   st = read_ok ();
   ck_assert_int_eq (st->ledger->version, 1);
@@ -504,9 +530,9 @@ assert_line_refused (const char *bad, const char *want)
   cleanup_free char *msg = NULL;
 
   make_audit ();
-  append_ran ("ggg", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, NULL);
+  append_ran ("ggg", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, SP_AUDIT_CAUSE_NONE, NULL);
   append_text (bad);
-  append_ran ("ggg", 3, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, NULL);
+  append_ran ("ggg", 3, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, SP_AUDIT_CAUSE_NONE, NULL);
   write_ledger ("{\"version\":2,\"limit\":10,\"used\":2,\"repositories\":{}}\n");
   msg = read_fails ();
   ck_assert_msg (strstr (msg, "audit/audit.jsonl") && strstr (msg, "the line at byte "), "%s", msg);
@@ -526,7 +552,9 @@ START_TEST (unknown_status_is_refused_unquoted)
   size_t len;
   char *p;
 
-  line = render (&(struct rec){ "ggg", 7, SP_AUDIT_STATUS_REFUSED, NULL, false, "x", 0, -2, 0, false }, &len);
+  line = render (&(struct rec){ "ggg", 7, SP_AUDIT_STATUS_REFUSED, NULL, false, "x", 0, -2, 0, false,
+                                SP_AUDIT_CAUSE_NONE },
+                 &len);
   p = strstr (line, "\"status\":\"refused\"");
   ck_assert_ptr_nonnull (p);
   memcpy (p, "\"status\":\"CANARYx\"", 18);
@@ -600,7 +628,7 @@ START_TEST (log_without_ledger_is_refused)
   cleanup_free char *msg = NULL;
 
   make_audit ();
-  append_ran ("hhh", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, NULL);
+  append_ran ("hhh", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, SP_AUDIT_CAUSE_NONE, NULL);
   msg = read_fails ();
   ck_assert_msg (strstr (msg, "budget is unknown") != NULL, "%s", msg);
 }
@@ -678,13 +706,13 @@ large_state (void)
   for (unsigned i = 1; i <= LARGE_INVOCATIONS; i++)
     {
       size_t n1, n2;
-      cleanup_free char *a = render (
-          &(struct rec){ "lll", i, SP_AUDIT_STATUS_ADMITTED, "acme/alpha", true, NULL, 0, -2, 0, false },
-          &n1);
+      cleanup_free char *a = render (&(struct rec){ "lll", i, SP_AUDIT_STATUS_ADMITTED, "acme/alpha", true,
+                                                    NULL, 0, -2, 0, false, SP_AUDIT_CAUSE_NONE },
+                                     &n1);
       cleanup_free char *b
           = render (&(struct rec){ "lll", i, i % 4 ? SP_AUDIT_STATUS_ANSWERED : SP_AUDIT_STATUS_PROBE,
                                    "acme/alpha", true, i % 4 ? NULL : "the probe exited with status 3",
-                                   i % 4 ? 1 : 0, i % 4 ? 0 : 3, 0, false },
+                                   i % 4 ? 1 : 0, i % 4 ? 0 : 3, 0, false, SP_AUDIT_CAUSE_NONE },
                     &n2);
 
       if (len + n1 + n2 > cap)
@@ -763,7 +791,8 @@ run_status_suite (void)
   tcase_add_test (tc, counts_by_run_status_and_repository);
   tcase_add_test (tc, failures_keep_order_cause_and_numbers);
   tcase_add_test (tc, only_the_last_failures_are_kept_oldest_first);
-  tcase_add_test (tc, reasons_map_to_fixed_causes);
+  tcase_add_test (tc, causes_are_read_as_recorded_never_from_reasons);
+  tcase_add_test (tc, every_cause_name_round_trips);
   tcase_add_test (tc, summary_keeps_nothing_of_outcomes_or_reasons);
   tcase_add_test (tc, torn_last_line_is_counted_not_read);
   tcase_add_test (tc, empty_log_and_no_ledger_yet);

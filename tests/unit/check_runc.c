@@ -342,6 +342,8 @@ START_TEST (cleanup_orphans_removes_another_runs_leftovers_and_spares_this_one)
 {
   cleanup_runtime struct sp_runtime_backend *rt = open_runc (RUN_ID);
   cleanup_error sp_error_t err = NULL;
+  cleanup_orphans_removed struct sp_orphans_removed removed = { 0 };
+  cleanup_orphans_removed struct sp_orphans_removed removed_now = { 0 };
   char path[256], pidbuf[32];
   struct stat st;
   pid_t orphan, mine;
@@ -375,7 +377,13 @@ START_TEST (cleanup_orphans_removes_another_runs_leftovers_and_spares_this_one)
   ck_assert_int_eq (write (fd, pidbuf, strlen (pidbuf)), (ssize_t)strlen (pidbuf));
   close (fd);
 
-  ck_assert_msg (rt->ops->cleanup_orphans (rt, false, &err) == 0, "%s", sp_error_message (err));
+  ck_assert_msg (rt->ops->cleanup_orphans (rt, false, &removed, &err) == 0, "%s", sp_error_message (err));
+  /* What went is returned, by run: never this run's.  */
+  ck_assert_uint_eq (removed.n, 1);
+  ck_assert_str_eq (removed.runs[0].run, "oldrun");
+  ck_assert_uint_eq (removed.runs[0].containers, 0);
+  ck_assert_uint_eq (removed.runs[0].cgroups, 1);
+  ck_assert (removed.runs[0].state_dir);
   ck_assert_int_eq (waitpid (orphan, &status, 0), orphan);
   ck_assert (WIFSIGNALED (status) && WTERMSIG (status) == SIGKILL);
   ck_assert_int_eq (lstat (CG_PIDS "/oldrun-7", &st), -1);
@@ -385,7 +393,10 @@ START_TEST (cleanup_orphans_removes_another_runs_leftovers_and_spares_this_one)
 
   /* With include_current, this run's cgroup goes too; the shared parent
      stays, since another proxy's runc may be creating a cgroup in it.  */
-  ck_assert_msg (rt->ops->cleanup_orphans (rt, true, &err) == 0, "%s", sp_error_message (err));
+  ck_assert_msg (rt->ops->cleanup_orphans (rt, true, &removed_now, &err) == 0, "%s", sp_error_message (err));
+  ck_assert_uint_eq (removed_now.n, 1);
+  ck_assert_str_eq (removed_now.runs[0].run, RUN_ID);
+  ck_assert_uint_eq (removed_now.runs[0].cgroups, 1);
   ck_assert_int_eq (waitpid (mine, &status, 0), mine);
   ck_assert_int_eq (lstat (CG_PIDS "/" RUN_ID "-2", &st), -1);
   ck_assert_int_eq (lstat (CG_PIDS, &st), 0);

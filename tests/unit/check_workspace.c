@@ -12,8 +12,10 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -824,10 +826,23 @@ START_TEST (two_overlays_of_one_seed_do_not_see_each_others_writes)
 }
 END_TEST
 
+/* The entry of removed for run, or NULL.  */
+static const struct sp_workspace_run_removed *
+removed_run (const struct sp_workspace_removed *removed, const char *run)
+{
+  for (size_t i = 0; i < removed->n; i++)
+    if (strcmp (removed->runs[i].run, run) == 0)
+      return &removed->runs[i];
+  return NULL;
+}
+
 START_TEST (remove_runs_removes_other_runs_with_their_mounts_and_keeps_keep_run)
 {
   cleanup_error sp_error_t err = NULL;
+  cleanup_workspace_removed struct sp_workspace_removed removed = { 0 };
+  const struct sp_workspace_run_removed *old;
   struct sp_workspace old1, old2, keep;
+  unsigned old_mounts;
   char old_path[256], keep_path[256], repo[PATH_MAX];
   int old_fd, keep_fd;
   struct stat st;
@@ -860,9 +875,20 @@ START_TEST (remove_runs_removes_other_runs_with_their_mounts_and_keeps_keep_run)
     snprintf (other, sizeof (other), "%s/Not_Ours", work_path);
     ck_assert_int_eq (mkdir (other, 0700), 0);
   }
-  ck_assert_uint_ge (mounts_under (old_path, NULL, 0), 3);
+  old_mounts = mounts_under (old_path, NULL, 0);
+  ck_assert_uint_ge (old_mounts, 3);
 
-  ck_assert_msg (sp_workspace_remove_runs (work_fd, "keep-run", &err) == 0, "%s", sp_error_message (err));
+  ck_assert_msg (sp_workspace_remove_runs (work_fd, "keep-run", &removed, &err) == 0, "%s",
+                 sp_error_message (err));
+  /* What went is returned, run by run, for serve to say.  */
+  old = removed_run (&removed, "old-run");
+  ck_assert_ptr_nonnull (old);
+  ck_assert_uint_eq (old->entries, 2);
+  ck_assert_uint_eq (old->mounts, old_mounts);
+  ck_assert_ptr_nonnull (removed_run (&removed, RUN));
+  ck_assert_ptr_null (removed_run (&removed, "keep-run"));
+  ck_assert_ptr_null (removed_run (&removed, "Not_Ours"));
+  ck_assert_uint_eq (removed.n, 2);
   ck_assert_uint_eq (mounts_under (old_path, NULL, 0), 0);
   ck_assert_int_eq (fstatat (work_fd, "old-run", &st, AT_SYMLINK_NOFOLLOW), -1);
   ck_assert_int_eq (fstatat (work_fd, RUN, &st, AT_SYMLINK_NOFOLLOW), -1);
@@ -874,7 +900,7 @@ START_TEST (remove_runs_removes_other_runs_with_their_mounts_and_keeps_keep_run)
   destroy_ws (&keep);
   close (keep_fd);
   /* NULL keeps nothing.  */
-  ck_assert_msg (sp_workspace_remove_runs (work_fd, NULL, &err) == 0, "%s", sp_error_message (err));
+  ck_assert_msg (sp_workspace_remove_runs (work_fd, NULL, NULL, &err) == 0, "%s", sp_error_message (err));
   ck_assert_int_eq (fstatat (work_fd, "keep-run", &st, AT_SYMLINK_NOFOLLOW), -1);
   free (old1.name);
   free (old1.path);
@@ -882,6 +908,48 @@ START_TEST (remove_runs_removes_other_runs_with_their_mounts_and_keeps_keep_run)
   free (old2.name);
   free (old2.path);
   free (old2.bundle_path);
+}
+END_TEST
+
+/* A lock file a killed proxy left (nobody holds it) goes; one a live proxy
+   holds, and anything that is no id, stays; what went is returned, sorted.  */
+START_TEST (probe_id_sweep_removes_only_the_lock_files_nobody_holds)
+{
+  static const char *const stay[] = { "notanid", "12abc", "4294967296", "" };
+  cleanup_error sp_error_t err = NULL;
+  cleanup_free uint32_t *ids = NULL;
+  cleanup_close int dir = -1, held = -1;
+  char path[256];
+  struct stat st;
+  size_t n = 99;
+
+  snprintf (path, sizeof (path), "%s/ids", base);
+  ck_assert_int_eq (mkdir (path, 0700), 0);
+  dir = open (path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ck_assert_int_ge (dir, 0);
+  for (int i = 0; stay[i][0] != '\0'; i++)
+    close (openat (dir, stay[i], O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+  close (openat (dir, "2100000105", O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+  close (openat (dir, "2100000100", O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+  held = openat (dir, "2100000101", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ck_assert_int_ge (held, 0);
+  ck_assert_int_eq (flock (held, LOCK_EX), 0);
+
+  ck_assert_msg (sp_probe_identity_sweep (dir, &ids, &n, &err) == 0, "%s", sp_error_message (err));
+  ck_assert_uint_eq (n, 2);
+  ck_assert_uint_eq (ids[0], 2100000100);
+  ck_assert_uint_eq (ids[1], 2100000105);
+  ck_assert_int_eq (fstatat (dir, "2100000100", &st, 0), -1);
+  ck_assert_int_eq (fstatat (dir, "2100000105", &st, 0), -1);
+  ck_assert_int_eq (fstatat (dir, "2100000101", &st, 0), 0);
+  for (int i = 0; stay[i][0] != '\0'; i++)
+    ck_assert_msg (fstatat (dir, stay[i], &st, 0) == 0, "%s", stay[i]);
+  /* Nothing left to sweep: nothing said.  */
+  free (ids);
+  ids = NULL;
+  ck_assert_msg (sp_probe_identity_sweep (dir, &ids, &n, &err) == 0, "%s", sp_error_message (err));
+  ck_assert_uint_eq (n, 0);
+  ck_assert_ptr_null (ids);
 }
 END_TEST
 
@@ -909,6 +977,7 @@ make_suite (void)
   tcase_add_loop_test (tc, copy_mode_refuses_special_entries_and_stays_destroyable, 0, BAD_KINDS);
   tcase_add_test (tc, two_overlays_of_one_seed_do_not_see_each_others_writes);
   tcase_add_test (tc, remove_runs_removes_other_runs_with_their_mounts_and_keeps_keep_run);
+  tcase_add_test (tc, probe_id_sweep_removes_only_the_lock_files_nobody_holds);
   suite_add_tcase (s, tc);
   return s;
 }
