@@ -1,7 +1,9 @@
 """A probe's stdin, stdout and stderr are /dev/null itself (docs/runtimes.md):
 what it writes reaches no host process.  A probe floods both outputs while
-the test looks at its fds 0-2 from the host, and at every runtime process
-still alive (none may be relaying, and none may be spending CPU on it).
+the test looks at its fds 0-2 from the host, and at every runtime process of
+its sandbox still alive (none may be relaying, and none may be spending CPU
+on it); the look starts once the flood is seen, and the flood lasts until the
+test, done looking, tells the probe to stop (SIGUSR1).
 
 Under gVisor the probe has no host process of its own: it runs inside the
 sandbox process (runsc-sandbox, the sentry), whose fds 0-2 are the probe's
@@ -23,6 +25,8 @@ DOCKER_DAEMON_LOGS = ("/run/sealed-probe-test/dockerd.log", "/run/sealed-probe-t
 import contextlib
 import glob
 import os
+import signal
+import subprocess
 import sys
 import threading
 
@@ -30,24 +34,32 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sp_harness import Tap, backend, docker_api, docker_shims, docker_state_containers, require_root_and  # noqa: E402
 
 B = backend()
-require_root_and("git")
+require_root_and("git", "nsenter")
 import sp_serve as S  # noqa: E402
 
 tap = Tap()
 work = S.Work("sp-serve-stdio-")
 YES = S.answer("YES")
 
-# Floods stdout and stderr for about 3 s, then answers.
-FLOOD = """import json, os, sys, time
+# Floods stdout and stderr until the test, done looking, sends it SIGUSR1,
+# then answers YES (NO if it gave up after 20 s without the signal).  The
+# flood lasts as long as the test's look however loaded the machine is.
+FLOOD = """import json, os, signal, time
+told = []
+signal.signal(signal.SIGUSR1, lambda *_: told.append(1))
 block = b"FLOOD-STDIO-CANARY " * 4096
-end = time.monotonic() + 3
+end = time.monotonic() + 20
 written = 0
-while time.monotonic() < end:
+while not told and time.monotonic() < end:
     for fd in (1, 2):
         written += os.write(fd, block)
 with open("/probe/out", "w") as f:
-    json.dump({"result": "YES" if written > 0 else "NO"}, f)
+    json.dump({"result": "YES" if written > 0 and told else "NO"}, f)
 """
+# The look starts once the flood is seen (this much written by the probe's
+# host process, or under gVisor by the sandbox), not at a time assumed: what
+# the sandbox's processes spend starting up is not a relay.
+FLOOD_SEEN = 8 << 20
 
 
 def relay_candidate(argv0):
@@ -64,9 +76,20 @@ def relay_candidate(argv0):
     return name.startswith(b"runc")
 
 
-def runtime_processes():
+def of_sandbox(argv, cid):
+    """Whether a runtime process's argv names the probe's sandbox: its
+    container id sp-RUN-NAME (for sbx the VM, sp-RUN-NAME.SUFFIX) or its
+    bundle directory (RUN/NAME/bundle, as the gofer names it)."""
+    run, name = cid.split("-", 2)[1:]
+    bundle = f"/{run}/{name}/bundle".encode()
+    return any(a == cid.encode() or a.startswith(cid.encode() + b".") or bundle in a for a in argv)
+
+
+def runtime_processes(cid):
     """{pid: (cmdline, cpu ticks)} of every runtime process alive that could
-    relay (relay_candidate)."""
+    relay (relay_candidate) the output of the probe in sandbox cid.  Only its
+    own: another sandbox's processes (a pool's refill being created, another
+    test's) hold none of its stdio, and spend CPU of their own."""
     found = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -78,18 +101,30 @@ def runtime_processes():
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if argv and relay_candidate(argv[0]):
+        if argv and relay_candidate(argv[0]) and (B.docker or of_sandbox(argv, cid)):
             found[int(pid)] = (b" ".join(argv)[:120], int(fields[11]) + int(fields[12]))
     return found
+
+
+def written(pid):
+    """Bytes pid has passed to write(2) so far (/proc/PID/io), or None."""
+    try:
+        with open(f"/proc/{pid}/io") as f:
+            return next(int(ln.split()[1]) for ln in f if ln.startswith("wchar:"))
+    except (OSError, StopIteration, ValueError):
+        return None
 
 
 def probe_pid(base, count):
     return next((pid for pid, (_, cmd) in S.probe_processes(base, count).items() if b"probe.py" in cmd), None)
 
 
-def sandbox_pid(state):
-    """Under gVisor: the one running sandbox process of this state directory."""
-    pids = [p["sandbox"] for p in S.gvisor_sandboxes(state).values() if "sandbox" in p]
+def sandbox_pid(state, cid):
+    """Under gVisor: the sandbox process of the probe's sandbox cid (not of
+    one waiting in serve's pool)."""
+    run, name = cid.split("-", 2)[1:]
+    pids = [p["sandbox"] for bundle, p in S.gvisor_sandboxes(state).items()
+            if bundle.endswith(f"/{run}/{name}/bundle") and "sandbox" in p]
     return pids[0] if len(pids) == 1 else None
 
 
@@ -143,10 +178,13 @@ try:
         result = {}
         t = threading.Thread(target=lambda: result.setdefault("r", srv.probe(FLOOD, "acme/app")))
         t.start()
+        cid = S.wait_container(state, srv.run, timeout=30, serve_pid=srv.pid)
         if B.gvisor:
-            pid = S.wait_for(lambda: sandbox_pid(state), timeout=30)
+            pid = S.wait_for(lambda: cid and sandbox_pid(state, cid), timeout=30)
         else:
             pid = S.wait_for(lambda: probe_pid(srv.probe_id_base, 4), timeout=30)
+        start = written(pid) if pid else None
+        flooding = start is not None and S.wait_for(lambda: (written(pid) or 0) - start >= FLOOD_SEEN, timeout=60)
         fds = {}
         if pid:
             for fd in (0, 1, 2):
@@ -155,9 +193,18 @@ try:
                 except OSError as e:
                     fds[fd] = str(e)
         docker_facts = docker_while_running(state, pid) if B.docker else None
-        before = runtime_processes()
+        before = runtime_processes(cid) if cid else {}
         S.wait_for(lambda: False, timeout=1.5)
-        after = runtime_processes()
+        after = runtime_processes(cid) if cid else {}
+        # The look is over: the probe stops flooding and answers.
+        if B.gvisor and pid:
+            # runsc reaches the sandbox's control socket from serve's network
+            # namespace, which serve left the host's for.
+            subprocess.run(["nsenter", "-t", str(srv.pid), "-n", "-m", "--"]
+                           + B.kill_argv(B.run_root(state, srv.run), cid, "USR1"), capture_output=True)
+        elif pid:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGUSR1)
         t.join(timeout=60)
         null_fds = pid is not None and fds == {0: "/dev/null", 1: "/dev/null", 2: "/dev/null"}
         if B.docker:
@@ -198,7 +245,8 @@ try:
                              "which copies them to dockerd, which discards them (LogConfig none): that relay "
                              "spends the daemon's CPU, outside the sandbox's cgroup")
         else:
-            tap.ok(not busy, name, {"busy": busy, "alive": before})
+            tap.ok(cid and flooding and not busy, name,
+                   {"sandbox": cid, "flood seen": bool(flooding), "busy": busy, "alive": before})
         tap.ok(result.get("r") == YES, "the flooding probe still answers", result)
         with open(os.path.join(state, "audit", "audit.jsonl"), "rb") as f:
             audit = f.read()

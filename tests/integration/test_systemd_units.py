@@ -1,21 +1,23 @@
 """The systemd units started for real (docs/operations.md, "Under systemd"),
 under the host's systemd when it is PID 1, else under a systemd this test
 boots with systemd-nspawn (sp_systemd.py).  The units are the generated ones
-with only their paths moved to this build (the built proxy, a test config, the
-cached rootfs); every directive is as shipped.  Stage takes the token from an
-encrypted credential (systemd-creds) to the fake GitHub over HTTPS on loopback;
-the proxy is ready when `systemctl start` returns, answers probes, runs with
-the unit's sandboxing in effect, restages, comes back after kill -9 and stops
-cleanly.  The directives the docs leave out for the runtimes' sake are shown
-to break the start; a bad credential stops staging before any request; the
-plain-file credential and the host-mount-namespace drop-in work as the docs
-say.  Run on runc and on gvisor; not applicable on docker and sbx, whose
-daemons work in the host's mount namespace (the drop-in they need is
-started here on runc and gvisor)."""
+with only their paths moved to this test's (copies of the built proxy and the
+cached rootfs, and a test config, in a directory of /run that the units'
+sandboxing leaves visible wherever the checkout is); every directive is as
+shipped.  Stage takes the token from an encrypted credential (systemd-creds)
+to the fake GitHub over HTTPS on loopback; the proxy is ready when `systemctl
+start` returns, answers probes, runs with the unit's sandboxing in effect,
+restages, comes back after kill -9 and stops cleanly.  The directives the docs
+leave out for the runtimes' sake are shown to break the start; a bad
+credential stops staging before any request; the plain-file credential and the
+host-mount-namespace drop-in work as the docs say.  Run on runc and on gvisor;
+not applicable on docker and sbx, whose daemons work in the host's mount
+namespace (the drop-in they need is started here on runc and gvisor)."""
 
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,7 +31,6 @@ CLIENT = env_path("SP_CLIENT")
 UNITS_DIR = env_path("SP_UNITS_DIR")
 SBINDIR = env_path("SP_UNIT_SBINDIR")
 SYSCONFDIR = env_path("SP_UNIT_SYSCONFDIR")
-WORKROOT = env_path("SP_SYSTEMD_WORKROOT")
 DROPIN = env_path("SP_HOST_MOUNTS_DROPIN")
 B = backend()
 if B.name in ("docker", "sbx"):
@@ -67,16 +68,21 @@ if sp_systemd.pid1_comm() == "systemd":
     if taken or subprocess.run(["systemctl", "cat", SERVE], capture_output=True).returncode == 0:
         skip_all(f"sealed-probe is deployed on this host ({', '.join(taken) or 'its units are installed'}); "
                  "this test installs its own units and state, and never touches those")
-    if any(BUILD_ROOT.startswith(p) for p in ("/home/", "/root/", "/run/user/")):
-        skip_all(f"the build directory {BUILD_ROOT} is under a home directory, which the proxy unit's ProtectHome= "
-                 "hides from it: build elsewhere to run this test")
 
 from sp_github_fake import FakeGitHub, tarball  # noqa: E402
 
 ROOTFS = cached_rootfs()
 tap = Tap()
-work = tempfile.mkdtemp(prefix="sp-systemd-", dir=WORKROOT)
+# Everything the units execute and read (a copy of the proxy, its config, a
+# copy of the rootfs, the clone, the fake GitHub's CA) is in a directory that
+# their sandboxing leaves visible wherever the checkout is: PrivateTmp= hides
+# /tmp and /var/tmp (also from stage, in the left-out check below),
+# ProtectHome= /home, /root and /run/user.  /run is none of those; this test
+# makes the directory and removes it.
+work = tempfile.mkdtemp(prefix="sp-systemd-", dir="/run")
 os.chmod(work, 0o711)
+UNIT_PROXY = os.path.join(work, "sbin", "sealed-probe-proxy")
+UNIT_ROOTFS = os.path.join(work, "rootfs")
 ETC = os.path.join(work, "etc")
 fake = sd = None
 
@@ -88,12 +94,12 @@ def git(repo, *args):
 
 
 def unit_text(name):
-    """The generated unit, its paths moved to this build; nothing else."""
+    """The generated unit, its paths moved to this test's; nothing else."""
     with open(os.path.join(UNITS_DIR, name)) as f:
         text = f.read()
-    return (text.replace(os.path.join(SBINDIR, "sealed-probe-proxy"), PROXY)
+    return (text.replace(os.path.join(SBINDIR, "sealed-probe-proxy"), UNIT_PROXY)
             .replace(os.path.join(SYSCONFDIR, "sealed-probe"), ETC)
-            .replace("/var/lib/sealed-probe/rootfs", ROOTFS))
+            .replace("/var/lib/sealed-probe/rootfs", UNIT_ROOTFS))
 
 
 def write(path, text, mode=0o644):
@@ -170,6 +176,9 @@ def encrypt_credential(value):
 
 try:
     # ---- the fixture: a local clone, a fake GitHub, a config, the units -----
+    os.makedirs(os.path.dirname(UNIT_PROXY))
+    shutil.copy2(PROXY, UNIT_PROXY)
+    subprocess.run(["cp", "-a", "--", ROOTFS, UNIT_ROOTFS], check=True, capture_output=True)
     clone = os.path.join(work, "clone")
     os.makedirs(clone)
     git(clone, "init", "-q", "-b", "main")
@@ -186,7 +195,7 @@ try:
     with open(os.path.join(ETC, "clones.txt"), "w") as f:
         f.write(f"acme/local={clone}\n")
 
-    sd = sp_systemd.Systemd([BUILD_ROOT])
+    sd = sp_systemd.Systemd([BUILD_ROOT, work])
     for name in (STAGE, SERVE):
         write(f"/run/systemd/system/{name}.service", unit_text(name + ".service"))
     stage_exec = re.search(r"^ExecStart=(.*)$", unit_text(STAGE + ".service"), re.M).group(1)

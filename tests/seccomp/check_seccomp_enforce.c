@@ -20,6 +20,7 @@
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -898,8 +899,41 @@ START_TEST (cpython_workload_fails_without_the_filter)
 }
 END_TEST
 
+/* The i386 tests' premise: `int $0x80` reaches the kernel's system-call
+   gate when no filter is installed.  Some kernels built with IA32 emulation
+   still refuse the gate to user mode (a PVM guest's 6.18 raises a general
+   protection fault on IDT vector 0x80), so the call dies of SIGSEGV before
+   any filter could see it: then a kill under the filter proves nothing, and
+   both tests say SKIP.  Run first, in a child, without the filter; any other
+   outcome leaves both tests in, to pass or fail as themselves.  */
+static bool
+i386_gate_is_absent (char *why, size_t size)
+{
+  int status;
+  pid_t pid = fork ();
+
+  if (pid < 0)
+    return false;
+  if (pid == 0)
+    {
+      struct rlimit no_core = { 0, 0 };
+
+      setrlimit (RLIMIT_CORE, &no_core);
+      signal (SIGSEGV, SIG_DFL); /* ASan's handler would turn the signal into an exit */
+      _exit (i386_getpid () == 0 ? 0 : 1);
+    }
+  if (TEMP_FAILURE_RETRY (waitpid (pid, &status, 0)) != pid)
+    return false;
+  if (!(WIFSIGNALED (status) && WTERMSIG (status) == SIGSEGV))
+    return false;
+  snprintf (why, size,
+            "this kernel does not run i386 system calls: getpid through int $0x80 died of SIGSEGV "
+            "with no filter installed, so the filter's kill cannot be told apart from the kernel's");
+  return true;
+}
+
 static Suite *
-make_suite (void)
+make_suite (bool i386_gate)
 {
   Suite *s = suite_create ("seccomp_enforce");
   TCase *refused = tcase_create ("refused");
@@ -910,11 +944,13 @@ make_suite (void)
 #define ADD_REFUSED(name, ...) tcase_add_test (refused, name);
   REFUSED_ROWS (ADD_REFUSED)
   CLONE_ROWS (ADD_REFUSED)
-  tcase_add_test (refused, i386_abi_call_is_killed);
+  if (i386_gate)
+    tcase_add_test (refused, i386_abi_call_is_killed);
   tcase_add_test (refused, x32_abi_call_is_killed);
   tcase_add_test (refused, inet_socket_works_without_the_filter);
   tcase_add_test (refused, clone3_is_not_enosys_without_the_filter);
-  tcase_add_test (refused, i386_abi_works_without_the_filter);
+  if (i386_gate)
+    tcase_add_test (refused, i386_abi_works_without_the_filter);
   MPROTECT_REFUSED_ROWS (ADD_REFUSED)
   tcase_add_test (refused, renameat2_whiteout_is_refused_with_eperm);
   tcase_add_test (refused, renameat2_whiteout_with_noreplace_is_refused_with_eperm);
@@ -941,4 +977,61 @@ make_suite (void)
   return s;
 }
 
-SP_CHECK_MAIN (make_suite)
+static const char *const i386_tests[] = { "i386_abi_call_is_killed", "i386_abi_works_without_the_filter" };
+
+/* check has no skip: the suite is made and run in a child whose TAP comes
+   up a pipe and is passed on line by line; a SKIP line for each test in
+   i386_tests goes in before the plan, which check prints last.  */
+static int
+run_skipping_i386 (const char *why)
+{
+  unsigned planned = 0, end;
+  cleanup_free char *line = NULL;
+  size_t cap = 0;
+  FILE *in;
+  int fds[2], status;
+  pid_t pid;
+  char tail;
+
+  fflush (stdout);
+  if (pipe2 (fds, O_CLOEXEC) < 0 || (pid = fork ()) < 0)
+    return EXIT_FAILURE;
+  if (pid == 0)
+    {
+      int rc;
+
+      dup2 (fds[1], STDOUT_FILENO);
+      rc = sp_check_run (make_suite (false));
+      fflush (stdout);
+      _exit (rc);
+    }
+  close (fds[1]);
+  in = fdopen (fds[0], "r");
+  if (in == NULL)
+    return EXIT_FAILURE;
+  while (getline (&line, &cap, in) > 0)
+    {
+      if (sscanf (line, "1..%u%c", &planned, &tail) == 2 && tail == '\n')
+        continue;
+      fputs (line, stdout);
+      fflush (stdout);
+    }
+  fclose (in);
+  if (TEMP_FAILURE_RETRY (waitpid (pid, &status, 0)) != pid || planned == 0)
+    return EXIT_FAILURE;
+  end = planned;
+  for (size_t i = 0; i < sizeof i386_tests / sizeof *i386_tests; i++)
+    printf ("ok %u - %s:refused:%s # SKIP %s\n", ++end, __FILE__, i386_tests[i], why);
+  printf ("1..%u\n", end);
+  return WIFEXITED (status) ? WEXITSTATUS (status) : EXIT_FAILURE;
+}
+
+int
+main (void)
+{
+  char why[256];
+
+  if (i386_gate_is_absent (why, sizeof why))
+    return run_skipping_i386 (why);
+  return sp_check_run (make_suite (true));
+}
