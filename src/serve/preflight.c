@@ -697,12 +697,15 @@ sp_serve_release (struct sp_serve *s, sp_error_t *err)
   sp_closep (&s->state_fd);
   /* Only sp_serve_setup, which sets config first, sets it.  */
   if (s->config != NULL)
-    sp_closep (&s->host_state_fd);
+    {
+      sp_closep (&s->host_state_fd);
+      sp_closep (&s->host_mnt_ns_fd);
+    }
   free (s->state_path);
   free (s->active);
   free (s->slot_taken);
   memset (s, 0, sizeof (*s));
-  s->state_fd = s->work_fd = s->work_run_fd = s->owner_lock_fd = s->host_state_fd = -1;
+  s->state_fd = s->work_fd = s->work_run_fd = s->owner_lock_fd = s->host_state_fd = s->host_mnt_ns_fd = -1;
   return ret;
 }
 
@@ -715,7 +718,7 @@ sp_serve_setup (struct sp_serve *s, const struct sp_serve_options *opt, struct s
   s->config = config;
   s->rules = sp_runtime_bundle_rules_for (config->runtime);
   private_mounts = !s->rules.workspaces_on_host;
-  s->host_state_fd = -1;
+  s->host_state_fd = s->host_mnt_ns_fd = -1;
   /* Before serve leaves the host's mount namespace: the seeds as the host
      sees them, to be told of what never propagates into serve's own (a
      remount read-write of a seed).  */
@@ -724,6 +727,9 @@ sp_serve_setup (struct sp_serve *s, const struct sp_serve_options *opt, struct s
       s->host_state_fd = open (opt->state, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (s->host_state_fd < 0)
         return sp_make_error (err, errno, "--state: `%s`", opt->state);
+      s->host_mnt_ns_fd = open ("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+      if (s->host_mnt_ns_fd < 0)
+        return sp_make_error (err, errno, "hold the host's mount namespace");
     }
   if (sp_serve_detach (private_mounts, err) < 0)
     return -1;

@@ -105,6 +105,10 @@ struct sp_serve
      before serve left it (sp_serve_setup), so that a remount of a seed
      there, which never reaches serve's own namespace, is seen; else -1.  */
   int host_state_fd;
+  /* That namespace itself, held open: when serve was its last process (a
+     systemd unit's own), leaving it would tear its mounts down, and the
+     host's view above would look at a detached tree.  */
+  int host_mnt_ns_fd;
   int owner_lock_fd; /* the state directory's one owner (state_lock.h), held to the very end */
   struct sp_staged staged;
   struct sp_serve_seed *seeds; /* parallel to config->private_repos */

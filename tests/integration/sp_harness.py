@@ -1099,8 +1099,10 @@ class Backend:
 _backend = []
 
 
-# Where each test process's --run-dir lives (Backend.run_dir).
-TEST_RUN_DIR_ROOT = "/run/sealed-probe-test/run-dirs"
+# Where each test process's --run-dir lives (Backend.run_dir): short, as
+# the default /run/sealed-probe is, since runsc cuts the argv it rewrites to
+# its first length, and the paths below it name the bundles.
+TEST_RUN_DIR_ROOT = "/run/spt"
 
 
 def _remove_run_dir(path):

@@ -828,8 +828,13 @@ def leaks_now(state, run, serve_pid=None, after_exit=False, srv=None, running_ru
     if after_exit:
         # A waiting sandbox of a live serve keeps its runtime's processes
         # (runsc's sandbox and gofer name its bundle).
+        # runsc rewrites its argv in place, cut to the length it had, so a
+        # long bundle path may lose its end: a process under the live run's
+        # --root is that run's, never run's leftover.
+        live_root = f"--root={B.run_root(state, running_run)}".encode() if running_run else None
         procs = [p for p in runtime_processes(state)
-                 if not any(f"/{r}/{m}/bundle".encode() in p[1] for r, m in pooled)]
+                 if not any(f"/{r}/{m}/bundle".encode() in p[1] for r, m in pooled)
+                 and not (live_root is not None and live_root + b" " in p[1])]
         if procs:
             found.append(f"{B.binary_name} processes: {procs}")
     return found
