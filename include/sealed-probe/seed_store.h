@@ -12,6 +12,7 @@
 #include <sealed-probe/error.h>
 #include <sealed-probe/git_seed.h>
 #include <sealed-probe/sha256.h>
+#include <sealed-probe/tree_walk.h>
 
 #define SP_STAGED_FILE "staged.json"
 #define SP_SEEDS_DIR   "seeds"
@@ -69,8 +70,10 @@ void sp_staged_release (struct sp_staged *staged);
 int sp_seed_open (int state_dirfd, const char *run, unsigned index, sp_error_t *err);
 
 /* Records a freshly sealed seed's digest, read through its read-only mount
-   (a seed that is not on one is refused).  */
-int sp_seed_measure (int state_dirfd, const char *run, struct sp_seed *seed, sp_error_t *err);
+   (a seed that is not on one is refused); tick (tree_walk.h, NULL: none)
+   meters the walk and may stop it.  */
+int sp_seed_measure (int state_dirfd, const char *run, struct sp_seed *seed, sp_tree_tick_fn tick,
+                     void *tick_ctx, sp_error_t *err);
 
 /* Re-checks a staged seed: its tree still digests to the recorded digest, and
    it is on a read-only mount.  Errors name both digests.  */

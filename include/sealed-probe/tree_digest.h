@@ -8,8 +8,13 @@
 
 #include <sealed-probe/error.h>
 #include <sealed-probe/sha256.h>
+#include <sealed-probe/tree_walk.h>
 
 /* Digests the tree under dirfd (not dirfd's own name) into "sha256:<hex>".  */
 int sp_tree_digest (int dirfd, char out[SP_DIGEST_TEXT_SIZE], sp_error_t *err);
+/* The same, calling tick once per entry with the file bytes it read
+   (tree_walk.h), which may stop it.  */
+int sp_tree_digest_counted (int dirfd, char out[SP_DIGEST_TEXT_SIZE], sp_tree_tick_fn tick, void *tick_ctx,
+                            sp_error_t *err);
 
 #endif

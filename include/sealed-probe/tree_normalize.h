@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include <sealed-probe/error.h>
+#include <sealed-probe/tree_walk.h>
 
 #define SP_ROOTFS_DIR_MODE  0555
 #define SP_ROOTFS_FILE_MODE 0444
@@ -44,6 +45,9 @@ extern const struct sp_normalize_policy sp_seed_policy;
    Modes are masked to 0777: no policy can hand out setuid, setgid or
    sticky.  */
 int sp_tree_normalize (int rootfd, const struct sp_normalize_policy *policy, sp_error_t *err);
+/* The same, calling tick once per entry (tree_walk.h), which may stop it.  */
+int sp_tree_normalize_counted (int rootfd, const struct sp_normalize_policy *policy, sp_tree_tick_fn tick,
+                               void *tick_ctx, sp_error_t *err);
 
 /* sp_tree_normalize with sp_rootfs_policy.  */
 int sp_rootfs_normalize (int rootfd, sp_error_t *err);

@@ -7,6 +7,7 @@
 #ifndef SEALED_PROBE_TREE_WALK_H
 #define SEALED_PROBE_TREE_WALK_H
 
+#include <stdint.h>
 #include <sys/stat.h>
 
 #include <sealed-probe/error.h>
@@ -23,6 +24,11 @@ enum sp_tree_walk_event
    remove a directory.  A negative return stops the walk.  */
 typedef int (*sp_tree_walk_fn) (int dirfd, const char *name, const char *path, const struct stat *st,
                                 enum sp_tree_walk_event event, void *ctx, sp_error_t *err);
+
+/* A long walk's meter (normalization, digests): called once per entry with
+   the bytes it weighed, so that a caller can show progress and stop the
+   walk (a negative return, *err set).  NULL: none.  */
+typedef int (*sp_tree_tick_fn) (void *ctx, uint64_t bytes, sp_error_t *err);
 
 /* Walks the tree below rootfd (rootfd itself is not visited).  */
 int sp_tree_walk (int rootfd, sp_tree_walk_fn fn, void *ctx, sp_error_t *err);

@@ -198,6 +198,17 @@ catch_stop_signals (sp_error_t *err)
    clone, or its GitHub tarball; then the seed policy (tree_normalize.h), which
    gives it to the probe uid.  The read-only mount, not its modes, keeps it
    unchanged.  */
+/* A tree walk's meter (normalization, the digest): each entry counted on
+   the progress line, and a place an interrupt stops the walk.  */
+static int
+count_and_check (void *ctx, uint64_t bytes, sp_error_t *err)
+{
+  struct sp_progress *progress = ctx;
+
+  sp_progress_add (progress, 1, bytes);
+  return sp_progress_check (progress, err);
+}
+
 static int
 stage_one (int run_fd, struct sp_seed *seed, const char *clone, const struct sp_github_source *github,
            struct sp_progress *progress, sp_error_t *err)
@@ -244,8 +255,8 @@ stage_one (int run_fd, struct sp_seed *seed, const char *clone, const struct sp_
   /* Owned by the probe and owner-writable, so that an overlay snapshot is
      writable in the sandbox; the seed itself stays immutable through its
      read-only mount and the 0700 state directory (docs/staging.md).  */
-  sp_progress_phase (progress, "normalize", SP_PROGRESS_STEP, 0);
-  if (sp_tree_normalize (seed_fd, &sp_seed_policy, err) < 0)
+  sp_progress_phase (progress, "normalize", SP_PROGRESS_FILES, 0);
+  if (sp_tree_normalize_counted (seed_fd, &sp_seed_policy, count_and_check, progress, err) < 0)
     return sp_error_wrap (err, "normalize the seed");
   return sp_progress_check (progress, err);
 }
@@ -319,8 +330,8 @@ stage_all (int state_fd, const struct sp_config *config, const struct sp_catalog
     {
       made->current = staged->seeds[i].repo;
       sp_progress_repo (progress, staged->seeds[i].repo);
-      sp_progress_phase (progress, "digest", SP_PROGRESS_STEP, 0);
-      if (sp_seed_measure (state_fd, staged->run, &staged->seeds[i], err) < 0
+      sp_progress_phase (progress, "digest", SP_PROGRESS_FILES, 0);
+      if (sp_seed_measure (state_fd, staged->run, &staged->seeds[i], count_and_check, progress, err) < 0
           || sp_progress_check (progress, err) < 0)
         return -1;
     }

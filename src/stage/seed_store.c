@@ -267,7 +267,7 @@ sp_seed_open (int state_dirfd, const char *run, unsigned index, sp_error_t *err)
 /* Digests the seed as it is seen through its read-only mount.  */
 static int
 digest_sealed (int state_dirfd, const char *run, const struct sp_seed *seed, char digest[SP_DIGEST_TEXT_SIZE],
-               sp_error_t *err)
+               sp_tree_tick_fn tick, void *tick_ctx, sp_error_t *err)
 {
   cleanup_close int fd = sp_seed_open (state_dirfd, run, seed->index, err);
   struct statvfs vfs;
@@ -278,15 +278,16 @@ digest_sealed (int state_dirfd, const char *run, const struct sp_seed *seed, cha
     return sp_make_error (err, errno, "%s: seed: statvfs", seed->repo);
   if (!(vfs.f_flag & ST_RDONLY))
     return sp_make_error (err, 0, "%s: the seed is not on a read-only mount", seed->repo);
-  if (sp_tree_digest (fd, digest, err) < 0)
+  if (sp_tree_digest_counted (fd, digest, tick, tick_ctx, err) < 0)
     return sp_error_wrap (err, "%s: seed", seed->repo);
   return 0;
 }
 
 int
-sp_seed_measure (int state_dirfd, const char *run, struct sp_seed *seed, sp_error_t *err)
+sp_seed_measure (int state_dirfd, const char *run, struct sp_seed *seed, sp_tree_tick_fn tick, void *tick_ctx,
+                 sp_error_t *err)
 {
-  return digest_sealed (state_dirfd, run, seed, seed->digest, err);
+  return digest_sealed (state_dirfd, run, seed, seed->digest, tick, tick_ctx, err);
 }
 
 int
@@ -294,7 +295,7 @@ sp_seed_verify (int state_dirfd, const char *run, const struct sp_seed *seed, sp
 {
   char digest[SP_DIGEST_TEXT_SIZE];
 
-  if (digest_sealed (state_dirfd, run, seed, digest, err) < 0)
+  if (digest_sealed (state_dirfd, run, seed, digest, NULL, NULL, err) < 0)
     return -1;
   if (strcmp (digest, seed->digest) != 0)
     return sp_make_error (err, 0, "%s: the seed changed: %s records %s but it digests to %s", seed->repo,

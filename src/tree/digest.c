@@ -71,17 +71,39 @@ file_sha256 (int dirfd, const char *name, const char *path, const struct stat *s
   return 0;
 }
 
+struct digest_walk
+{
+  struct sp_sha256 sha;
+  sp_tree_tick_fn tick;
+  void *tick_ctx;
+};
+
+static int digest_entry (int dirfd, const char *name, const char *path, const struct stat *st,
+                         struct sp_sha256 *ctx, sp_error_t *err);
+
 static int
 on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_tree_walk_event event,
           void *ctx_, sp_error_t *err)
 {
-  struct sp_sha256 *ctx = ctx_;
+  struct digest_walk *w = ctx_;
+
+  if (event != SP_TREE_WALK_ENTRY)
+    return 0;
+  if (digest_entry (dirfd, name, path, st, &w->sha, err) < 0)
+    return -1;
+  return w->tick != NULL ? w->tick (w->tick_ctx, S_ISREG (st->st_mode) ? (uint64_t)st->st_size : 0, err) : 0;
+}
+
+/* One entry into the digest: its type, path, mode, owner, and its bytes'
+   or link target's digest.  */
+static int
+digest_entry (int dirfd, const char *name, const char *path, const struct stat *st, struct sp_sha256 *ctx,
+              sp_error_t *err)
+{
   char q[SP_QUOTE_BUF_SIZE];
   size_t path_len = strlen (path);
   uint8_t type;
 
-  if (event != SP_TREE_WALK_ENTRY)
-    return 0;
   if (S_ISDIR (st->st_mode))
     type = 'd';
   else if (S_ISREG (st->st_mode))
@@ -129,14 +151,21 @@ on_entry (int dirfd, const char *name, const char *path, const struct stat *st, 
 int
 sp_tree_digest (int dirfd, char out[SP_DIGEST_TEXT_SIZE], sp_error_t *err)
 {
-  struct sp_sha256 ctx;
+  return sp_tree_digest_counted (dirfd, out, NULL, NULL, err);
+}
+
+int
+sp_tree_digest_counted (int dirfd, char out[SP_DIGEST_TEXT_SIZE], sp_tree_tick_fn tick, void *tick_ctx,
+                        sp_error_t *err)
+{
+  struct digest_walk w = { .tick = tick, .tick_ctx = tick_ctx };
   uint8_t digest[SP_SHA256_BYTES];
 
-  sp_sha256_init (&ctx);
-  sp_sha256_update (&ctx, TREE_DIGEST_MAGIC, strlen (TREE_DIGEST_MAGIC));
-  if (sp_tree_walk (dirfd, on_entry, &ctx, err) < 0)
+  sp_sha256_init (&w.sha);
+  sp_sha256_update (&w.sha, TREE_DIGEST_MAGIC, strlen (TREE_DIGEST_MAGIC));
+  if (sp_tree_walk (dirfd, on_entry, &w, err) < 0)
     return sp_error_wrap (err, "digest the tree");
-  sp_sha256_final (&ctx, digest);
+  sp_sha256_final (&w.sha, digest);
   sp_sha256_digest_text (digest, out);
   return 0;
 }

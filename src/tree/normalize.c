@@ -63,20 +63,40 @@ normalize_one (int dirfd, const char *name, const char *path, const struct stat 
   return 0;
 }
 
+struct normalize_walk
+{
+  const struct sp_normalize_policy *policy;
+  sp_tree_tick_fn tick;
+  void *tick_ctx;
+};
+
 static int
 on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_tree_walk_event event,
           void *ctx, sp_error_t *err)
 {
+  const struct normalize_walk *w = ctx;
+
   /* A directory waits until its children are done: deepest first.  */
   if (S_ISDIR (st->st_mode) != (event == SP_TREE_WALK_DIR_DONE))
     return 0;
-  return normalize_one (dirfd, name, path, st, ctx, err);
+  if (normalize_one (dirfd, name, path, st, w->policy, err) < 0)
+    return -1;
+  return w->tick != NULL ? w->tick (w->tick_ctx, S_ISREG (st->st_mode) ? (uint64_t)st->st_size : 0, err) : 0;
 }
 
 int
 sp_tree_normalize (int rootfd, const struct sp_normalize_policy *policy, sp_error_t *err)
 {
-  if (sp_tree_walk (rootfd, on_entry, (void *)policy, err) < 0)
+  return sp_tree_normalize_counted (rootfd, policy, NULL, NULL, err);
+}
+
+int
+sp_tree_normalize_counted (int rootfd, const struct sp_normalize_policy *policy, sp_tree_tick_fn tick,
+                           void *tick_ctx, sp_error_t *err)
+{
+  struct normalize_walk w = { .policy = policy, .tick = tick, .tick_ctx = tick_ctx };
+
+  if (sp_tree_walk (rootfd, on_entry, &w, err) < 0)
     return -1;
   if (fchown (rootfd, policy->uid, policy->gid) < 0)
     return sp_make_error (err, errno, "chown the tree's root to %u:%u (this needs root)",

@@ -188,6 +188,67 @@ START_TEST (walk_normalize_digest_and_remove_take_a_4000_byte_path)
 }
 END_TEST
 
+/* A meter that counts the entries and bytes it is shown, and stops the
+   walk at stop_after (0: never).  */
+struct meter
+{
+  unsigned entries, stop_after;
+  uint64_t bytes;
+};
+
+static int
+meter_tick (void *ctx, uint64_t bytes, sp_error_t *err)
+{
+  struct meter *m = ctx;
+
+  m->entries++;
+  m->bytes += bytes;
+  if (m->stop_after != 0 && m->entries >= m->stop_after)
+    return sp_make_error (err, 0, "interrupted by the test");
+  return 0;
+}
+
+/* Normalization and the digest count each entry and its file bytes on the
+   meter, the digest is the uncounted one's, and a meter that says stop
+   ends the walk there with its error.  */
+START_TEST (normalize_and_digest_count_each_entry_and_stop_when_told)
+{
+  sp_error_t err = NULL;
+  char plain[SP_DIGEST_TEXT_SIZE], counted[SP_DIGEST_TEXT_SIZE];
+  struct meter all = { 0 }, dig = { 0 }, stop = { .stop_after = 3 };
+  int rootfd;
+
+  ck_assert_int_eq (mkdirat (tmpfd, "root", 0755), 0);
+  rootfd = openat (tmpfd, "root", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ck_assert_int_eq (mkdirat (rootfd, "d", 0755), 0);
+  write_file_at (rootfd, "a", "12345");
+  write_file_at (rootfd, "b", "678");
+  ck_assert_int_eq (symlinkat ("a", rootfd, "l"), 0);
+
+  ck_assert_msg (sp_tree_normalize_counted (rootfd, &sp_seed_policy, meter_tick, &all, &err) == 0, "%s",
+                 sp_error_message (err));
+  ck_assert_uint_eq (all.entries, 4);
+  ck_assert_uint_eq (all.bytes, 8);
+  ck_assert_msg (sp_tree_digest (rootfd, plain, &err) == 0, "%s", sp_error_message (err));
+  ck_assert_msg (sp_tree_digest_counted (rootfd, counted, meter_tick, &dig, &err) == 0, "%s",
+                 sp_error_message (err));
+  ck_assert_str_eq (plain, counted);
+  ck_assert_uint_eq (dig.entries, 4);
+  ck_assert_uint_eq (dig.bytes, 8);
+
+  ck_assert_int_eq (sp_tree_digest_counted (rootfd, counted, meter_tick, &stop, &err), -1);
+  ck_assert_uint_eq (stop.entries, 3);
+  ck_assert_ptr_nonnull (strstr (sp_error_message (err), "interrupted by the test"));
+  sp_error_release (&err);
+  stop.entries = 0;
+  ck_assert_int_eq (sp_tree_normalize_counted (rootfd, &sp_seed_policy, meter_tick, &stop, &err), -1);
+  ck_assert_uint_eq (stop.entries, 3);
+  sp_error_release (&err);
+  close (rootfd);
+  ck_assert_msg (sp_tree_remove_at (tmpfd, "root", &err) == 0, "%s", sp_error_message (err));
+}
+END_TEST
+
 /* A hostile top directory, then enough 200-byte levels to pass 4,095
    bytes: every walk refuses it, with one printable line that names the
    limit and shows the hostile name escaped.  */
@@ -417,6 +478,7 @@ make_suite (void)
   tcase_add_checked_fixture (tc, setup, teardown);
   tcase_set_timeout (tc, 60);
   tcase_add_test (tc, walk_normalize_digest_and_remove_take_a_4000_byte_path);
+  tcase_add_test (tc, normalize_and_digest_count_each_entry_and_stop_when_told);
   tcase_add_test (tc, path_over_the_limit_is_refused_with_a_quoted_one_line_message);
   tcase_add_test (tc, removal_takes_paths_far_over_the_limit_and_any_depth);
   tcase_add_test (tc, removal_keeps_going_past_an_undeletable_entry_and_a_second_call_finishes);
