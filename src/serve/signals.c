@@ -4,7 +4,10 @@
    stop serve the clean way, as a daemon's operator expects of each (systemd
    and kill send SIGTERM, a terminal's Ctrl-C SIGINT and Ctrl-\ SIGQUIT, a
    dropped session SIGHUP, and serve has nothing to reload); the others are
-   ignored, one line each.  Faults (SIGSEGV, SIGBUS, ...) and SIGKILL are not
+   ignored, one line each.  SIGHUP, SIGINT or SIGQUIT ignored when serve
+   started (nohup, a shell's background job) stay ignored, as every Unix
+   program keeps them: whoever started serve so asked for it to outlive
+   them.  SIGTERM always stops it.  Faults (SIGSEGV, SIGBUS, ...) and SIGKILL are not
    catchable in any useful way: the next start removes what they leave.  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,12 +25,22 @@ static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
 static const int ignored_signals[]
     = { SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGXCPU, SIGXFSZ, SIGSTKFLT };
 
+/* Whether sig was ignored when serve started.  */
+static bool
+ignored_at_start (int sig)
+{
+  struct sigaction now;
+
+  return sigaction (sig, NULL, &now) == 0 && now.sa_handler == SIG_IGN;
+}
+
 static void
 fill_set (sigset_t *set)
 {
   sigemptyset (set);
   for (size_t i = 0; i < sizeof (stop_signals) / sizeof (stop_signals[0]); i++)
-    sigaddset (set, stop_signals[i]);
+    if (stop_signals[i] == SIGTERM || !ignored_at_start (stop_signals[i]))
+      sigaddset (set, stop_signals[i]);
   for (size_t i = 0; i < sizeof (ignored_signals) / sizeof (ignored_signals[0]); i++)
     sigaddset (set, ignored_signals[i]);
   for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)

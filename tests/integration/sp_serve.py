@@ -268,7 +268,8 @@ class Serve:
         self._err = open(self.stderr_path, "wb")
         t0 = time.monotonic()
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._out, stderr=self._err,
-                                     env=self.env, cwd=self.dir, umask=serve_umask())
+                                     env=self.env, cwd=self.dir, umask=serve_umask(),
+                                     preexec_fn=self.signals_at_start)
         deadline = t0 + ready_timeout
         while time.monotonic() < deadline:
             # Ready means this process's pid in the file: a stale one (a
@@ -286,6 +287,16 @@ class Serve:
         if len(new) == 1:
             self.run = new.pop()
         return True
+
+    # serve keeps SIGHUP, SIGINT and SIGQUIT ignored when they were at its
+    # start (nohup; a background job of a script, as a CI runner may start
+    # the suite): every serve of the suite starts with them at their
+    # defaults, as from a terminal, unless a test says otherwise.
+    ignored_at_start = ()
+
+    def signals_at_start(self):
+        for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT):
+            signal.signal(sig, signal.SIG_IGN if sig in self.ignored_at_start else signal.SIG_DFL)
 
     @property
     def pid(self):

@@ -86,6 +86,23 @@ try:
                "ignored signals: serve goes on answering")
         tap.ok(srv.stop() == 0, "ignored signals: and stops cleanly on SIGTERM", srv.stderr()[-300:])
 
+    # ---- nohup: a SIGHUP ignored at start stays ignored ----------------------
+    state = work.staged_state(config, [("acme/alpha", alpha)])
+    srv = S.Serve(work, config, state)
+    srv.ignored_at_start = (signal.SIGHUP,)
+    try:
+        if tap.ok(srv.start(), "nohup: serve started with SIGHUP ignored becomes ready", srv.stderr()[-400:]):
+            os.kill(srv.pid, signal.SIGHUP)
+            time.sleep(1)
+            tap.ok(srv.alive() and srv.probe(QUICK, "acme/alpha", timeout=60) == YES
+                   and "SIGHUP" not in srv.stderr(),
+                   "nohup: a SIGHUP ignored when serve started stays ignored: it goes on answering",
+                   srv.stderr()[-400:])
+            tap.ok(srv.stop() == 0 and "SIGTERM from pid" in srv.stderr(),
+                   "nohup: SIGTERM still stops it cleanly", srv.stderr()[-300:])
+    finally:
+        srv.cleanup()
+
     # ---- a stop during the preflight --------------------------------------------
     state = work.staged_state(config, [("acme/alpha", alpha)])
     roots = os.path.join(state, B.state_subdir)
@@ -95,7 +112,7 @@ try:
         srv._out = open(srv.stdout_path, "wb")
         srv._err = open(srv.stderr_path, "wb")
         srv.proc = S.subprocess.Popen(srv.argv, stdin=S.subprocess.DEVNULL, stdout=srv._out, stderr=srv._err,
-                                      env=srv.env, cwd=srv.dir)
+                                      env=srv.env, cwd=srv.dir, preexec_fn=srv.signals_at_start)
         # The run's runtime state directory is made in the preflight, before
         # the canary: signal then.
         new = S.wait_for(lambda: (set(os.listdir(roots)) - before) if os.path.isdir(roots) else None, timeout=60,

@@ -173,6 +173,14 @@ class Run:
     pass
 
 
+def default_stop_signals():
+    """stage keeps a signal that was ignored when it started ignored (nohup,
+    a script's background job, as a CI runner may start the suite): each
+    stage here starts with them at their defaults, as from a terminal."""
+    for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def run(argv, env, when=None, sig=None, tty=True):
     """Runs argv with stderr on a pseudo-terminal (no output processing, so
     the bytes read are the bytes written) or a pipe, stdout a pipe.  Once
@@ -188,12 +196,13 @@ def run(argv, env, when=None, sig=None, tty=True):
         attrs[1] &= ~termios.OPOST
         termios.tcsetattr(slave, termios.TCSANOW, attrs)
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env,
+                                preexec_fn=default_stop_signals)
         os.close(slave)
         err_fd = master
     else:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=env)
+                                env=env, preexec_fn=default_stop_signals)
         err_fd = proc.stderr.fileno()
     out_fd = proc.stdout.fileno()
     err, out, open_fds = b"", b"", {err_fd, out_fd}
