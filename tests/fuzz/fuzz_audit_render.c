@@ -44,6 +44,7 @@ static const char *const keys[] = {
   "budget_remaining",
   "result",
   "status",
+  "cause",
   "reason",
   "launched",
   "exit",
@@ -204,7 +205,10 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     .debited = h[0] & 1,
     .budget_remaining = (uint32_t)take_u64 (h + 16),
     .answer = (uint8_t)(h[0] >> 1 & 3) == 3 ? (uint8_t)(h[2] & 7) : (uint8_t)(h[0] >> 1 & 3),
+    .admission = h[3] & 16,
     .status = str[10],
+    /* Past the last cause too: the renderer names it "?", never reads past its table.  */
+    .cause = (enum sp_audit_cause) ((h[2] ^ h[3]) % (SP_AUDIT_CAUSE_COUNT + 2)),
     .reason = h[1] & 16 ? NULL : reason,
     .facts = h[1] & 32 ? NULL : &facts,
     .release = release_modes[h[1] >> 6 & 3],
@@ -223,9 +227,11 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     {
       FUZZ_REQUIRE (line == NULL);
       FUZZ_REQUIRE (sp_error_message (err)[0] != '\0');
-      /* Refusing is right only for bad strings, a bad answer, or other fields
-         too long to leave room (each byte escapes to at most 6).  */
+      /* Refusing is right only for bad strings, a bad answer, an admission
+         record with an answer or a run, or other fields too long to leave
+         room (each byte escapes to at most 6).  */
       FUZZ_REQUIRE (!all_clean || rec.answer > SP_OUTCOME_COUNT || (rec.answer > 0 && rec.outcomes == NULL)
+                    || (rec.admission && (rec.answer != 0 || rec.facts != NULL))
                     || 6 * other_bytes + 1024 > SP_AUDIT_LINE_MAX_BYTES);
       sp_error_release (&err);
     }
@@ -247,8 +253,11 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       check_string (root, "status", rec.status);
       check_string (root, "snapshot", rec.snapshot);
       check_string (root, "sandbox", rec.sandbox);
+      check_string (root, "cause", rec.admission ? NULL : sp_audit_cause_name (rec.cause));
       v = sp_json_object_get (root, "result");
-      if (rec.answer == 0)
+      if (rec.admission)
+        FUZZ_REQUIRE (v->type == SP_JSON_NULL);
+      else if (rec.answer == 0)
         FUZZ_REQUIRE (json_string_is (v, "ERROR", 5));
       else
         FUZZ_REQUIRE (json_string_is (v, outcomes[rec.answer - 1].data, outcomes[rec.answer - 1].len));
