@@ -68,6 +68,13 @@ def bail_out(reason):
     sys.exit(1)
 
 
+def sanitized_build():
+    """Whether the programs under test are a -Db_sanitize build (SP_B_SANITIZE,
+    tests/meson.build): ASan makes the proxy several times slower, and a test
+    sized by how long a phase lasts sizes its input by this."""
+    return os.environ.get("SP_B_SANITIZE", "none") not in ("", "none")
+
+
 def ci():
     """CI=true: every backend must run, so what would be a skip is a failure."""
     return os.environ.get("CI") == "true"

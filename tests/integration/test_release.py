@@ -64,6 +64,19 @@ TOGETHER_MS = 300
 FIXED_SPREAD_MS = 500
 # Attempts at a pair whose ends straddle a boundary (see the pair below).
 PAIR_TRIES = 3
+# The bucketed and ledger checks' probe timeout: long enough that no probe
+# that should answer times out on a loaded host (sbx's exec, which on its
+# test double is a whole runc container, once took over 4 s for a trivial
+# probe on a busy one), and one whose reachable boundaries, 1 to 128 s, are 8,
+# so that a call costs a whole 5 bits and a bit budget can hold exactly two.
+# Their speed is not what these checks check.
+T_BUCKETED = 60
+# A probe that should answer in the later sections gets this many times the
+# slowest trivial probe measured here (the bucketed burst, below) on top of
+# its own work, and at most T_LATER_MAX s (the overflow section stalls serve
+# past its last boundary: 16 s at most).
+SLOW_FACTOR = 3
+T_LATER_MAX = 10
 
 ALPHA, BETA = "acme/alpha", "acme/beta"
 YES = "YES"
@@ -266,13 +279,14 @@ try:
                f"{' '.join(order)}: a usage error (exit 2) naming both options, before anything is created",
                (r.returncode, r.stderr[:600]))
 
-    # ---- bucketed (timeout 2 s: ladder 1, 2, 4, 8 s; 2 timing bits) -----------
-    T = 2
-    LAST = reachable(T)[-1]
+    # ---- bucketed (timeout 60 s: ladder 1 to 128 s; 3 timing bits) -------------
+    T = T_BUCKETED
     CALL_BITS = CONTENT_BITS + timing_bits("bucketed", T)
-    tap.ok(reachable(T) == [1000, 2000, 4000, 8000] and CALL_BITS == 4.0,
-           "control: at timeout 2 s the reachable boundaries are 1, 2, 4, 8 s, a call 4 bits",
-           (reachable(T), CALL_BITS))
+    CALL_MB = round(CALL_BITS * 1000)
+    tap.ok(reachable(T) == [1000 << i for i in range(8)] and CALL_BITS == 5.0
+           and reachable(2) == [1000, 2000, 4000, 8000] and timing_bits("bucketed", 2) == 2.0,
+           f"control: at timeout {T} s the reachable boundaries are 1, 2, 4, ... 128 s, a call 5 bits (at 2 s: "
+           "1, 2, 4, 8 s, 4 bits)", (reachable(T), CALL_BITS, reachable(2)))
     config = work.write_config([ALPHA, BETA], timeout=T, maxInvocations=1000)
     state = work.staged_state(config, clones)
     calls = {ALPHA: 0, BETA: 0}
@@ -372,12 +386,17 @@ try:
         good = [r is not None and x["result"] == YES and r["release_ms"] in reachable(T)
                 and not r["release_overflow"] for x, r in zip(res, recs)]
         note("burst: " + ", ".join(f"{x['result']} {x['latency']:.0f} ms" for x in res))
+        # The baseline the later sections' timeouts are taken from: the
+        # slowest trivial probe of the burst, three at a time, on this host now.
+        slowest_ms = max([ready_ms(r) for r in recs if r is not None] or [1000])
+        note(f"baseline: the slowest trivial probe of the burst was ready {slowest_ms:.0f} ms after its start")
         tap.ok(all(good), "bucketed: 12 concurrent probes at --concurrency 3 each answer on the ladder, none "
                "overflowing (each counts from its own start)", [(x, brief(r)) for x, r in zip(res, recs)])
         tap.ok(b1["used"] - b0["used"] == 12
-               and b1["repositories"][BETA]["millibits"] - b0["repositories"][BETA]["millibits"] == 12 * 4000
+               and b1["repositories"][BETA]["millibits"] - b0["repositories"][BETA]["millibits"] == 12 * CALL_MB
                and b1["repositories"][ALPHA] == b0["repositories"][ALPHA],
-               "bucketed: budget.json holds exactly 12 more invocations and 12 x 4 bits more for that repository, "
+               f"bucketed: budget.json holds exactly 12 more invocations and 12 x {CALL_BITS} bits more for that "
+               "repository, "
                "none for the other", (b0, b1))
 
         # The charges: 2 + 2 bits per call, summed per repository.
@@ -395,7 +414,7 @@ try:
         b = budget(state)
         tap.ok(b["version"] == 2 and b["used"] == sum(calls.values())
                and {k: v["millibits"] for k, v in b["repositories"].items()}
-               == {ALPHA: calls[ALPHA] * 4000, BETA: calls[BETA] * 4000}
+               == {ALPHA: calls[ALPHA] * CALL_MB, BETA: calls[BETA] * CALL_MB}
                and calls[ALPHA] != calls[BETA]
                and all(v["unbounded_calls"] == 0 for v in b["repositories"].values()),
                "bucketed: budget.json holds the same per-repository millibits, distinct for the two "
@@ -411,7 +430,7 @@ try:
         calls[ALPHA] += 1
         rec = rec_of(state, text)
         tap.ok(got["result"] == YES and rec is not None and rec["repo_bits"] == CALL_BITS * calls[ALPHA]
-               and millibits(state, ALPHA) == 4000 * calls[ALPHA] and millibits(state, BETA) == 4000 * calls[BETA],
+               and millibits(state, ALPHA) == CALL_MB * calls[ALPHA] and millibits(state, BETA) == CALL_MB * calls[BETA],
                "restart after SIGTERM: the next call's repo_bits follow on from the sum before it, and "
                "budget.json stays exact", (got, brief(rec), budget(state)))
 
@@ -438,7 +457,7 @@ try:
     per_repo = {repo: len([r for r in adm if r["repo"] == repo]) for repo in (ALPHA, BETA)}
     b = budget(state)
     tap.ok(b["used"] == len(adm) and {k: v["millibits"] for k, v in b["repositories"].items()}
-           == {repo: 4000 * n for repo, n in per_repo.items()}
+           == {repo: CALL_MB * n for repo, n in per_repo.items()}
            and per_repo == {ALPHA: calls[ALPHA] + 2, BETA: calls[BETA] + 1},
            "kill -9: budget.json charges exactly every admitted call across all runs, none lost, none double",
            (per_repo, calls, b))
@@ -454,8 +473,8 @@ try:
             calls[BETA] += 1
             rec = rec_of(state, text)
             tap.ok(got["result"] == YES and rec is not None and rec["repo_bits"] == CALL_BITS * calls[BETA]
-                   and millibits(state, BETA) == 4000 * calls[BETA]
-                   and millibits(state, ALPHA) == 4000 * calls[ALPHA],
+                   and millibits(state, BETA) == CALL_MB * calls[BETA]
+                   and millibits(state, ALPHA) == CALL_MB * calls[ALPHA],
                    "restart after kill -9: the next call's repo_bits follow on from the persisted sum",
                    (got, brief(rec), budget(state)))
             tap.ok(srv2.stop() == 0, "kill -9: the new serve stops cleanly", srv2.stderr()[-300:])
@@ -466,11 +485,13 @@ try:
     # ---- --bit-budget: refused before anything is copied or launched ------------
     config = work.write_config([ALPHA, BETA], timeout=T, maxInvocations=4)
     state = work.staged_state(config, clones)
-    with serve(config, state, "bucketed", "--bit-budget", "8", concurrency=3) as srv:
+    BIT_BUDGET = 2 * CALL_MB // 1000
+    with serve(config, state, "bucketed", "--bit-budget", str(BIT_BUDGET), concurrency=3) as srv:
         texts = [(ALPHA, script("bb-a1")), (ALPHA, script("bb-a2")), (BETA, script("bb-b1"))]
         res = together(srv, [(t, frame(repo, t)) for repo, t in texts])
-        tap.ok([x["result"] for x in res] == [YES] * 3 and millibits(state, ALPHA) == 8000,
-               "bit budget 8: two calls of 4 bits on one repository answer (8 bits: the budget, not past it)",
+        tap.ok([x["result"] for x in res] == [YES] * 3 and millibits(state, ALPHA) == 2 * CALL_MB == BIT_BUDGET * 1000,
+               f"bit budget {BIT_BUDGET}: two calls of {CALL_BITS} bits on one repository answer ({BIT_BUDGET} bits: "
+               "the budget, not past it)",
                (res, budget(state)))
         S.wait_pool_full(srv, repos=2)  # the refills are serve's own work, not a launch
         ino = watch_workspaces(state, srv.run)
@@ -493,7 +514,7 @@ try:
                "bit budget: the refusal leaves on the ladder (latency >= 1 s, audited release_ms 1000)",
                (got, brief(rec)))
         b = budget(state)
-        tap.ok(b["used"] == 3 and b["repositories"][ALPHA]["millibits"] == 8000,
+        tap.ok(b["used"] == 3 and b["repositories"][ALPHA]["millibits"] == 2 * CALL_MB,
                "bit budget: budget.json is unchanged by the refusal", b)
         ino = watch_workspaces(state, srv.run)
         text = script("bb-b2")
@@ -501,7 +522,7 @@ try:
         time.sleep(0.3)
         created = ino.events()
         ino.close()
-        tap.ok(got["result"] == YES and millibits(state, BETA) == 8000,
+        tap.ok(got["result"] == YES and millibits(state, BETA) == 2 * CALL_MB,
                "bit budget: the other repository still answers", (got, budget(state)))
         tap.ok(any(d == B.run_root(state, srv.run) or d.startswith(S.work_dir(state)) for d, _, _ in created),
                "control: the inotify watch sees that call's workspace or container created", created)
@@ -516,6 +537,15 @@ try:
                "audited release_ms 1000)", (got, brief(rec)))
         tap.ok(srv.stop() == 0, "bit budget: serve stops cleanly", srv.stderr()[-300:])
     note(f"bit budget: {time.monotonic() - t_start:.0f} s so far")
+
+    def answering_timeout(work_s, least_s):
+        """A probe timeout (s) at least least_s, long enough for work_s of the
+        probe's own work and SLOW_FACTOR times the measured baseline, at most
+        T_LATER_MAX."""
+        want = math.ceil(work_s + SLOW_FACTOR * slowest_ms / 1000)
+        if want > T_LATER_MAX:
+            note(f"a {work_s} s probe would want a {want} s timeout on this host now; it gets {T_LATER_MAX} s")
+        return max(least_s, min(want, T_LATER_MAX))
 
     # ---- a burst queued at --concurrency 1: one bucket after another ----------
     # Each answer holds the slot until its release, and the next request's
@@ -557,10 +587,12 @@ try:
     # ---- overflow: ready past the last reachable boundary -----------------------
     # The probe is killed at its timeout, so only the host can make an
     # invocation outlast timeout + 5 s: here serve itself is stopped
-    # (SIGSTOP) past the last boundary, 8 s, while a probe runs, as a host
-    # stall would.  The answer is then ERROR at once, audited.  Timeout 1 s:
-    # boundaries 1, 2, 4, 8 s.
-    T1 = 1
+    # (SIGSTOP) past the last boundary (8 s; 16 s at a timeout of 4 s or
+    # more) while a probe runs, as a host stall would.  The answer is then
+    # ERROR at once, audited.  Its timeout lets the probe answer on this host,
+    # so that the overflow, not a timeout, is what makes it ERROR.
+    T1 = answering_timeout(0.3, 1)
+    note(f"overflow: timeout {T1} s")
     config = work.write_config([ALPHA, BETA], timeout=T1, maxInvocations=1000)
     state = work.staged_state(config, clones)
     with serve(config, state, "bucketed", concurrency=1, queue=4) as srv:
@@ -590,7 +622,9 @@ try:
     note(f"overflow: {time.monotonic() - t_start:.0f} s so far")
 
     # ---- concurrency 2, a request queued behind slow probes ---------------------
-    T3 = 3
+    # Both slow probes answer (the timeout leaves them room on this host).
+    T3 = answering_timeout(2.0, 3)
+    note(f"queue: timeout {T3} s")
     config = work.write_config([ALPHA, BETA], timeout=T3, maxInvocations=1000)
     state = work.staged_state(config, clones)
     with serve(config, state, "bucketed", concurrency=2, queue=8) as srv:
@@ -619,10 +653,14 @@ try:
         tap.ok(srv.stop() == 0, "queue: serve stops cleanly", srv.stderr()[-300:])
     note(f"queue: {time.monotonic() - t_start:.0f} s so far")
 
-    # ---- fixed (timeout 1 s: every answer at 6 s) -------------------------------
-    config = work.write_config([ALPHA, BETA], timeout=T1, maxInvocations=1000)
+    # ---- fixed (every answer at the timeout + 5 s) -----------------------------
+    # The timeout lets the outcome and the exit(1) probes end on their own on
+    # this host; the sleeper outlasts it.
+    TF = answering_timeout(0, 1)
+    note(f"fixed: timeout {TF} s")
+    config = work.write_config([ALPHA, BETA], timeout=TF, maxInvocations=1000)
     state = work.staged_state(config, clones)
-    OFFSET = T1 * 1000 + MARGIN_MS
+    OFFSET = TF * 1000 + MARGIN_MS
     with serve(config, state, "fixed", concurrency=4) as srv:
         ready_line = ready_line_of(srv)
         tap.ok(ready_line and "release fixed," in ready_line[0], "fixed: the ready line names the mode", ready_line)
