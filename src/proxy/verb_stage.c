@@ -194,10 +194,6 @@ catch_stop_signals (sp_error_t *err)
   return 0;
 }
 
-/* Produces seeds/RUN/INDEX for one repository: a sanitized copy of its local
-   clone, or its GitHub tarball; then the seed policy (tree_normalize.h), which
-   gives it to the probe uid.  The read-only mount, not its modes, keeps it
-   unchanged.  */
 /* A tree walk's meter (normalization, the digest): each entry counted on
    the progress line, and a place an interrupt stops the walk.  */
 static int
@@ -209,6 +205,10 @@ count_and_check (void *ctx, uint64_t bytes, sp_error_t *err)
   return sp_progress_check (progress, err);
 }
 
+/* Produces seeds/RUN/INDEX for one repository: a sanitized copy of its local
+   clone, or its GitHub tarball; then the seed policy (tree_normalize.h), which
+   gives it to the probe uid.  The read-only mount, not its modes, keeps it
+   unchanged.  */
 static int
 stage_one (int run_fd, struct sp_seed *seed, const char *clone, const struct sp_github_source *github,
            struct sp_progress *progress, sp_error_t *err)

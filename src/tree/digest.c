@@ -71,29 +71,6 @@ file_sha256 (int dirfd, const char *name, const char *path, const struct stat *s
   return 0;
 }
 
-struct digest_walk
-{
-  struct sp_sha256 sha;
-  sp_tree_tick_fn tick;
-  void *tick_ctx;
-};
-
-static int digest_entry (int dirfd, const char *name, const char *path, const struct stat *st,
-                         struct sp_sha256 *ctx, sp_error_t *err);
-
-static int
-on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_tree_walk_event event,
-          void *ctx_, sp_error_t *err)
-{
-  struct digest_walk *w = ctx_;
-
-  if (event != SP_TREE_WALK_ENTRY)
-    return 0;
-  if (digest_entry (dirfd, name, path, st, &w->sha, err) < 0)
-    return -1;
-  return w->tick != NULL ? w->tick (w->tick_ctx, S_ISREG (st->st_mode) ? (uint64_t)st->st_size : 0, err) : 0;
-}
-
 /* One entry into the digest: its type, path, mode, owner, and its bytes'
    or link target's digest.  */
 static int
@@ -146,6 +123,26 @@ digest_entry (int dirfd, const char *name, const char *path, const struct stat *
   else
     put_u64 (ctx, 0);
   return 0;
+}
+
+struct digest_walk
+{
+  struct sp_sha256 sha;
+  sp_tree_tick_fn tick;
+  void *tick_ctx;
+};
+
+static int
+on_entry (int dirfd, const char *name, const char *path, const struct stat *st, enum sp_tree_walk_event event,
+          void *ctx_, sp_error_t *err)
+{
+  struct digest_walk *w = ctx_;
+
+  if (event != SP_TREE_WALK_ENTRY)
+    return 0;
+  if (digest_entry (dirfd, name, path, st, &w->sha, err) < 0)
+    return -1;
+  return w->tick != NULL ? w->tick (w->tick_ctx, S_ISREG (st->st_mode) ? (uint64_t)st->st_size : 0, err) : 0;
 }
 
 int
