@@ -79,12 +79,7 @@ sp_verb_check (int argc, char **argv)
   cleanup_config struct sp_config *config = NULL;
   cleanup_close int signal_fd = -1;
   struct sp_serve_options opt;
-  struct sp_serve s = { .state_fd = -1,
-                        .work_fd = -1,
-                        .work_run_fd = -1,
-                        .owner_lock_fd = -1,
-                        .host_state_fd = -1,
-                        .host_mnt_ns_fd = -1 };
+  struct sp_serve s = SP_SERVE_INIT;
   int ret;
 
   /* check runs what serve runs, so it holds what serve holds: nothing.  */

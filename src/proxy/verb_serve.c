@@ -71,12 +71,7 @@ sp_verb_serve (int argc, char **argv)
   cleanup_close int signal_fd = -1;
   cleanup_close int listen_fd = -1;
   struct sp_serve_options opt;
-  struct sp_serve s = { .state_fd = -1,
-                        .work_fd = -1,
-                        .work_run_fd = -1,
-                        .owner_lock_fd = -1,
-                        .host_state_fd = -1,
-                        .host_mnt_ns_fd = -1 };
+  struct sp_serve s = SP_SERVE_INIT;
   struct sp_notify notify = { .fd = -1 };
   struct sp_serve_owned socket_owned = { 0 };
   struct sp_serve_owned ready_owned = { 0 };

@@ -163,6 +163,14 @@ struct sp_serve
   int client_watch_fd;
 };
 
+/* A serve with no descriptor open yet, as the verbs that run one start it:
+   every fd -1, so that the cleanup on any path closes only what was opened.  */
+#define SP_SERVE_INIT                                                                                        \
+  {                                                                                                          \
+    .state_fd = -1, .host_state_fd = -1, .host_mnt_ns_fd = -1, .owner_lock_fd = -1, .work_fd = -1,           \
+    .work_run_fd = -1, .client_watch_fd = -1                                                                 \
+  }
+
 /* One sandbox from its creation to its removal (sandbox.c): a slot (and so
    a probe identity), a workspace with the bundle and the repository's
    snapshot, and the container the runtime created from it (NULL for a

@@ -43,6 +43,7 @@ PROXY = env_path("SP_PROXY")
 B = backend()
 require_root_and("git", "openssl", "mount", "umount")
 from sp_github_fake import FakeGitHub, tarball  # noqa: E402
+from sp_progress import foreign_words, leaks, live_lines, pieces  # noqa: E402
 from sp_stage import StageWork  # noqa: E402
 
 # Under ASan the proxy stages about 5 times slower (a whole stage of this
@@ -253,45 +254,6 @@ def stage_argv(config, state, clones, *extra):
 def interrupted_line(sig, repo):
     return (f"sealed-probe-proxy: stage: interrupted by {sig} while staging {repo}: removed what this run made; "
             "nothing of it is left\n").encode()
-
-
-def pieces(err):
-    return [p for p in err.split(b"\r") if p]
-
-
-def live_lines(err):
-    return [p[:-len(b"\x1b[K")] for p in pieces(err) if p.endswith(b"\x1b[K") and p != b"\x1b[K"]
-
-
-WORDS = {x.encode() for x in (
-    "copy the git directory write tree index list objects find deltas pack remove old normalize digest resolve ref "
-    "download check gzip stream extract staged files file object of B KiB MiB GiB downloaded in s min").split()}
-
-
-def foreign_words(err, subjects):
-    """Every word of the progress lines that is not a subject (a repository or
-    seeds/RUN), a phase or unit word, or a number; the interrupted line
-    aside, which is checked whole."""
-    found = []
-    for piece in pieces(err):
-        line = piece.removesuffix(b"\n").removesuffix(b"\x1b[K").removeprefix(b"\x1b[K")
-        if line == b"" or line.startswith(b"sealed-probe-proxy: stage: interrupted by "):
-            continue
-        subject = next((s for s in subjects if re.match(s + rb"(:|$)", line)), None)
-        if subject is None:
-            found.append(line)
-            continue
-        rest = re.sub(subject, b"", line, count=1)
-        found += [t for t in re.split(rb"[ ,:()%]+", rest)
-                  if t and t not in WORDS and not re.fullmatch(rb"\d+(\.\d)?", t)]
-    return found
-
-
-def leaks(data, names, also=()):
-    text = data.decode("latin-1")
-    found = [n for n in list(names) + list(also) if n in text]
-    found += [os.path.splitext(n)[0] for n in names if n.endswith(".txt") and os.path.splitext(n)[0] in text]
-    return found
 
 
 try:
