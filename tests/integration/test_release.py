@@ -64,6 +64,10 @@ TOGETHER_MS = 300
 FIXED_SPREAD_MS = 500
 # Attempts at a pair whose ends straddle a boundary (see the pair below).
 PAIR_TRIES = 3
+# How much earlier than its audit line says serve may have seen an answer
+# ready (own_boundaries below): the thread can be put off between the two
+# clock reads on a loaded host.
+AUDIT_SKEW_MS = 50
 # The bucketed and ledger checks' probe timeout: long enough that no probe
 # that should answer times out on a loaded host (sbx's exec, which on its
 # test double is a whole runc container, once took over 4 s for a trivial
@@ -204,6 +208,17 @@ def ready_ms(rec):
     return ms_between(rec["started"] or rec["received"], rec["finished"])
 
 
+def own_boundaries(rec, timeout_s):
+    """The boundaries rec may rightly be released at: the first at or after
+    its end.  serve plans the release (release.c) after the audit line's
+    `started` is read and before its `finished` is (invocation.c), and the
+    line's times are whole ms: what serve measured is at most 2 ms more than
+    the line's ready time, and up to AUDIT_SKEW_MS less.  Near a boundary,
+    either side of it is right; anywhere else, exactly one boundary is."""
+    ready = ready_ms(rec)
+    return {first_boundary(ready - AUDIT_SKEW_MS, timeout_s), first_boundary(ready + 2, timeout_s)}
+
+
 def waited_ms(rec):
     """How long it waited for a slot (0 for a refusal that never got one)."""
     return ms_between(rec["received"], rec["started"]) if rec["started"] else 0
@@ -303,7 +318,7 @@ try:
         rec = rec_of(state, text)
         ok = rec is not None and got["result"] == YES and rec["release"] == "bucketed"
         tap.ok(ok and rec["release_ms"] in reachable(T) and rec["release_overflow"] is False
-               and rec["release_ms"] == first_boundary(ready_ms(rec) - 5, T),
+               and rec["release_ms"] in own_boundaries(rec, T),
                "bucketed: a trivial probe answers, released at the first boundary at or after its audited end",
                (got, brief(rec)))
         tap.ok(ok and got["latency"] >= rec["release_ms"] - EARLY_MS and got["latency"] >= 1000 - EARLY_MS,
@@ -563,13 +578,13 @@ try:
         texts = [script(f"queued-{i}") for i in range(6)]
         res = together(srv, [(f"queued {i}", frame(ALPHA, t)) for i, t in enumerate(texts)], stagger=0.05)
         recs = [rec_of(state, t) for t in texts]
-        own = [first_boundary(ready_ms(r) - 5, TB) if r else None for r in recs]
-        from_acceptance = [first_boundary(waited_ms(r) + ready_ms(r) - 5, TB) if r else None for r in recs]
-        pushed = sum(1 for a, b in zip(from_acceptance, own) if a != b)
+        own = [sorted(own_boundaries(r, TB)) if r else None for r in recs]
+        from_acceptance = [first_boundary(waited_ms(r) + ready_ms(r), TB) if r else None for r in recs]
+        pushed = sum(1 for a, b in zip(from_acceptance, own) if b is not None and a not in b)
         note("burst at --concurrency 1: " + ", ".join(f"{x['result']} {x['latency']:.0f} ms" for x in res))
         note(f"burst: own boundaries {own}; counted from acceptance they would be {from_acceptance}")
         tap.ok(all(r is not None for r in recs)
-               and all(x["result"] == YES and r["release_ms"] == b and not r["release_overflow"]
+               and all(x["result"] == YES and r["release_ms"] in b and not r["release_overflow"]
                        for x, r, b in zip(res, recs, own))
                and pushed > 0,
                f"burst: 6 requests queued at --concurrency 1 (timeout {TB} s) each answer at the first boundary at "
@@ -639,12 +654,12 @@ try:
         freed = min(ms_between(rq["received"], r["started"]) + (r["release_ms"] or 0) for r in (r1, r2)) \
             if rq and r1 and r2 else None
         tap.ok(rq is not None and r1 is not None and r2 is not None and [x["result"] for x in res] == [YES] * 3
-               and [r1["release_ms"], r2["release_ms"]] == [first_boundary(ready_ms(r) - 5, T3) for r in (r1, r2)]
+               and all(r["release_ms"] in own_boundaries(r, T3) for r in (r1, r2))
                and waited >= freed - EARLY_MS,
                "queue: a request sent behind two slow probes at --concurrency 2 waits for a slot until the first of "
                "them is released", (res, brief(r1), brief(r2), brief(rq), f"waited {waited} ms, freed at {freed}"))
         tap.ok(rq is not None and rq["release_ms"] in reachable(T3)
-               and rq["release_ms"] == first_boundary(ready_ms(rq) - 5, T3)
+               and rq["release_ms"] in own_boundaries(rq, T3)
                and res[2]["latency"] >= waited + rq["release_ms"] - EARLY_MS
                and res[2]["latency"] <= waited + rq["release_ms"] + LATE_MS,
                "queue: it is released on its own ladder: the first boundary after its own end, counted from its own "
