@@ -399,7 +399,10 @@ def socket_finder(needles, control):
 # ---- helpers -------------------------------------------------------------------
 
 def run_of(srv):
-    m = re.search(r"ready: run ([0-9a-f]{12})", srv.stderr())
+    """The run its ready line names.  serve writes its ready file, which
+    start() waits for, just before that line: on a loaded host the line can
+    come a moment after start() returns."""
+    m = S.wait_for(lambda: re.search(r"ready: run ([0-9a-f]{12})", srv.stderr()), timeout=10)
     return m.group(1) if m else None
 
 
