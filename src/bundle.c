@@ -37,46 +37,58 @@ static const char *const python3_args[] = { "/usr/bin/python3", "-I", "-S", "-B"
 /* A fixed environment: nothing from the host or the request.  */
 static const char *const probe_env[] = { "PATH=/usr/bin", "LANG=C.UTF-8", "HOME=/tmp", NULL };
 
-/* runc's defaults (libcontainer/specconv/example.go) plus powercap, whose
-   energy counters are a side channel (CVE-2020-8694 class), plus host facts.  */
-static const char *const masked_paths[] = {
+/* Host-wide state: what a probe reads of /proc and /sys is only what belongs
+   to its own sandbox (docs/threat-model.md, "Host-wide state").  The policy
+   is an allowlist: of /proc's top level a probe keeps exactly the entries
+   below and its own processes' directories (the pid namespace holds only the
+   sandbox's); every other entry the host's kernel lists when the bundle is
+   written is masked, and so are /proc/sys and the whole of /sys.  Nothing in
+   CPython's standard library needs more: os.cpu_count() falls back to
+   sched_getaffinity, subprocess reads /proc/self/fd, and sysinfo(), which
+   would tell host-wide memory and task counts, is refused by the seccomp
+   profile (docs/seccomp.md).  */
+static const char *const proc_allowed[] = {
+  "self",        /* the reading process: its own status, maps, fds */
+  "thread-self", /* the reading thread */
+  "mounts",      /* a link to self/mounts, the sandbox's own mount table */
+  "net",         /* a link to self/net, the sandbox's network namespace (loopback only) */
+  NULL,
+};
+/* Always masked, whether or not the host lists them: top-level names some
+   kernels have (runc's defaults among them), and the two trees that are
+   host-wide as a whole.  */
+static const char *const masked_always[] = {
   "/proc/acpi",
   "/proc/asound",
-  "/proc/kcore",
-  "/proc/keys",
-  "/proc/latency_stats",
-  "/proc/timer_list",
-  "/proc/timer_stats",
-  "/proc/sched_debug",
-  "/proc/scsi",
-  "/sys/firmware",
-  "/sys/devices/virtual/powercap",
-  /* Host-wide facts that nothing in CPython's stdlib reads (docs/threat-model.md,
-     "What a probe can learn about the host"): load and activity of every
-     tenant, the boot's identity, the kernel's command line and build, disks
-     and hardware.  os.cpu_count() reads /sys/devices/system/cpu instead.  */
-  "/proc/loadavg",
-  "/proc/uptime",
-  "/proc/stat",
-  "/proc/meminfo",
-  "/proc/vmstat",
-  "/proc/zoneinfo",
   "/proc/buddyinfo",
-  "/proc/pressure",
-  "/proc/interrupts",
-  "/proc/softirqs",
-  "/proc/diskstats",
-  "/proc/partitions",
-  "/proc/swaps",
   "/proc/cmdline",
   "/proc/config.gz",
-  "/proc/kallsyms",
-  "/proc/modules",
-  "/proc/key-users",
+  "/proc/diskstats",
+  "/proc/interrupts",
   "/proc/iomem",
   "/proc/ioports",
-  "/proc/sys/kernel/random/boot_id",
-  "/sys/devices/virtual/dmi",
+  "/proc/kallsyms",
+  "/proc/kcore",
+  "/proc/key-users",
+  "/proc/keys",
+  "/proc/latency_stats",
+  "/proc/loadavg",
+  "/proc/meminfo",
+  "/proc/modules",
+  "/proc/partitions",
+  "/proc/pressure",
+  "/proc/sched_debug",
+  "/proc/scsi",
+  "/proc/softirqs",
+  "/proc/stat",
+  "/proc/swaps",
+  "/proc/sys",
+  "/proc/timer_list",
+  "/proc/timer_stats",
+  "/proc/uptime",
+  "/proc/vmstat",
+  "/proc/zoneinfo",
+  "/sys",
   NULL,
 };
 static const char *const readonly_paths[] = {
@@ -115,6 +127,7 @@ static const char *const ro_bind_options[] = { "bind", "ro", "nosuid", "nodev", 
 
 /* No /dev/pts (no terminal), no /dev/shm or /dev/mqueue (no POSIX IPC), no
    cgroupfs: a probe needs none of them.  */
+static const char *const cover_options[] = { "ro", "nosuid", "nodev", "noexec", "mode=555", "size=4k", NULL };
 static const struct mount_entry mounts[] = {
   { "/proc", "proc", "proc", NULL, proc_options },
   { "/dev", "tmpfs", "tmpfs", NULL, dev_options },
@@ -123,6 +136,18 @@ static const struct mount_entry mounts[] = {
   { PROBE_REPO_PATH, "bind", NULL, SP_BUNDLE_REPO, rw_bind_options },
   { PROBE_SCRIPT_PATH, "bind", NULL, SP_BUNDLE_SCRIPT, ro_bind_options },
   { PROBE_OUT_PATH, "bind", NULL, SP_BUNDLE_OUT, rw_bind_options },
+};
+
+/* runsc 2022 ignores maskedPaths and readonlyPaths, and its sentry makes
+   /dev/net/tun, /dev/pts and /dev/shm whatever the bundle says: under
+   rules.masks_by_mount an empty read-only tmpfs covers each tree, and /sys
+   is one instead of a sysfs.  The top-level files of the sentry's /proc are
+   its own, per sandbox (docs/runtimes.md, "gVisor's named gaps").  */
+static const struct mount_entry covers[] = {
+  { "/proc/sys", "tmpfs", "tmpfs", NULL, cover_options },
+  { "/dev/net", "tmpfs", "tmpfs", NULL, cover_options },
+  { "/dev/pts", "tmpfs", "tmpfs", NULL, cover_options },
+  { "/dev/shm", "tmpfs", "tmpfs", NULL, cover_options },
 };
 
 struct rlimit_entry
@@ -298,6 +323,8 @@ gen_mounts (yajl_gen g, const struct sp_bundle_spec *spec)
 
       if (spec->rules.tmp_on_host && strcmp (m.destination, "/tmp") == 0)
         m = (struct mount_entry){ "/tmp", "bind", NULL, SP_BUNDLE_TMP, rw_bind_options };
+      if (spec->rules.masks_by_mount && strcmp (m.destination, "/sys") == 0)
+        m = (struct mount_entry){ "/sys", "tmpfs", "tmpfs", NULL, cover_options };
       if (m.source == NULL && asprintf (&source, "%s/%s", spec->bundle_dir, m.bundle_file) < 0)
         return yajl_gen_invalid_string;
       st |= yajl_gen_map_open (g);
@@ -306,6 +333,16 @@ gen_mounts (yajl_gen g, const struct sp_bundle_spec *spec)
       st |= gen_str_member (g, "source", source ? source : m.source);
       st |= gen_str (g, "options");
       st |= gen_str_array (g, m.options);
+      st |= yajl_gen_map_close (g);
+    }
+  for (size_t i = 0; spec->rules.masks_by_mount && i < sizeof (covers) / sizeof (covers[0]); i++)
+    {
+      st |= yajl_gen_map_open (g);
+      st |= gen_str_member (g, "destination", covers[i].destination);
+      st |= gen_str_member (g, "type", covers[i].type);
+      st |= gen_str_member (g, "source", covers[i].source);
+      st |= gen_str (g, "options");
+      st |= gen_str_array (g, covers[i].options);
       st |= yajl_gen_map_close (g);
     }
   return st | yajl_gen_array_close (g);
@@ -369,8 +406,109 @@ gen_id_mappings (yajl_gen g, const char *key, const struct sp_bundle_spec *spec)
   return st | yajl_gen_array_close (g);
 }
 
+struct path_list
+{
+  char **items;
+  size_t n, cap;
+};
+
+static void
+path_list_release (struct path_list *l)
+{
+  for (size_t i = 0; i < l->n; i++)
+    free (l->items[i]);
+  free (l->items);
+  l->items = NULL;
+  l->n = l->cap = 0;
+}
+#define cleanup_path_list __attribute__ ((cleanup (path_list_release)))
+
+/* Appends a copy of path and keeps the list NULL-terminated.  */
+static int
+path_list_add (struct path_list *l, const char *path)
+{
+  if (l->n + 1 >= l->cap)
+    {
+      size_t cap = l->cap ? 2 * l->cap : 64;
+      char **items = reallocarray (l->items, cap, sizeof (*items));
+      if (items == NULL)
+        return -1;
+      l->items = items;
+      l->cap = cap;
+    }
+  l->items[l->n] = strdup (path);
+  if (l->items[l->n] == NULL)
+    return -1;
+  l->items[++l->n] = NULL;
+  return 0;
+}
+
+static int
+compare_paths (const void *a, const void *b)
+{
+  return strcmp (*(char *const *)a, *(char *const *)b);
+}
+
+static bool
+proc_name_allowed (const char *name)
+{
+  if (name[0] == '.')
+    return true; /* . and .. */
+  if (strspn (name, "0123456789") == strlen (name))
+    return true; /* a process of the sandbox's pid namespace */
+  for (size_t i = 0; proc_allowed[i] != NULL; i++)
+    if (strcmp (name, proc_allowed[i]) == 0)
+      return true;
+  return false;
+}
+
+/* maskedPaths: masked_always, plus every top-level entry of the host's /proc
+   that proc_allowed does not name, sorted and without repeats.  Read when
+   the bundle is written, so a kernel's entry this list never heard of is
+   masked too.  */
+static int
+masked_paths_collect (struct path_list *out, sp_error_t *err)
+{
+  cleanup_dir DIR *proc = opendir ("/proc");
+  struct dirent *de;
+  size_t kept = 0;
+
+  if (proc == NULL)
+    return sp_make_error (err, errno, "maskedPaths: read the host's /proc");
+  for (size_t i = 0; masked_always[i] != NULL; i++)
+    if (path_list_add (out, masked_always[i]) < 0)
+      return sp_make_error (err, ENOMEM, "maskedPaths");
+  errno = 0;
+  while ((de = readdir (proc)) != NULL)
+    {
+      char path[NAME_MAX + sizeof ("/proc/")];
+
+      if (proc_name_allowed (de->d_name))
+        continue;
+      snprintf (path, sizeof (path), "/proc/%s", de->d_name);
+      if (path_list_add (out, path) < 0)
+        return sp_make_error (err, ENOMEM, "maskedPaths");
+      errno = 0;
+    }
+  if (errno != 0)
+    return sp_make_error (err, errno, "maskedPaths: read the host's /proc");
+  qsort (out->items, out->n, sizeof (*out->items), compare_paths);
+  for (size_t i = 0; i < out->n; i++)
+    {
+      if (kept > 0 && strcmp (out->items[kept - 1], out->items[i]) == 0)
+        {
+          free (out->items[i]);
+          continue;
+        }
+      out->items[kept++] = out->items[i];
+    }
+  out->n = kept;
+  out->items[kept] = NULL;
+  return 0;
+}
+
 static unsigned
-gen_linux (yajl_gen g, const struct sp_bundle_spec *spec)
+gen_linux (yajl_gen g, const struct sp_bundle_spec *spec, const char *const *masked_paths)
 {
   cleanup_free char *cgroups_path = NULL;
   unsigned st = 0;
@@ -444,11 +582,12 @@ int
 sp_bundle_render_config (const struct sp_bundle_spec *spec, char **json, size_t *len, sp_error_t *err)
 {
   cleanup_yajl_gen yajl_gen g = NULL;
+  cleanup_path_list struct path_list masked = { 0 };
   const unsigned char *buf;
   size_t buf_len;
   unsigned st = 0;
 
-  if (spec_check (spec, err) < 0)
+  if (spec_check (spec, err) < 0 || masked_paths_collect (&masked, err) < 0)
     return -1;
 
   g = yajl_gen_alloc (NULL);
@@ -477,7 +616,7 @@ sp_bundle_render_config (const struct sp_bundle_spec *spec, char **json, size_t 
   st |= gen_str_member (g, SP_ANNOTATION_ROOTFS, spec->rootfs_digest);
   st |= gen_str_member (g, SP_ANNOTATION_VERSION, PACKAGE_VERSION);
   st |= yajl_gen_map_close (g);
-  st |= gen_linux (g, spec);
+  st |= gen_linux (g, spec, (const char *const *)masked.items);
   st |= yajl_gen_map_close (g);
 
   if (st != yajl_gen_status_ok || yajl_gen_get_buf (g, &buf, &buf_len) != yajl_gen_status_ok)

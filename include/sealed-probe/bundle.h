@@ -73,6 +73,10 @@ struct sp_bundle_rules
      directory, STATE/docker-work), not in a namespace of its own, and mounts
      them noexec, since a Docker bind cannot add a flag its source lacks.  */
   bool workspaces_on_host;
+  /* runsc 2022 ignores maskedPaths and readonlyPaths: the trees they would
+     hide are covered by empty read-only tmpfs mounts instead (bundle.c,
+     covers), and /sys is one.  */
+  bool masks_by_mount;
 };
 
 struct sp_bundle_spec

@@ -86,7 +86,8 @@ sp_runtime_bundle_rules_for (enum sp_runtime kind)
                                      .seccomp_enosys_by_kernel = true,
                                      .tasks_counted_by_kernel = true,
                                      .host_ids_direct = false,
-                                     .workspaces_on_host = false };
+                                     .workspaces_on_host = false,
+                                     .masks_by_mount = true };
   /* sbx: sandboxd, like dockerd, resolves mount sources in the host's
      mount namespace; the VM's user is 65534, as in a user namespace.  */
   if (kind == SP_RUNTIME_SBX)

@@ -138,10 +138,11 @@ def _():
 
 @check("only_loopback_interface")
 def _():
-    names = sorted(os.listdir("/sys/class/net"))
-    with open("/proc/net/dev") as f:
+    # /sys is masked whole, and netlink (if_nameindex) is refused: the
+    # network namespace's own list, /proc/self/net/dev.
+    with open("/proc/self/net/dev") as f:
         dev = sorted(line.split(":")[0].strip() for line in f.readlines()[2:])
-    return names == ["lo"] and dev == ["lo"], f"sysfs {names} procfs {dev}"
+    return dev == ["lo"], f"procfs {dev}"
 
 
 @check("no_routes")
@@ -314,9 +315,10 @@ def _():
 
 HOST_FACTS_ALWAYS = ["/proc/loadavg", "/proc/uptime", "/proc/stat", "/proc/meminfo", "/proc/vmstat", "/proc/zoneinfo",
                      "/proc/interrupts", "/proc/softirqs", "/proc/diskstats", "/proc/partitions", "/proc/swaps",
-                     "/proc/cmdline", "/proc/sys/kernel/random/boot_id"]
-# Present only with some kernel configurations.
-HOST_FACTS_SOMETIMES = ["/proc/buddyinfo", "/proc/config.gz", "/proc/kallsyms", "/proc/modules", "/proc/key-users",
+                     "/proc/cmdline"]
+# Present only with some kernel configurations; boot_id is gone with the
+# whole of /proc/sys, which host_state_allowlist checks.
+HOST_FACTS_SOMETIMES = ["/proc/sys/kernel/random/boot_id", "/proc/buddyinfo", "/proc/config.gz", "/proc/kallsyms", "/proc/modules", "/proc/key-users",
                         "/proc/iomem", "/proc/ioports"]
 HOST_FACT_DIRS = ["/proc/pressure", "/sys/devices/virtual/dmi"]
 
@@ -562,6 +564,139 @@ def _():
         return False, "wrote /proc/sys/kernel/hostname"
     except OSError as e:
         return True, f"{e}"
+
+
+# Host-wide state (docs/threat-model.md, "Host-wide state"): the probe lists
+# every file under /proc and /sys that it can read (reads at least one byte)
+# and every directory that lists anything, and each must be on this
+# allowlist, which is the test's, not the bundle's.  The per-process entries
+# are its own sandbox's (its pid namespace).  /proc/PID/net is the network
+# namespace's, and names a gap: a few files there count host-wide
+# (docs/threat-model.md).  Under gVisor the sentry's own top-level /proc files
+# are its per-sandbox figures (sentry_fact_not_the_hosts proves some are not
+# the host's).
+PER_PROCESS = re.compile(r"^/proc/(\d+|self|thread-self)(/|$)")
+GVISOR_SENTRY_OWN = {"/proc/" + n for n in ("cpuinfo", "filesystems", "loadavg", "meminfo", "uptime", "version",
+                                            "cmdline", "sentry-meminfo", "stat", "cgroups")}
+ALLOWED_DIRS = {"/proc", "/proc/self", "/proc/thread-self"}
+
+
+def host_state_readable():
+    """Every readable file and listing directory under /proc and /sys,
+    symlinks not followed, per-process trees walked once (the probe's own
+    pid 1 and self) and their thread copies skipped."""
+    files, dirs = [], []
+    stack = ["/proc", "/sys"]
+    while stack:
+        d = stack.pop()
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        if names:
+            dirs.append(d)
+        for n in names:
+            p = os.path.join(d, n)
+            if n == "task" and PER_PROCESS.match(p):
+                continue
+            if d == "/proc" and n.isdigit() and n != "1":
+                continue
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(p)
+                continue
+            if not stat.S_ISREG(st.st_mode) and not stat.S_ISCHR(st.st_mode):
+                continue
+            try:
+                fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+            except OSError:
+                continue
+            try:
+                if os.read(fd, 1):
+                    files.append(p)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+    return files, dirs
+
+
+@check("host_state_allowlist")
+def _():
+    files, dirs = host_state_readable()
+    if "/proc/1/status" not in files and "/proc/self/status" not in files:
+        return False, f"the walk did not read a status of its own, so it proves nothing: {files[:5]}"
+    outside = [p for p in files if not PER_PROCESS.match(p) and not (GVISOR and p in GVISOR_SENTRY_OWN)]
+    outside += [d for d in dirs if d not in ALLOWED_DIRS and not PER_PROCESS.match(d)]
+    return not outside, f"readable outside the allowlist: {sorted(outside)[:12]} ({len(outside)})" if outside \
+        else f"{len(files)} readable files, all per-process" + (" or the sentry's own" if GVISOR else "")
+
+
+@check("sysinfo_refused")
+def _():
+    buf = ctypes.create_string_buffer(256)
+    ctypes.set_errno(0)
+    ret = libc.syscall(ctypes.c_long(99), buf)  # noqa: F821 (x86-64 sysinfo)
+    err = ctypes.get_errno()
+    return ret == -1 and err == errno.EPERM, f"sysinfo returned {ret}, errno {err}"
+
+
+@check("no_tun_pty_shm_mqueue")
+def _():
+    opened = []
+    for path in ("/dev/net/tun", "/dev/ptmx", "/dev/pts/ptmx"):
+        try:
+            os.close(os.open(path, os.O_RDWR))
+            opened.append(path)
+        except OSError:
+            pass
+    for path in ("/dev/pts", "/dev/shm", "/dev/mqueue"):
+        # gVisor's sentry mounts its own devpts at /dev/pts whatever the
+        # bundle mounts there (read-only, as asked): its entries are a
+        # named gap (docs/runtimes.md); ptmx still opens nowhere.
+        if GVISOR and path == "/dev/pts" and "ro" in (mount_options(path) or []):
+            continue
+        if os.path.isdir(path) and os.listdir(path):
+            opened.append(f"{path} lists {os.listdir(path)[:3]}")
+        try:
+            fd = os.open(os.path.join(path, "probe-shm"), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            os.close(fd)
+            opened.append(f"{path} is writable")
+        except OSError:
+            pass
+    return not opened, f"reachable: {opened}" if opened else "none opens, none is writable"
+
+
+@check("no_fuse_device")
+def _():
+    try:
+        os.close(os.open("/dev/fuse", os.O_RDWR))
+    except OSError as e:
+        return True, f"/dev/fuse: {e}"
+    if GVISOR:
+        raise NotApplicable("runsc 2022 always makes the sentry's /dev/fuse (its --fuse flag has no effect) "
+                            "and no bundle mount can cover a file there; mounting FUSE needs CAP_SYS_ADMIN, "
+                            "which the probe lacks (docs/runtimes.md)")
+    return False, "/dev/fuse opened"
+
+
+@check("proc_sys_knobs_refuse_writes")
+def _():
+    accepted = []
+    for knob in ("/proc/sys/kernel/hostname", "/proc/sys/net/ipv4/ip_forward", "/proc/sys/vm/overcommit_memory",
+                 "/proc/sys/net/core/somaxconn", "/proc/sys/net/ipv4/tcp_sack"):
+        try:
+            with open(knob, "w") as f:
+                f.write("1")
+            accepted.append(knob)
+        except OSError:
+            pass
+    return not accepted, f"accepted: {accepted}" if accepted else "every write refused"
 
 
 with open("/probe/out", "w") as f:

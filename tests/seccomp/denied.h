@@ -75,6 +75,8 @@
   X (uselib)                                                                                                 \
   X (_sysctl)                                                                                                \
   X (ustat)                                                                                                  \
+  /* host-wide memory and task counts (docs/threat-model.md, "Host-wide state") */                           \
+  X (sysinfo)                                                                                                \
   X (sysfs)                                                                                                  \
   X (fanotify_init)                                                                                          \
   X (fanotify_mark)                                                                                          \
