@@ -1,0 +1,142 @@
+"""No channel between invocations through host-wide state
+(docs/threat-model.md, "Host-wide state").  A writer probe on one
+repository perturbs what every sandbox shares, according to a secret in its
+repository: negative dentries (lookups of missing names in its workspace, in
+/tmp and in the shared rootfs), memory, processes and files.  A reader probe
+on another repository then tries every host-wide source of a count: the
+/proc/sys counters, the host's /proc files, /sys, sysinfo().  It answers
+BLIND when none gives it a number, SEES when one does, and BROKEN when its
+control (its own /proc/self/status) is not there, so a BLIND cannot come from
+a reader that reads nothing.
+
+The control for the writer: the host's own dentry count, read by the test
+around the secret-1 writer, rises by at least half its lookups, so the
+perturbation is real and a reader that could read the counter would see it.
+Under gVisor the sentry answers lookups from its own caches and the gofer's,
+so that premise is checked where it holds and said otherwise."""
+
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sp_harness import Tap, backend, require_root_and  # noqa: E402
+
+B = backend()
+require_root_and("git")
+import sp_serve as S  # noqa: E402
+
+LOOKUPS = 40000
+DONE, BLIND, SEES, BROKEN = S.answer("DONE"), S.answer("BLIND"), S.answer("SEES"), S.answer("BROKEN")
+
+WRITER = f'''
+import json, os
+secret = open("/probe/repo/secret").read().strip()
+if secret == "1":
+    for top in ("/probe/repo", "/tmp", "/usr/lib/python3"):
+        for i in range({LOOKUPS} // 3):
+            try:
+                os.stat(f"{{top}}/missing-{{i}}")
+            except OSError:
+                pass
+    hog = bytearray(32 << 20)
+    for i in range(0, len(hog), 4096):
+        hog[i] = 1
+    for i in range(16):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+    for i in range(200):
+        with open(f"/tmp/f{{i}}", "w") as f:
+            f.write("x" * 1000)
+json.dump({{"result": "DONE"}}, open("/probe/out", "w"))
+'''
+
+READER = f'''
+import ctypes, json, os
+GVISOR = {B.gvisor!r}
+# The sentry's own top-level /proc files are per sandbox under gVisor.
+SENTRY_OWN = {{"/proc/meminfo", "/proc/stat", "/proc/loadavg", "/proc/uptime"}} if GVISOR else set()
+SOURCES = ["/proc/sys/fs/dentry-state", "/proc/sys/fs/inode-nr", "/proc/sys/fs/inode-state",
+           "/proc/sys/fs/file-nr", "/proc/sys/kernel/random/entropy_avail", "/proc/sys/kernel/ns_last_pid",
+           "/proc/meminfo", "/proc/vmstat", "/proc/stat", "/proc/loadavg", "/proc/slabinfo", "/proc/zoneinfo",
+           "/proc/buddyinfo", "/proc/pagetypeinfo", "/proc/pressure/memory", "/proc/pressure/cpu",
+           "/proc/pressure/io", "/proc/softirqs", "/proc/interrupts", "/proc/swaps", "/proc/diskstats",
+           "/proc/uptime", "/sys/kernel/mm/transparent_hugepage/enabled", "/sys/fs/cgroup/memory.stat",
+           "/sys/fs/cgroup/memory/memory.usage_in_bytes", "/sys/devices/system/node/node0/meminfo"]
+seen = []
+for path in SOURCES:
+    if path in SENTRY_OWN:
+        continue
+    try:
+        with open(path, "rb") as f:
+            data = f.read(4096)
+    except OSError:
+        continue
+    if any(c in b"0123456789" for c in data):
+        seen.append(path)
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(256)
+if libc.syscall(ctypes.c_long(99), buf) == 0:
+    seen.append("sysinfo")
+try:
+    control = b"Pid:" in open("/proc/self/status", "rb").read()
+except OSError:
+    control = False
+json.dump({{"result": "BROKEN" if not control else "SEES" if seen else "BLIND"}}, open("/probe/out", "w"))
+'''
+
+
+def host_dentries():
+    with open("/proc/sys/fs/dentry-state") as f:
+        return int(f.read().split()[0])
+
+
+tap = Tap()
+work = S.Work("sp-serve-chan-")
+try:
+    # The reader's own control: on the host, outside any sandbox, it sees.
+    host_out = os.path.join(work.dir, "host-reader-out")
+    subprocess.run([sys.executable, "-I", "-c", READER.replace("/probe/out", host_out)], check=True, timeout=60,
+                   stdin=subprocess.DEVNULL)
+    with open(host_out) as f:
+        host_answer = json.load(f).get("result")
+    tap.ok(host_answer == "SEES", "control: the reader, run on the host itself, sees host-wide counts", host_answer)
+
+    x1 = work.make_clone("x1", {"secret": b"1\n"})
+    x0 = work.make_clone("x0", {"secret": b"0\n"})
+    y = work.make_clone("y", {"README.md": b"the other repository\n"})
+    config = work.write_config(["acme/x1", "acme/x0", "acme/y"], timeout=60, maxInvocations=1000)
+    state = work.staged_state(config, [("acme/x1", x1), ("acme/x0", x0), ("acme/y", y)])
+    with S.serving(work, config, state) as srv:
+        outcomes = ("BLIND", "SEES", "BROKEN")
+        first = srv.probe(READER, "acme/y", outcomes)
+        tap.ok(first == BLIND, "before any writer, the reader on acme/y reads no host-wide count", first)
+
+        before = host_dentries()
+        w1 = srv.probe(WRITER, "acme/x1", ("DONE", "NO", "UNKNOWN"))
+        grown = host_dentries() - before
+        tap.ok(w1 == DONE, "the writer with secret 1 ran on acme/x1", w1)
+        if B.gvisor and grown < LOOKUPS // 2:
+            B.not_applicable(tap, "control: the host's dentry count rose by at least half the writer's lookups",
+                             f"the sentry answered the lookups from its own caches (the host's count rose by "
+                             f"{grown}); the reader's blindness below holds regardless")
+        else:
+            tap.ok(grown >= LOOKUPS // 2,
+                   "control: the host's dentry count rose by at least half the writer's lookups", grown)
+        after1 = [srv.probe(READER, "acme/y", outcomes) for _ in range(2)]
+        tap.ok(after1 == [BLIND, BLIND], "after the secret-1 writer, two readers on acme/y read no host-wide count",
+               after1)
+
+        w0 = srv.probe(WRITER, "acme/x0", ("DONE", "NO", "UNKNOWN"))
+        tap.ok(w0 == DONE, "the writer with secret 0 ran on acme/x0", w0)
+        after0 = [srv.probe(READER, "acme/y", outcomes) for _ in range(2)]
+        tap.ok(after0 == after1,
+               "the readers' answers are the same after either secret: no signal crosses to acme/y", (after0, after1))
+except S.ServeFailed as e:
+    tap.ok(False, "serve started", e)
+finally:
+    work.close()
+tap.finish()
