@@ -115,12 +115,12 @@ static const struct oci_flavor runsc_flavor = {
   .adopt_helpers = runsc_adopt_gofer,
 };
 
-/* What the canary finds only under gVisor's sentry (src/serve/canary.c).  */
+/* What the canary finds only under gVisor's sentry (src/serve/invocation.c).
+   /sys is no evidence: the bundle covers it on every backend.  */
 static const char *const runsc_evidence[] = {
   "/proc/version is gVisor's fixed `Linux version 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016`",
   "/proc/sentry-meminfo, a file only gVisor's sentry has, exists",
   "the root filesystem is 9p, served by the gofer",
-  "/sys/kernel is empty: no host kernel interface",
   NULL,
 };
 
