@@ -148,8 +148,10 @@ def read_out(bundle):
         return f.read()
 
 
-ANSWER = ('import json, os\nwith open("/probe/out", "w") as f:\n'
-          '    json.dump({"result": "YES", "uid": os.getuid(), "net": sorted(os.listdir("/sys/class/net"))}, f)\n')
+# The interfaces from the network namespace's own list (/sys is masked).
+ANSWER = ('import json, os\nnet = sorted(l.split(":")[0].strip() for l in open("/proc/self/net/dev").readlines()[2:])\n'
+          'with open("/probe/out", "w") as f:\n'
+          '    json.dump({"result": "YES", "uid": os.getuid(), "net": net}, f)\n')
 
 def main():
     # ---- the daemon -----------------------------------------------------------

@@ -398,9 +398,11 @@ with open("/probe/out", "w") as f:
     json.dump({"result": "YES" if value in %r else ("NO" if value == %r else "UNKNOWN")}, f)
 """ % (fixed, secret)
     else:
-        domain_probe = """import json
-with open("/proc/sys/kernel/domainname") as f:
-    value = f.read().strip()
+        # /proc/sys is masked (docs/threat-model.md, "Host-wide state"):
+        # uname's domain name, through getdomainname, is the same field.
+        domain_probe = """import ctypes, json
+buf = ctypes.create_string_buffer(256)
+value = buf.value.decode() if ctypes.CDLL(None).getdomainname(buf, 256) == 0 else None
 with open("/probe/out", "w") as f:
     json.dump({"result": "YES" if value == "(none)" else ("NO" if value == "%s" else "UNKNOWN")}, f)
 """ % secret

@@ -112,10 +112,11 @@ with open("/proc/net/route") as f:
     v4 = f.readlines()[1:]
 with open("/proc/net/ipv6_route") as f:
     v6 = [line for line in f if line.split()[-1] != "lo"]
-sysfs = sorted(os.listdir("/sys/class/net"))
+# /sys is masked whole (docs/threat-model.md, "Host-wide state"): the
+# network namespace's own files are the view.
 if not devs:
     result = "BROKEN"
-elif devs == ["lo"] and sysfs == ["lo"] and not v4 and not v6:
+elif devs == ["lo"] and not v4 and not v6:
     result = "ONLY_LO"
 else:
     result = "MORE"
