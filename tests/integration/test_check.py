@@ -68,6 +68,32 @@ try:
     tap.ok(r.returncode == 1 and r.stdout == "" and B.option in r.stderr,
            f"check refuses a {B.binary_name} that is not {B.binary_name}, naming {B.option}", r.stderr)
 
+    # A runc that ignores maskedPaths, as runsc 2022 does: the probe would
+    # read host-wide state, and the canary refuses it (docs/threat-model.md,
+    # "Host-wide state").  runc only: the other backends' runtimes are a
+    # daemon, runsc (test_gvisor_verify.py) and sbx's double.
+    if B.name == "runc":
+        import sp_backend  # noqa: E402
+        bins = sp_backend.FakeBins()
+        real = sp_backend.real_binary("runc")
+        try:
+            unmasked = bins.script("runc", "#!/usr/bin/python3\n"
+                                   "import json, os, sys\n"
+                                   "args = sys.argv[1:]\n"
+                                   "if 'create' in args and '--bundle' in args:\n"
+                                   "    path = os.path.join(args[args.index('--bundle') + 1], 'config.json')\n"
+                                   "    c = json.load(open(path))\n"
+                                   "    c['linux']['maskedPaths'] = []\n"
+                                   "    c['linux']['readonlyPaths'] = []\n"
+                                   "    os.chmod(path, 0o644)\n"
+                                   "    json.dump(c, open(path, 'w'))\n"
+                                   f"os.execv({real!r}, [{real!r}] + args)\n")
+            r = check(config, state, "--runc", unmasked)
+            tap.ok(r.returncode == 1 and r.stdout == "" and "UNCONFINED" in r.stderr,
+                   "check refuses a runc that ignores maskedPaths: the canary sees /proc/sys and /sys", r.stderr)
+        finally:
+            bins.close()
+
     other = work.write_config(["acme/one", "acme/two"], maxInvocations=7)
     r = check(other, state)
     tap.ok(r.returncode == 1 and "acme/two" in r.stderr and "no staged seed" in r.stderr,

@@ -4,7 +4,8 @@ is not root's runsc, and a runsc that does not give the sandbox it promises
 the cause, write no ready file, leave no container in STATE/runsc and no
 audit line.  The cases: runc copied as runsc, a runsc owned by another uid,
 a missing file, a wrapper that drops `--oci-seccomp` (the canary finds no
-seccomp), and runc in disguise (it answers `--version` as runsc does).  The
+seccomp), runc in disguise (it answers `--version` as runsc does), and a
+wrapper that drops the bundle's covers (the canary finds /proc/sys).  The
 real runsc passes `check`, which shows the kernel evidence."""
 
 import json
@@ -161,6 +162,23 @@ try:
                            "esac; done\n"
                            f"exec {RUNC} \"$@\"\n")
     refused_both("runc disguised as runsc", disguise, ["canary", disguise], staged_config, config, clone)
+
+    # (f) a runsc that runs the bundle without its covers (the empty mounts
+    # over /proc/sys, /sys and /dev's extras, docs/bundle.md): the sentry's
+    # /proc/sys shows, and the canary finds host-wide state.
+    uncovered = bins.script("runsc", "#!/usr/bin/python3\n"
+                            "import json, os, sys\n"
+                            "args = sys.argv[1:]\n"
+                            "if 'create' in args and '--bundle' in args:\n"
+                            "    path = os.path.join(args[args.index('--bundle') + 1], 'config.json')\n"
+                            "    c = json.load(open(path))\n"
+                            "    c['mounts'] = [m for m in c['mounts'] if m['type'] != 'tmpfs' or m['destination'] in "
+                            "('/dev', '/tmp')]\n"
+                            "    os.chmod(path, 0o644)\n"
+                            "    json.dump(c, open(path, 'w'))\n"
+                            f"os.execv({RUNSC!r}, [{RUNSC!r}] + args)\n")
+    refused_both("a runsc that drops the bundle's covers of /proc/sys and /sys", uncovered,
+                 ["canary: the sandbox is not confined", "UNCONFINED"], staged_config, config, clone)
 
     # Options that do not fit the backend.
     state = work.staged_state(staged_config, [("acme/one", clone)])
