@@ -556,6 +556,8 @@ sp_ledger_debit_call (struct sp_ledger *ledger, const struct sp_ledger_charge *c
     ret = sp_make_error (err, 0, "the budget ledger failed to persist earlier; refusing to spend more");
   else if (ledger->used >= ledger->limit)
     ret = SP_LEDGER_EXHAUSTED;
+  else if (!charge && ledger->run_budget > 0)
+    ret = SP_LEDGER_RUN_BITS_EXHAUSTED; /* a call charging nothing would pass the run's budget unseen */
   else if (charge && (ret = ledger_prepare (ledger, charge, &pending, err)) != 0)
     ; /* refused, nothing written */
   else if (ledger_store (ledger, ledger->used + 1, charge ? &pending : NULL, err) < 0)

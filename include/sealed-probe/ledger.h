@@ -139,7 +139,9 @@ int sp_ledger_debit (struct sp_ledger *ledger, uint32_t *remaining, sp_error_t *
    -1 too, writing nothing and poisoning nothing, for a charge the file cannot
    hold: an invalid repository name, a new repository past
    SP_LEDGER_MAX_REPOS, totals past SP_LEDGER_MILLIBITS_MAX or
-   SP_LEDGER_UNBOUNDED_MAX.  charge may be NULL: sp_ledger_debit.
+   SP_LEDGER_UNBOUNDED_MAX.  charge may be NULL: sp_ledger_debit, which a
+   ledger with a run bit budget refuses (SP_LEDGER_RUN_BITS_EXHAUSTED), as
+   a call it charges nothing for would carry bits the budget never saw.
    *remaining and *repo_millibits (may be NULL) get the state after the call. Safe across threads. */
 int sp_ledger_debit_call (struct sp_ledger *ledger, const struct sp_ledger_charge *charge,
                           uint32_t *remaining, uint64_t *repo_millibits, sp_error_t *err);

@@ -785,13 +785,15 @@ START_TEST (run_bit_budget_order_is_invocations_then_repository_then_run)
 }
 END_TEST
 
-START_TEST (unbounded_calls_never_fit_a_run_bit_budget)
+START_TEST (unbounded_or_uncharged_calls_never_fit_a_run_bit_budget)
 {
   cleanup_ledger struct sp_ledger *ledger = open_run_ok (10, 1000000);
   cleanup_free char *before = read_ledger_file ();
   cleanup_free char *after = NULL;
 
   ck_assert_int_eq (charge_full (ledger, "acme/alpha", 0, true, 0, NULL), SP_LEDGER_RUN_BITS_EXHAUSTED);
+  /* Nor does a debit that charges nothing: its bits would go unseen.  */
+  ck_assert_int_eq (debit (ledger), SP_LEDGER_RUN_BITS_EXHAUSTED);
   after = read_ledger_file ();
   ck_assert_str_eq (after, before);
   assert_run (ledger, 1000000000, 0, 0);
@@ -950,7 +952,7 @@ make_suite (void)
   tcase_add_test (tc, concurrent_charges_are_exact);
   tcase_add_test (tc, run_bit_budget_spans_repositories_and_refuses_without_writing);
   tcase_add_test (tc, run_bit_budget_order_is_invocations_then_repository_then_run);
-  tcase_add_test (tc, unbounded_calls_never_fit_a_run_bit_budget);
+  tcase_add_test (tc, unbounded_or_uncharged_calls_never_fit_a_run_bit_budget);
   tcase_add_test (tc, run_bit_budget_and_total_survive_restart_and_are_pinned);
   tcase_add_test (tc, run_bit_budget_given_to_a_v2_ledger_is_pinned_at_open_over_its_sum);
   tcase_add_test (tc, v1_ledger_takes_a_run_bit_budget_only_when_nothing_was_debited);
