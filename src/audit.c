@@ -161,6 +161,7 @@ static const char *const cause_names[SP_AUDIT_CAUSE_COUNT] = {
   [SP_AUDIT_CAUSE_SEED_GONE] = "seed_gone",
   [SP_AUDIT_CAUSE_BUDGET_SPENT] = "budget_spent",
   [SP_AUDIT_CAUSE_BIT_BUDGET_SPENT] = "bit_budget_spent",
+  [SP_AUDIT_CAUSE_RUN_BIT_BUDGET_SPENT] = "run_bit_budget_spent",
   [SP_AUDIT_CAUSE_LEDGER_WRITE] = "ledger_write",
   [SP_AUDIT_CAUSE_AUDIT_WRITE] = "audit_write",
   [SP_AUDIT_CAUSE_ENVIRONMENT] = "environment",

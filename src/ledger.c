@@ -21,6 +21,7 @@
 
 #define LEDGER_VERSION    2
 #define LEDGER_VERSION_V1 1
+#define LEDGER_VERSION_V3 3 /* version 2 with a run bit budget */
 #define LEDGER_MAX_DEPTH  3 /* the root, repositories, one repository */
 
 /* One repository's entry at its largest, less the name: what
@@ -29,8 +30,11 @@ _Static_assert(sizeof ("\"\":{\"millibits\":9007199254740992,\"unbounded_calls\"
                        + SP_REPO_MAX_BYTES
                    <= SP_LEDGER_REPO_MAX_BYTES,
                "a repository entry must fit SP_LEDGER_REPO_MAX_BYTES");
-_Static_assert(sizeof ("{\"version\":2,\"limit\":100000,\"used\":100000,\"repositories\":{}}\n") - 1 <= 128
-                   && SP_INVOCATIONS_MAX <= 100000,
+_Static_assert(sizeof ("{\"version\":3,\"limit\":100000,\"used\":100000,\"run_bit_budget\":1000000,"
+                       "\"repositories\":{}}\n")
+                           - 1
+                       <= 128
+                   && SP_INVOCATIONS_MAX <= 100000 && SP_RUN_BIT_BUDGET_MAX <= 1000000,
                "the ledger's head must fit the 128 bytes SP_LEDGER_FILE_MAX_BYTES allows");
 
 struct sp_ledger
@@ -40,6 +44,9 @@ struct sp_ledger
   int lock_fd;
   uint32_t limit;
   uint32_t used;
+  uint64_t run_budget;          /* millibits; 0: none */
+  uint64_t run_millibits;       /* the repositories' sum */
+  uint64_t run_unbounded_calls; /* the repositories' sum */
   bool poisoned;
   struct sp_ledger_repo *repos; /* sorted by name, bytewise */
   size_t n_repos;
@@ -113,9 +120,14 @@ ledger_store (const struct sp_ledger *ledger, uint32_t used, const struct ledger
   if (g == NULL)
     return sp_make_error (err, ENOMEM, "format the budget ledger");
   st |= yajl_gen_map_open (g);
-  st |= gen_str (g, "version") | yajl_gen_integer (g, LEDGER_VERSION);
+  /* A run without a run bit budget keeps the version 2 file, which older
+     binaries read; one with it is version 3, which they refuse.  */
+  st |= gen_str (g, "version")
+        | yajl_gen_integer (g, ledger->run_budget ? LEDGER_VERSION_V3 : LEDGER_VERSION);
   st |= gen_str (g, "limit") | yajl_gen_integer (g, ledger->limit);
   st |= gen_str (g, "used") | yajl_gen_integer (g, used);
+  if (ledger->run_budget)
+    st |= gen_str (g, "run_bit_budget") | yajl_gen_integer (g, (long long)(ledger->run_budget / 1000));
   st |= gen_str (g, "repositories") | yajl_gen_map_open (g);
   for (size_t i = 0; i <= ledger->n_repos; i++)
     {
@@ -233,6 +245,9 @@ ledger_parse_repos (struct sp_ledger_snapshot *snap, const struct sp_json *repos
       strcpy (r->name, m->key);
       r->millibits = (uint64_t)millibits;
       r->unbounded_calls = (uint64_t)unbounded;
+      /* At most 256 x 2^53 and 256 x 2^32: no overflow.  */
+      snap->run_millibits += r->millibits;
+      snap->run_unbounded_calls += r->unbounded_calls;
     }
   /* The parser refused duplicate keys, so sorting leaves every name once.  */
   qsort (snap->repos, n, sizeof (*snap->repos), compare_repos);
@@ -249,9 +264,10 @@ ledger_parse (int fd, uint32_t want_limit, struct sp_ledger_snapshot *snap, sp_e
 {
   static const char *const v1_keys[] = { "version", "limit", "used" };
   static const char *const v2_keys[] = { "version", "limit", "used", "repositories" };
+  static const char *const v3_keys[] = { "version", "limit", "used", "run_bit_budget", "repositories" };
   cleanup_free char *text = NULL;
   cleanup_json struct sp_json *root = NULL;
-  int64_t version, limit, used;
+  int64_t version, limit, used, run_budget = 0;
   struct stat st;
   size_t len;
 
@@ -265,13 +281,17 @@ ledger_parse (int fd, uint32_t want_limit, struct sp_ledger_snapshot *snap, sp_e
     return sp_error_wrap (err, "parse `%s`", SP_LEDGER_FILE);
   if (root->type != SP_JSON_OBJECT)
     return sp_make_error (err, 0, "`%s`: must be an object", SP_LEDGER_FILE);
-  if (ledger_field (root, NULL, "version", LEDGER_VERSION_V1, LEDGER_VERSION, &version, err) < 0)
+  if (ledger_field (root, NULL, "version", LEDGER_VERSION_V1, LEDGER_VERSION_V3, &version, err) < 0)
     return -1;
-  if (version == LEDGER_VERSION_V1 ? ledger_known_keys (root, NULL, v1_keys, 3, err)
-                                   : ledger_known_keys (root, NULL, v2_keys, 4, err))
+  if (version == LEDGER_VERSION_V1   ? ledger_known_keys (root, NULL, v1_keys, 3, err)
+      : version == LEDGER_VERSION_V3 ? ledger_known_keys (root, NULL, v3_keys, 5, err)
+                                     : ledger_known_keys (root, NULL, v2_keys, 4, err))
     return -1;
   if (ledger_field (root, NULL, "limit", SP_INVOCATIONS_MIN, SP_INVOCATIONS_MAX, &limit, err) < 0
       || ledger_field (root, NULL, "used", 0, limit, &used, err) < 0)
+    return -1;
+  if (version == LEDGER_VERSION_V3
+      && ledger_field (root, NULL, "run_bit_budget", 1, SP_RUN_BIT_BUDGET_MAX, &run_budget, err) < 0)
     return -1;
   if (want_limit != 0 && (uint32_t)limit != want_limit)
     return sp_make_error (err, 0,
@@ -284,22 +304,57 @@ ledger_parse (int fd, uint32_t want_limit, struct sp_ledger_snapshot *snap, sp_e
   snap->version = (int)version;
   snap->limit = (uint32_t)limit;
   snap->used = (uint32_t)used;
+  snap->run_bit_budget_millibits = (uint64_t)run_budget * 1000;
   return 0;
 }
 
+/* The run bit budget this start asks for against the one the file holds:
+   pinned once given, so no restart drops or raises it.  */
 static int
-ledger_load (struct sp_ledger *ledger, int fd, sp_error_t *err)
+ledger_check_run_budget (const struct sp_ledger_snapshot *snap, uint64_t want, sp_error_t *err)
+{
+  const uint64_t have = snap->run_bit_budget_millibits;
+
+  if (have != 0 && want != have)
+    {
+      char asked[48] = "not given";
+
+      if (want != 0)
+        snprintf (asked, sizeof (asked), "%" PRIu64 " bits", want / 1000);
+      return sp_make_error (err, 0,
+                            "`%s` holds a run bit budget of %" PRIu64
+                            " bits but --run-bit-budget is %s; a run's bit budget never changes once set: "
+                            "start a new run with a new state directory",
+                            SP_LEDGER_FILE, have / 1000, asked);
+    }
+  if (want != 0 && snap->version == LEDGER_VERSION_V1 && snap->used > 0)
+    return sp_make_error (err, 0,
+                          "`%s` is a version 1 ledger whose %" PRIu32
+                          " calls' bits were never recorded, so no run bit budget can be kept on it: start a "
+                          "new run with a new state directory",
+                          SP_LEDGER_FILE, snap->used);
+  return 0;
+}
+
+/* Loads the file; *pin says whether this start gives the run a bit budget
+   it did not have, which the caller writes at once.  */
+static int
+ledger_load (struct sp_ledger *ledger, int fd, bool *pin, sp_error_t *err)
 {
   struct sp_ledger_snapshot snap = { 0 };
 
-  if (ledger_parse (fd, ledger->limit, &snap, err) < 0)
+  if (ledger_parse (fd, ledger->limit, &snap, err) < 0
+      || ledger_check_run_budget (&snap, ledger->run_budget, err) < 0)
     {
       free (snap.repos);
       return -1;
     }
+  *pin = ledger->run_budget != 0 && snap.run_bit_budget_millibits == 0;
   ledger->repos = snap.repos;
   ledger->n_repos = ledger->cap_repos = snap.n_repos;
   ledger->used = snap.used;
+  ledger->run_millibits = snap.run_millibits;
+  ledger->run_unbounded_calls = snap.run_unbounded_calls;
   return 0;
 }
 
@@ -342,15 +397,21 @@ sp_ledger_snapshot_free (struct sp_ledger_snapshot *snap)
 }
 
 int
-sp_ledger_open (int state_dirfd, uint32_t limit, struct sp_ledger **out, sp_error_t *err)
+sp_ledger_open (int state_dirfd, uint32_t limit, uint64_t run_bit_budget_millibits, struct sp_ledger **out,
+                sp_error_t *err)
 {
   cleanup_close int dirfd = -1;
   cleanup_close int lock_fd = -1;
   cleanup_close int fd = -1;
   struct sp_ledger *ledger;
+  bool pin = false;
 
   if (limit < SP_INVOCATIONS_MIN || limit > SP_INVOCATIONS_MAX)
     return sp_make_error (err, 0, "budget must be from %d to %d", SP_INVOCATIONS_MIN, SP_INVOCATIONS_MAX);
+  if (run_bit_budget_millibits % 1000 != 0
+      || run_bit_budget_millibits > (uint64_t)SP_RUN_BIT_BUDGET_MAX * 1000)
+    return sp_make_error (err, 0, "run bit budget must be a whole number of bits from 1 to %d",
+                          SP_RUN_BIT_BUDGET_MAX);
 
   dirfd = fcntl (state_dirfd, F_DUPFD_CLOEXEC, 3);
   if (dirfd < 0)
@@ -372,6 +433,7 @@ sp_ledger_open (int state_dirfd, uint32_t limit, struct sp_ledger **out, sp_erro
     return sp_make_error (err, errno, "allocate the ledger");
   pthread_mutex_init (&ledger->lock, NULL);
   ledger->limit = limit;
+  ledger->run_budget = run_bit_budget_millibits;
   ledger->dirfd = get_and_reset_fd (&dirfd);
   ledger->lock_fd = get_and_reset_fd (&lock_fd);
 
@@ -381,7 +443,10 @@ sp_ledger_open (int state_dirfd, uint32_t limit, struct sp_ledger **out, sp_erro
       sp_make_error (err, errno, "open `%s`", SP_LEDGER_FILE);
       goto fail;
     }
-  if (fd < 0 ? ledger_store (ledger, 0, NULL, err) : ledger_load (ledger, fd, err))
+  if (fd < 0 ? ledger_store (ledger, 0, NULL, err) : ledger_load (ledger, fd, &pin, err))
+    goto fail;
+  /* Pinned before anything is spent under it.  */
+  if (pin && ledger_store (ledger, ledger->used, NULL, err) < 0)
     goto fail;
 
   *out = ledger;
@@ -423,6 +488,12 @@ ledger_prepare (struct sp_ledger *ledger, const struct sp_ledger_charge *charge,
   if (budget > 0
       && (charge->timing_unbounded || r->millibits > budget || charge->millibits > budget - r->millibits))
     return SP_LEDGER_BITS_EXHAUSTED;
+  /* The run's: what every repository's calls could carry together, since a
+     call on one can carry another's data through shared host state.  */
+  if (ledger->run_budget > 0
+      && (charge->timing_unbounded || ledger->run_millibits > ledger->run_budget
+          || charge->millibits > ledger->run_budget - ledger->run_millibits))
+    return SP_LEDGER_RUN_BITS_EXHAUSTED;
 
   if (charge->millibits > SP_LEDGER_MILLIBITS_MAX - r->millibits)
     return sp_make_error (err, 0,
@@ -458,8 +529,12 @@ ledger_prepare (struct sp_ledger *ledger, const struct sp_ledger_charge *charge,
 
 /* Makes the persisted change the ledger's own.  */
 static void
-ledger_commit (struct sp_ledger *ledger, const struct ledger_pending *p)
+ledger_commit (struct sp_ledger *ledger, const struct ledger_pending *p,
+               const struct sp_ledger_charge *charge)
 {
+  ledger->run_millibits += charge->millibits;
+  if (charge->timing_unbounded)
+    ledger->run_unbounded_calls++;
   if (p->insert)
     {
       memmove (&ledger->repos[p->pos + 1], &ledger->repos[p->pos],
@@ -481,6 +556,8 @@ sp_ledger_debit_call (struct sp_ledger *ledger, const struct sp_ledger_charge *c
     ret = sp_make_error (err, 0, "the budget ledger failed to persist earlier; refusing to spend more");
   else if (ledger->used >= ledger->limit)
     ret = SP_LEDGER_EXHAUSTED;
+  else if (!charge && ledger->run_budget > 0)
+    ret = SP_LEDGER_RUN_BITS_EXHAUSTED; /* a call charging nothing would pass the run's budget unseen */
   else if (charge && (ret = ledger_prepare (ledger, charge, &pending, err)) != 0)
     ; /* refused, nothing written */
   else if (ledger_store (ledger, ledger->used + 1, charge ? &pending : NULL, err) < 0)
@@ -492,7 +569,7 @@ sp_ledger_debit_call (struct sp_ledger *ledger, const struct sp_ledger_charge *c
     {
       ledger->used++;
       if (charge)
-        ledger_commit (ledger, &pending);
+        ledger_commit (ledger, &pending, charge);
     }
   if (remaining)
     *remaining = ledger->limit - ledger->used;
@@ -511,6 +588,20 @@ int
 sp_ledger_debit (struct sp_ledger *ledger, uint32_t *remaining, sp_error_t *err)
 {
   return sp_ledger_debit_call (ledger, NULL, remaining, NULL, err);
+}
+
+void
+sp_ledger_run_totals (struct sp_ledger *ledger, uint64_t *bit_budget_millibits, uint64_t *millibits,
+                      uint64_t *unbounded_calls)
+{
+  pthread_mutex_lock (&ledger->lock);
+  if (bit_budget_millibits)
+    *bit_budget_millibits = ledger->run_budget;
+  if (millibits)
+    *millibits = ledger->run_millibits;
+  if (unbounded_calls)
+    *unbounded_calls = ledger->run_unbounded_calls;
+  pthread_mutex_unlock (&ledger->lock);
 }
 
 void

@@ -54,7 +54,8 @@ enum sp_audit_cause
   SP_AUDIT_CAUSE_NO_SEED,
   SP_AUDIT_CAUSE_SEED_GONE, /* the seed serve verified is no longer where it was */
   SP_AUDIT_CAUSE_BUDGET_SPENT,
-  SP_AUDIT_CAUSE_BIT_BUDGET_SPENT,
+  SP_AUDIT_CAUSE_BIT_BUDGET_SPENT,     /* the repository's --bit-budget */
+  SP_AUDIT_CAUSE_RUN_BIT_BUDGET_SPENT, /* the run's --run-bit-budget */
   SP_AUDIT_CAUSE_LEDGER_WRITE,
   SP_AUDIT_CAUSE_AUDIT_WRITE,
   SP_AUDIT_CAUSE_ENVIRONMENT, /* the host: full disk, runtime unreachable, rootfs gone */

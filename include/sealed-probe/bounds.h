@@ -199,6 +199,7 @@
 #define SP_SERVE_QUEUE_WAIT_DEFAULT       120 /* seconds a request may wait for a slot */
 #define SP_SERVE_QUEUE_WAIT_MAX           3600
 #define SP_BIT_BUDGET_MAX                 1000000        /* --bit-budget, bits per repository */
+#define SP_RUN_BIT_BUDGET_MAX             1000000        /* --run-bit-budget, bits for the run */
 #define SP_SERVE_REQUEST_READ_SECONDS     10             /* to receive one whole request frame */
 #define SP_SERVE_UNREAD_MAX               64             /* connections still sending their request */
 #define SP_SERVE_KILL_GRACE_SECONDS       10             /* after a kill, for the runtime to return */

@@ -31,7 +31,7 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
                         struct sp_serve_options *opt)
 {
   const char *concurrency = NULL, *queue = NULL, *queue_wait = NULL, *snapshot = NULL, *scratch = NULL;
-  const char *probe_ids = NULL, *release = NULL, *bit_budget = NULL, *pool = NULL;
+  const char *probe_ids = NULL, *release = NULL, *bit_budget = NULL, *run_bit_budget = NULL, *pool = NULL;
   const struct sp_option common[] = {
     { .name = "--config", .value = &opt->config },
     { .name = "--state", .value = &opt->state },
@@ -45,6 +45,7 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     { .name = "--sbx-template", .value = &opt->sbx_template },
     { .name = "--release", .value = &release },
     { .name = "--bit-budget", .value = &bit_budget },
+    { .name = "--run-bit-budget", .value = &run_bit_budget },
     { .name = "--snapshot", .value = &snapshot },
     { .name = "--scratch-size", .value = &scratch },
     { .name = "--probe-ids", .value = &probe_ids },
@@ -58,7 +59,7 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     { .name = "--queue-wait", .value = &queue_wait },
     { .name = "--pool", .value = &pool },
   };
-  size_t n_options = with_serving ? sizeof (common) / sizeof (common[0]) : 16;
+  size_t n_options = with_serving ? sizeof (common) / sizeof (common[0]) : 17;
   int ret;
 
   *opt = (struct sp_serve_options){
@@ -114,6 +115,21 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
         return sp_options_usage_error (verb, usage,
                                        "--bit-budget: --release immediate leaks timing without bound, so no "
                                        "call fits a bit budget; use bucketed or fixed");
+    }
+  if (run_bit_budget != NULL)
+    {
+      unsigned long bits;
+
+      if (sp_options_decimal (run_bit_budget, SP_RUN_BIT_BUDGET_MAX, &bits) < 0)
+        return sp_options_usage_error (verb, usage,
+                                       "--run-bit-budget: must be an integer from 1 to %d bits, for every "
+                                       "repository's calls together",
+                                       SP_RUN_BIT_BUDGET_MAX);
+      opt->run_bit_budget_millibits = (uint64_t)bits * 1000;
+      if (opt->release == SP_RELEASE_IMMEDIATE)
+        return sp_options_usage_error (verb, usage,
+                                       "--run-bit-budget: --release immediate leaks timing without bound, so "
+                                       "no call fits a bit budget; use bucketed or fixed");
     }
   if (snapshot != NULL && sp_snapshot_mode_parse (snapshot, &opt->snapshot) < 0)
     return sp_options_usage_error (verb, usage, "--snapshot: must be `overlay` or `copy`");

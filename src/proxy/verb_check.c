@@ -23,7 +23,8 @@
   "                                 | --docker-socket PATH [--docker-state-dir PATH]\n"                      \
   "                                 | [--sbx PATH] --sbx-template NAME@sha256:HEX]\n"                        \
   "                                [--snapshot overlay|copy] [--scratch-size SIZE] [--probe-ids BASE]\n"     \
-  "                                [--release bucketed|fixed|immediate] [--bit-budget BITS]"
+  "                                [--release bucketed|fixed|immediate] [--bit-budget BITS]\n"               \
+  "                                [--run-bit-budget BITS]"
 
 #define fail(...) (sp_verb_report ("check", __VA_ARGS__), SP_EXIT_FAIL)
 
@@ -32,13 +33,15 @@
 static void
 report (const struct sp_serve *s)
 {
+  uint64_t run_budget, run_carried, run_unbounded;
   bool unbounded;
   uint64_t timing = sp_release_timing_millibits (s->opt->release, s->config->timeout_seconds, &unbounded);
 
   printf ("{\"runtime\":\"%s\",\"rootfs\":\"%s\",\"snapshot\":\"%s\",\"budget_remaining\":%u,",
           sp_runtime_name (s->config->runtime), s->rootfs.digest, sp_snapshot_mode_name (s->opt->snapshot),
           (unsigned)sp_ledger_remaining (s->ledger));
-  /* What one call may disclose, and how much each repository has.  */
+  /* What one call may carry, and what each repository's calls and the
+     run's have carried.  */
   printf ("\"release\":\"%s\",\"call_bits\":{\"content\":%u.%03u,\"timing\":",
           sp_release_mode_name (s->opt->release), SP_RELEASE_CONTENT_MILLIBITS / 1000,
           SP_RELEASE_CONTENT_MILLIBITS % 1000);
@@ -50,13 +53,21 @@ report (const struct sp_serve *s)
     printf ("\"bit_budget\":%" PRIu64 ",", s->opt->bit_budget_millibits / 1000);
   else
     printf ("\"bit_budget\":null,");
+  /* The run's, as the ledger holds it: every repository's calls together.  */
+  sp_ledger_run_totals (s->ledger, &run_budget, &run_carried, &run_unbounded);
+  if (run_budget > 0)
+    printf ("\"run_bit_budget\":%" PRIu64 ",", run_budget / 1000);
+  else
+    printf ("\"run_bit_budget\":null,");
+  printf ("\"run_bits_carried\":%" PRIu64 ".%03" PRIu64 ",\"run_unbounded_calls\":%" PRIu64 ",",
+          run_carried / 1000, run_carried % 1000, run_unbounded);
   printf ("\"seeds\":[");
   for (size_t i = 0; i < s->config->n_private_repos; i++)
     {
       uint64_t used, unbounded_calls;
 
       sp_ledger_repo_totals (s->ledger, s->seeds[i].seed->repo, &used, &unbounded_calls);
-      printf ("%s{\"repo\":\"%s\",\"commit\":\"%s\",\"digest\":\"%s\",\"bits_used\":%" PRIu64 ".%03" PRIu64
+      printf ("%s{\"repo\":\"%s\",\"commit\":\"%s\",\"digest\":\"%s\",\"bits_carried\":%" PRIu64 ".%03" PRIu64
               ",\"unbounded_calls\":%" PRIu64 "}",
               i ? "," : "", s->seeds[i].seed->repo, s->seeds[i].seed->commit, s->seeds[i].seed->digest,
               used / 1000, used % 1000, unbounded_calls);

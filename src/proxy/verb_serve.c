@@ -29,8 +29,8 @@
   "                                [--socket-group GROUP] [--ready-file PATH] [--concurrency N]\n"           \
   "                                [--queue N] [--queue-wait SECONDS] [--snapshot overlay|copy]\n"           \
   "                                [--scratch-size SIZE] [--probe-ids BASE]\n"                               \
-  "                                [--release bucketed|fixed|immediate] [--bit-budget BITS] [--pool N]\n"    \
-  "                                [--run-dir DIR]\n"                                                        \
+  "                                [--release bucketed|fixed|immediate] [--bit-budget BITS]\n"               \
+  "                                [--run-bit-budget BITS] [--pool N] [--run-dir DIR]\n"                     \
   "                                [--runc PATH | --runsc PATH [--gvisor-platform NAME]\n"                   \
   "                                 | --docker-socket PATH [--docker-state-dir PATH]\n"                      \
   "                                 | [--sbx PATH] --sbx-template NAME@sha256:HEX]"

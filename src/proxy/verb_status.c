@@ -72,6 +72,38 @@ print_owner (FILE *f, int held, const struct sp_state_owner *owner)
     fprintf (f, "%-13s a process holds this state directory now, and has not yet said which\n", "owner");
 }
 
+/* What every repository's calls together could carry, against the run's
+   bit budget: the bound on what the agent can have learned, whichever
+   repository it came from (docs/threat-model.md).  */
+static void
+print_run_bits (FILE *f, const struct sp_ledger_snapshot *l)
+{
+  char bits[32];
+
+  if (l->version == 1)
+    {
+      fprintf (f, "%-13s not recorded (a version 1 ledger)\n", "run bits");
+      return;
+    }
+  format_bits (l->run_millibits, bits);
+  fprintf (f, "%-13s %s carried by every repository's calls together", "run bits", bits);
+  if (l->run_unbounded_calls > 0)
+    fprintf (f, " + %" PRIu64 " calls of unbounded timing", l->run_unbounded_calls);
+  if (l->run_bit_budget_millibits > 0)
+    {
+      uint64_t left = l->run_millibits < l->run_bit_budget_millibits
+                          ? l->run_bit_budget_millibits - l->run_millibits
+                          : 0;
+
+      format_bits (left, bits);
+      fprintf (f,
+               ", %s left, of %" PRIu64 " (--run-bit-budget; the state directory's, kept across restarts)\n",
+               bits, l->run_bit_budget_millibits / 1000);
+    }
+  else
+    fputs (", no run bit budget\n", f);
+}
+
 static void
 print_human (FILE *f, const struct sp_run_status *st)
 {
@@ -80,10 +112,13 @@ print_human (FILE *f, const struct sp_run_status *st)
   if (l == NULL)
     fprintf (f, "%-13s none yet: serve has not run on this state directory\n", "budget");
   else
-    fprintf (f,
-             "%-13s %" PRIu32 " used, %" PRIu32 " left, of %" PRIu32
-             " (maxInvocations; the state directory's, kept across restarts)\n",
-             "budget", l->used, l->limit - l->used, l->limit);
+    {
+      fprintf (f,
+               "%-13s %" PRIu32 " used, %" PRIu32 " left, of %" PRIu32
+               " (maxInvocations; the state directory's, kept across restarts)\n",
+               "budget", l->used, l->limit - l->used, l->limit);
+      print_run_bits (f, l);
+    }
   for (size_t i = 0; i < st->n_repos; i++)
     {
       const struct sp_run_status_repo *r = &st->repos[i];
@@ -93,7 +128,7 @@ print_human (FILE *f, const struct sp_run_status *st)
       if (r->in_ledger)
         {
           format_bits (r->millibits, bits);
-          fprintf (f, ", %s bits", bits);
+          fprintf (f, ", %s bits carried by its calls", bits);
           if (r->unbounded_calls > 0)
             fprintf (f, " + %" PRIu64 " calls of unbounded timing", r->unbounded_calls);
         }
@@ -212,9 +247,22 @@ render_json (yajl_gen g, const struct sp_run_status *s, int held, const struct s
   if (l == NULL)
     st |= yajl_gen_null (g);
   else
-    st |= yajl_gen_map_open (g) | gen_u64 (g, "limit", l->limit) | gen_u64 (g, "used", l->used)
-          | gen_u64 (g, "left", l->limit - l->used) | gen_u64 (g, "ledger_version", (uint64_t)l->version)
-          | yajl_gen_map_close (g);
+    {
+      char bits[32];
+
+      format_bits (l->run_millibits, bits);
+      st |= yajl_gen_map_open (g) | gen_u64 (g, "limit", l->limit) | gen_u64 (g, "used", l->used)
+            | gen_u64 (g, "left", l->limit - l->used) | gen_u64 (g, "ledger_version", (uint64_t)l->version);
+      st |= gen_key (g, "run_bit_budget")
+            | (l->run_bit_budget_millibits
+                   ? yajl_gen_integer (g, (long long)(l->run_bit_budget_millibits / 1000))
+                   : yajl_gen_null (g));
+      st |= gen_key (g, "run_bits_carried")
+            | (l->version != 1 ? yajl_gen_number (g, bits, strlen (bits)) : yajl_gen_null (g));
+      st |= gen_key (g, "run_unbounded_calls")
+            | (l->version != 1 ? yajl_gen_integer (g, (long long)l->run_unbounded_calls) : yajl_gen_null (g));
+      st |= yajl_gen_map_close (g);
+    }
 
   st |= gen_key (g, "repositories") | yajl_gen_array_open (g);
   for (size_t i = 0; i < s->n_repos; i++)

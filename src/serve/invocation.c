@@ -549,8 +549,8 @@ find_seed (const struct sp_serve *s, const struct sp_bytes *repo)
 }
 
 /* Step 3: the debit, spent before anything runs, never refunded, with the
-   bits the call could disclose charged to its repository in the same
-   write.  A ledger that cannot persist halts the proxy.  Returns 0 when
+   bits the call could carry charged to its repository, and so to the run,
+   in the same write.  A ledger that cannot persist halts the proxy.  Returns 0 when
    debited; -1 with the verdict set otherwise.  */
 static int
 debit (struct invocation *inv, struct audit_facts *a, sp_error_t *err)
@@ -576,6 +576,11 @@ debit (struct invocation *inv, struct audit_facts *a, sp_error_t *err)
     {
       verdict (inv, SP_AUDIT_STATUS_REFUSED, SP_AUDIT_CAUSE_BIT_BUDGET_SPENT);
       return sp_make_error (err, 0, "the repository's bit budget is spent");
+    }
+  if (ret == SP_LEDGER_RUN_BITS_EXHAUSTED)
+    {
+      verdict (inv, SP_AUDIT_STATUS_REFUSED, SP_AUDIT_CAUSE_RUN_BIT_BUDGET_SPENT);
+      return sp_make_error (err, 0, "the run's bit budget is spent");
     }
   a->millibits = charge.millibits;
   if (ret < 0)

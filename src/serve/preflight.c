@@ -595,7 +595,9 @@ sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_e
     return sp_error_wrap (err, "seccomp profile");
   /* The ledger's lock makes this the only proxy of this state directory, so
      what follows may treat every other run's leftovers as orphans.  */
-  if (sp_ledger_open (s->state_fd, s->config->max_invocations, &s->ledger, err) < 0)
+  if (sp_ledger_open (s->state_fd, s->config->max_invocations, s->opt->run_bit_budget_millibits, &s->ledger,
+                      err)
+      < 0)
     return sp_error_wrap (err, "--state: budget");
   if (sp_audit_open (s->state_fd, &s->audit, err) < 0)
     return sp_error_wrap (err, "--state: audit log");

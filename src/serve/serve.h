@@ -48,10 +48,11 @@ struct sp_serve_options
   unsigned queue_wait_seconds;
   enum sp_snapshot_mode snapshot;
   uint64_t scratch_bytes;
-  uint32_t probe_id_base;        /* --probe-ids: the first host id of the probes' range */
-  enum sp_release_mode release;  /* --release: when answers leave (release.h) */
-  uint64_t bit_budget_millibits; /* --bit-budget, x1000: per repository; 0: none */
-  unsigned pool;                 /* --pool: sandboxes created ahead per repository; 0: none */
+  uint32_t probe_id_base;            /* --probe-ids: the first host id of the probes' range */
+  enum sp_release_mode release;      /* --release: when answers leave (release.h) */
+  uint64_t bit_budget_millibits;     /* --bit-budget, x1000: per repository; 0: none */
+  uint64_t run_bit_budget_millibits; /* --run-bit-budget, x1000: the run's, pinned in the ledger; 0: none */
+  unsigned pool;                     /* --pool: sandboxes created ahead per repository; 0: none */
 };
 
 /* One staged seed as serve uses it: verified once, kept open.  */

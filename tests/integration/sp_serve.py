@@ -41,7 +41,7 @@ AUDIT_STATUSES = {"admitted", "answered", "refused", "probe", "timed_out", "runt
 # they happen.
 AUDIT_CAUSES = {"none", "frame", "unknown_repository", "bad_request", "queue_full", "queue_wait", "too_many_unread",
                 "shutdown", "stopped", "client_gone", "halted", "no_seed", "seed_gone", "budget_spent",
-                "bit_budget_spent", "ledger_write", "audit_write", "environment", "workspace", "bundle", "snapshot",
+                "bit_budget_spent", "run_bit_budget_spent", "ledger_write", "audit_write", "environment", "workspace", "bundle", "snapshot",
                 "runtime", "timeout", "probe_signal", "probe_exit", "probe_output", "cleanup", "release_overflow"}
 RUN_ID = re.compile(r"^[0-9a-f]{12}$")
 RFC3339_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")

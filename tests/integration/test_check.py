@@ -49,11 +49,12 @@ try:
                and all(isinstance(e, str) and e for e in evidence),
                f"check reports whose kernel the canary found ({B.kernel}) and its evidence ({mode})", r.stdout)
         tap.ok(report.get("seeds") == [{"repo": "acme/one", "commit": seed["commit"], "digest": seed["digest"],
-                                        "bits_used": 0, "unbounded_calls": 0}],
-               f"check reports each seed's repository, commit and digest as staged, and no bits spent yet ({mode})",
+                                        "bits_carried": 0, "unbounded_calls": 0}],
+               f"check reports each seed's repository, commit and digest as staged, and no bits carried yet ({mode})",
                r.stdout)
         tap.ok(report.get("release") == "bucketed" and report.get("call_bits") == {"content": 2, "timing": 2.808}
-               and report.get("bit_budget") is None,
+               and report.get("bit_budget") is None and report.get("run_bit_budget") is None
+               and report.get("run_bits_carried") == 0 and report.get("run_unbounded_calls") == 0,
                f"check reports the default release mode, bucketed, and what one call may disclose: 2 content bits "
                f"and log2(7) timing bits under the 30 s timeout ({mode})", r.stdout)
         tap.ok(report.get("rootfs", "").startswith("sha256:")

@@ -83,7 +83,11 @@ def human_fields(text):
         m = re.match(r"^budget\s+(\d+) used, (\d+) left, of (\d+) ", line)
         if m:
             out["budget"] = tuple(int(x) for x in m.groups())
-        m = re.match(r"^repository\s+(\S+)\s+(\d+) invocations, ([0-9]+\.[0-9]{3}) bits", line)
+        m = re.match(r"^run bits\s+([0-9]+\.[0-9]{3}) carried by every repository's calls together", line)
+        if m:
+            out["run_bits"] = float(m.group(1))
+        m = re.match(r"^repository\s+(\S+)\s+(\d+) invocations, ([0-9]+\.[0-9]{3}) bits carried by its calls",
+                     line)
         if m:
             out["repos"][m.group(1)] = (int(m.group(2)), float(m.group(3)))
         m = re.match(r"^latest run\s+([0-9a-z]+), ", line)
@@ -132,7 +136,10 @@ def expected(state):
     failures = [r for r in recs if r["status"] not in ("admitted", "answered")]
     return {
         "budget": {"limit": ledger["limit"], "used": ledger["used"], "left": ledger["limit"] - ledger["used"],
-                   "ledger_version": ledger["version"]},
+                   "ledger_version": ledger["version"], "run_bit_budget": ledger.get("run_bit_budget"),
+                   # The run's: every repository's calls together.
+                   "run_bits_carried": sum(r["millibits"] for r in ledger["repositories"].values()) / 1000,
+                   "run_unbounded_calls": sum(r["unbounded_calls"] for r in ledger["repositories"].values())},
         "repositories": [{"repo": n, "invocations": invocations.get(n, 0),
                           "bits": ledger["repositories"][n]["millibits"] / 1000,
                           "unbounded_calls": ledger["repositories"][n]["unbounded_calls"]} for n in repos],
@@ -164,7 +171,7 @@ def check(state, label, want_latest=None, want_causes=None, want_used=None):
         tap.ok(got == exp and doc["audit"]["read_from"] == 0,
                f"{label}: --json agrees with budget.json and the audit log", f"got {got}\nwant {exp}\n{detail}")
         b = exp["budget"]
-        tap.ok(hf.get("budget") == (b["used"], b["left"], b["limit"])
+        tap.ok(hf.get("budget") == (b["used"], b["left"], b["limit"]) and hf.get("run_bits") == b["run_bits_carried"]
                and hf["repos"] == {r["repo"]: (r["invocations"], r["bits"]) for r in exp["repositories"]}
                and hf.get("latest") == exp["latest_run"] and hf.get("records") == exp["records"]
                and hf.get("runs") == exp["runs"]

@@ -50,7 +50,7 @@ open_ok (uint32_t limit)
   cleanup_error sp_error_t err = NULL;
   struct sp_ledger *ledger = NULL;
 
-  if (sp_ledger_open (state_fd, limit, &ledger, &err) < 0)
+  if (sp_ledger_open (state_fd, limit, 0, &ledger, &err) < 0)
     ck_abort_msg ("sp_ledger_open: %s", sp_error_message (err));
   return ledger;
 }
@@ -61,7 +61,7 @@ open_fails (uint32_t limit)
   cleanup_error sp_error_t err = NULL;
   struct sp_ledger *ledger = NULL;
 
-  ck_assert_int_eq (sp_ledger_open (state_fd, limit, &ledger, &err), -1);
+  ck_assert_int_eq (sp_ledger_open (state_fd, limit, 0, &ledger, &err), -1);
   ck_assert_ptr_null (ledger);
   return strdup (sp_error_message (err));
 }
@@ -146,7 +146,7 @@ START_TEST (debit_is_on_disk_before_it_returns)
       /* Debit, then die without closing: a crash right after launch.  */
       struct sp_ledger *ledger = NULL;
       sp_error_t err = NULL;
-      if (sp_ledger_open (state_fd, 3, &ledger, &err) < 0 || sp_ledger_debit (ledger, NULL, &err) != 0)
+      if (sp_ledger_open (state_fd, 3, 0, &ledger, &err) < 0 || sp_ledger_debit (ledger, NULL, &err) != 0)
         _exit (1);
       _exit (0);
     }
@@ -485,8 +485,20 @@ START_TEST (malformed_v2_ledger_is_refused_naming_the_key)
     { "{\"version\":2,\"limit\":3,\"used\":0,\"repositories\":null}", "repositories: must be an object" },
     { "{\"version\":2,\"limit\":3,\"used\":0}", "repositories: missing" },
     { "{\"version\":1,\"limit\":3,\"used\":0,\"repositories\":{}}", "repositories: unknown key" },
-    { "{\"version\":3,\"limit\":3,\"used\":0,\"repositories\":{}}",
-      "version: must be an integer from 1 to 2" },
+    { "{\"version\":4,\"limit\":3,\"used\":0,\"repositories\":{}}",
+      "version: must be an integer from 1 to 3" },
+    { "{\"version\":3,\"limit\":3,\"used\":0,\"repositories\":{}}", "run_bit_budget: missing" },
+    { "{\"version\":3,\"limit\":3,\"used\":0,\"run_bit_budget\":0,\"repositories\":{}}",
+      "run_bit_budget: must be an integer from 1 to 1000000" },
+    { "{\"version\":3,\"limit\":3,\"used\":0,\"run_bit_budget\":1000001,\"repositories\":{}}",
+      "run_bit_budget: must be an integer from 1 to 1000000" },
+    { "{\"version\":3,\"limit\":3,\"used\":0,\"run_bit_budget\":null,\"repositories\":{}}",
+      "run_bit_budget: must be an integer" },
+    { "{\"version\":3,\"limit\":3,\"used\":0,\"run_bit_budget\":\"5\",\"repositories\":{}}",
+      "run_bit_budget: must be an integer" },
+    { "{\"version\":2,\"limit\":3,\"used\":0,\"run_bit_budget\":5,\"repositories\":{}}",
+      "run_bit_budget: unknown key" },
+    { "{\"version\":1,\"limit\":3,\"used\":0,\"run_bit_budget\":5}", "run_bit_budget: unknown key" },
     { V2_HEAD (3, 4) "}}", "used: must be an integer from 0 to 3" },
     { V2_HEAD (3, 0) "\"acme/app\":{\"millibits\":1,\"unbounded_calls\":0,\"x\":{\"y\":{}}}}}", "" },
   };
@@ -681,6 +693,233 @@ START_TEST (concurrent_charges_are_exact)
 }
 END_TEST
 
+/* The run bit budget: what every repository's calls together could carry.  */
+
+#define V3_HEAD(limit, used, run_bits)                                                                       \
+  "{\"version\":3,\"limit\":" #limit ",\"used\":" #used ",\"run_bit_budget\":" #run_bits ",\"repositories\"" \
+  ":{"
+
+static struct sp_ledger *
+open_run_ok (uint32_t limit, uint64_t run_bits)
+{
+  cleanup_error sp_error_t err = NULL;
+  struct sp_ledger *ledger = NULL;
+
+  if (sp_ledger_open (state_fd, limit, run_bits * 1000, &ledger, &err) < 0)
+    ck_abort_msg ("sp_ledger_open: %s", sp_error_message (err));
+  return ledger;
+}
+
+static char *
+open_run_fails (uint32_t limit, uint64_t run_bits)
+{
+  cleanup_error sp_error_t err = NULL;
+  struct sp_ledger *ledger = NULL;
+
+  ck_assert_int_eq (sp_ledger_open (state_fd, limit, run_bits * 1000, &ledger, &err), -1);
+  ck_assert_ptr_null (ledger);
+  return strdup (sp_error_message (err));
+}
+
+static void
+assert_run (struct sp_ledger *ledger, uint64_t budget, uint64_t millibits, uint64_t unbounded)
+{
+  uint64_t b = 99, m = 99, u = 99;
+
+  sp_ledger_run_totals (ledger, &b, &m, &u);
+  ck_assert_uint_eq (b, budget);
+  ck_assert_uint_eq (m, millibits);
+  ck_assert_uint_eq (u, unbounded);
+}
+
+START_TEST (run_bit_budget_spans_repositories_and_refuses_without_writing)
+{
+  cleanup_ledger struct sp_ledger *ledger = open_run_ok (10, 5);
+  cleanup_free char *before = NULL;
+  cleanup_free char *after = NULL;
+  cleanup_free char *last = NULL;
+
+  /* Each repository stays far below its own budget of 4 bits; together
+     they reach the run's 5 exactly, which is allowed.  */
+  ck_assert_int_eq (charge (ledger, "acme/alpha", 2000, 4000), 0);
+  ck_assert_int_eq (charge (ledger, "acme/beta", 2000, 4000), 0);
+  assert_run (ledger, 5000, 4000, 0);
+  ck_assert_int_eq (charge (ledger, "acme/alpha", 1000, 4000), 0);
+  assert_run (ledger, 5000, 5000, 0);
+  before = read_ledger_file ();
+  ck_assert_str_eq (before,
+                    V3_HEAD (10, 3, 5) ENTRY ("acme/alpha", 3000, 0) "," ENTRY ("acme/beta", 2000, 0) "}}\n");
+
+  /* One millibit more on either repository, or on one never charged, is
+     refused, though each repository's own budget would allow it.  */
+  ck_assert_int_eq (charge (ledger, "acme/alpha", 1, 4000), SP_LEDGER_RUN_BITS_EXHAUSTED);
+  ck_assert_int_eq (charge (ledger, "acme/beta", 1, 4000), SP_LEDGER_RUN_BITS_EXHAUSTED);
+  ck_assert_int_eq (charge (ledger, "acme/gamma", 1, 0), SP_LEDGER_RUN_BITS_EXHAUSTED);
+  ck_assert_int_eq (charge (ledger, "acme/beta", UINT64_MAX, 0), SP_LEDGER_RUN_BITS_EXHAUSTED);
+  after = read_ledger_file ();
+  ck_assert_str_eq (after, before);
+  ck_assert_uint_eq (sp_ledger_remaining (ledger), 7);
+  assert_totals (ledger, "acme/gamma", 0, 0);
+  assert_run (ledger, 5000, 5000, 0);
+
+  /* Control: a charge of nothing still fits, so the refusals above were
+     the bits', not the ledger's.  */
+  ck_assert_int_eq (charge (ledger, "acme/beta", 0, 4000), 0);
+  last = read_ledger_file ();
+  ck_assert_str_eq (last,
+                    V3_HEAD (10, 4, 5) ENTRY ("acme/alpha", 3000, 0) "," ENTRY ("acme/beta", 2000, 0) "}}\n");
+}
+END_TEST
+
+START_TEST (run_bit_budget_order_is_invocations_then_repository_then_run)
+{
+  cleanup_ledger struct sp_ledger *ledger = open_run_ok (2, 3);
+
+  ck_assert_int_eq (charge (ledger, "acme/alpha", 3000, 0), 0);
+  /* Past both the repository's budget and the run's: the repository's is
+     named.  */
+  ck_assert_int_eq (charge (ledger, "acme/alpha", 1, 3000), SP_LEDGER_BITS_EXHAUSTED);
+  ck_assert_int_eq (charge (ledger, "acme/beta", 1, 3000), SP_LEDGER_RUN_BITS_EXHAUSTED);
+  ck_assert_int_eq (charge (ledger, "acme/beta", 0, 0), 0);
+  ck_assert_int_eq (charge (ledger, "acme/beta", 1, 3000), SP_LEDGER_EXHAUSTED);
+}
+END_TEST
+
+START_TEST (unbounded_or_uncharged_calls_never_fit_a_run_bit_budget)
+{
+  cleanup_ledger struct sp_ledger *ledger = open_run_ok (10, 1000000);
+  cleanup_free char *before = read_ledger_file ();
+  cleanup_free char *after = NULL;
+
+  ck_assert_int_eq (charge_full (ledger, "acme/alpha", 0, true, 0, NULL), SP_LEDGER_RUN_BITS_EXHAUSTED);
+  /* Nor does a debit that charges nothing: its bits would go unseen.  */
+  ck_assert_int_eq (debit (ledger), SP_LEDGER_RUN_BITS_EXHAUSTED);
+  after = read_ledger_file ();
+  ck_assert_str_eq (after, before);
+  assert_run (ledger, 1000000000, 0, 0);
+}
+END_TEST
+
+START_TEST (run_bit_budget_and_total_survive_restart_and_are_pinned)
+{
+  struct sp_ledger *ledger = open_run_ok (10, 4);
+  cleanup_free char *pinned = NULL;
+  cleanup_free char *after = NULL;
+  cleanup_free char *msg_none = NULL;
+  cleanup_free char *msg_more = NULL;
+  cleanup_free char *msg_less = NULL;
+
+  ck_assert_int_eq (charge (ledger, "acme/alpha", 2500, 0), 0);
+  ck_assert_int_eq (charge (ledger, "acme/beta", 1500, 0), 0);
+  sp_ledger_close (ledger);
+  pinned = read_ledger_file ();
+
+  /* The same budget: the total goes on, and stays spent.  */
+  ledger = open_run_ok (10, 4);
+  assert_run (ledger, 4000, 4000, 0);
+  ck_assert_uint_eq (sp_ledger_remaining (ledger), 8);
+  ck_assert_int_eq (charge (ledger, "acme/beta", 1, 0), SP_LEDGER_RUN_BITS_EXHAUSTED);
+  ck_assert_int_eq (charge (ledger, "acme/alpha", 1, 0), SP_LEDGER_RUN_BITS_EXHAUSTED);
+  sp_ledger_close (ledger);
+
+  /* Dropped, raised or lowered: refused, naming both, the file untouched.  */
+  msg_none = open_run_fails (10, 0);
+  ck_assert_msg (strstr (msg_none, "holds a run bit budget of 4 bits but --run-bit-budget is not given")
+                     != NULL,
+                 "%s", msg_none);
+  msg_more = open_run_fails (10, 5);
+  ck_assert_msg (strstr (msg_more, "of 4 bits but --run-bit-budget is 5 bits") != NULL, "%s", msg_more);
+  msg_less = open_run_fails (10, 3);
+  ck_assert_msg (strstr (msg_less, "never changes") != NULL, "%s", msg_less);
+  after = read_ledger_file ();
+  ck_assert_str_eq (after, pinned);
+}
+END_TEST
+
+START_TEST (run_bit_budget_given_to_a_v2_ledger_is_pinned_at_open_over_its_sum)
+{
+  static const char v2[]
+      = V2_HEAD (10, 3) ENTRY ("acme/alpha", 2000, 1) "," ENTRY ("acme/beta", 1000, 0) "}}\n";
+  struct sp_ledger *ledger;
+  cleanup_free char *plain = NULL;
+  cleanup_free char *pinned = NULL;
+  cleanup_free char *msg = NULL;
+
+  /* Without one, a version 2 ledger stays version 2, byte for byte.  */
+  write_ledger_file (v2);
+  ledger = open_ok (10);
+  assert_run (ledger, 0, 3000, 1);
+  sp_ledger_close (ledger);
+  plain = read_ledger_file ();
+  ck_assert_str_eq (plain, v2);
+
+  /* With one, it is written before open returns: the run's total is the
+     repositories' sum, already charged.  */
+  ledger = open_run_ok (10, 4);
+  pinned = read_ledger_file ();
+  ck_assert_str_eq (pinned,
+                    V3_HEAD (10, 3, 4) ENTRY ("acme/alpha", 2000, 1) "," ENTRY ("acme/beta", 1000, 0) "}}\n");
+  assert_run (ledger, 4000, 3000, 1);
+  ck_assert_int_eq (charge (ledger, "acme/gamma", 1001, 0), SP_LEDGER_RUN_BITS_EXHAUSTED);
+  ck_assert_int_eq (charge (ledger, "acme/gamma", 1000, 0), 0);
+  sp_ledger_close (ledger);
+  msg = open_fails (10);
+  ck_assert_ptr_nonnull (strstr (msg, "run bit budget"));
+}
+END_TEST
+
+START_TEST (v1_ledger_takes_a_run_bit_budget_only_when_nothing_was_debited)
+{
+  cleanup_free char *msg = NULL;
+  cleanup_free char *after = NULL;
+  cleanup_free char *fresh = NULL;
+  struct sp_ledger *ledger;
+
+  write_ledger_file ("{\"version\":1,\"limit\":5,\"used\":2}\n");
+  msg = open_run_fails (5, 10);
+  ck_assert_msg (strstr (msg, "version 1 ledger whose 2 calls' bits were never recorded") != NULL, "%s", msg);
+  after = read_ledger_file ();
+  ck_assert_str_eq (after, "{\"version\":1,\"limit\":5,\"used\":2}\n");
+
+  write_ledger_file ("{\"version\":1,\"limit\":5,\"used\":0}\n");
+  ledger = open_run_ok (5, 10);
+  sp_ledger_close (ledger);
+  fresh = read_ledger_file ();
+  ck_assert_str_eq (fresh, V3_HEAD (5, 0, 10) "}}\n");
+}
+END_TEST
+
+START_TEST (snapshot_shows_the_run_bit_budget_and_total)
+{
+  struct sp_ledger *ledger = open_run_ok (10, 7);
+  cleanup_ledger_snapshot struct sp_ledger_snapshot *snap = NULL;
+  cleanup_error sp_error_t err = NULL;
+
+  ck_assert_int_eq (charge_full (ledger, "acme/alpha", 2000, false, 0, NULL), 0);
+  ck_assert_int_eq (charge_full (ledger, "acme/beta", 2500, false, 0, NULL), 0);
+  sp_ledger_close (ledger);
+  ck_assert_int_eq (sp_ledger_read_snapshot (state_fd, &snap, &err), 0);
+  ck_assert_int_eq (snap->version, 3);
+  ck_assert_uint_eq (snap->run_bit_budget_millibits, 7000);
+  ck_assert_uint_eq (snap->run_millibits, 4500);
+  ck_assert_uint_eq (snap->run_unbounded_calls, 0);
+}
+END_TEST
+
+START_TEST (out_of_range_run_bit_budget_is_refused)
+{
+  cleanup_error sp_error_t err = NULL;
+  struct sp_ledger *ledger = NULL;
+
+  ck_assert_int_eq (sp_ledger_open (state_fd, 5, 1500, &ledger, &err), -1);
+  sp_error_release (&err);
+  ck_assert_int_eq (sp_ledger_open (state_fd, 5, (uint64_t)(SP_RUN_BIT_BUDGET_MAX + 1) * 1000, &ledger, &err),
+                    -1);
+  ck_assert_ptr_null (ledger);
+  ck_assert_int_eq (faccessat (state_fd, SP_LEDGER_FILE, F_OK, 0), -1);
+}
+END_TEST
+
 static Suite *
 make_suite (void)
 {
@@ -711,6 +950,14 @@ make_suite (void)
   tcase_add_test (tc, charge_the_file_cannot_hold_is_refused_without_poisoning);
   tcase_add_test (tc, failed_persist_of_a_charge_poisons_the_ledger);
   tcase_add_test (tc, concurrent_charges_are_exact);
+  tcase_add_test (tc, run_bit_budget_spans_repositories_and_refuses_without_writing);
+  tcase_add_test (tc, run_bit_budget_order_is_invocations_then_repository_then_run);
+  tcase_add_test (tc, unbounded_or_uncharged_calls_never_fit_a_run_bit_budget);
+  tcase_add_test (tc, run_bit_budget_and_total_survive_restart_and_are_pinned);
+  tcase_add_test (tc, run_bit_budget_given_to_a_v2_ledger_is_pinned_at_open_over_its_sum);
+  tcase_add_test (tc, v1_ledger_takes_a_run_bit_budget_only_when_nothing_was_debited);
+  tcase_add_test (tc, snapshot_shows_the_run_bit_budget_and_total);
+  tcase_add_test (tc, out_of_range_run_bit_budget_is_refused);
   suite_add_tcase (s, tc);
   return s;
 }
