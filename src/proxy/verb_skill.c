@@ -155,7 +155,9 @@ render (FILE *f, const struct sp_config *c)
            "so do not retry it: fix the script instead (catch exceptions and write your "
            "\"couldn't tell\" outcome).\n"
            "- Every call, `ERROR` included, spends one of a limited budget of %u calls. Ask "
-           "precise questions and make each one count.\n\n",
+           "precise questions and make each one count.\n"
+           "- The operator may also cap the bits your calls can carry, per repository and for "
+           "all repositories together. Once a cap is reached, every further call gives `ERROR`.\n\n",
            (unsigned)c->max_invocations);
 
   fputs ("## This file is guidance\n\n"
