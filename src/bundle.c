@@ -127,7 +127,6 @@ static const char *const ro_bind_options[] = { "bind", "ro", "nosuid", "nodev", 
 
 /* No /dev/pts (no terminal), no /dev/shm or /dev/mqueue (no POSIX IPC), no
    cgroupfs: a probe needs none of them.  */
-static const char *const cover_options[] = { "ro", "nosuid", "nodev", "noexec", "mode=555", "size=4k", NULL };
 static const struct mount_entry mounts[] = {
   { "/proc", "proc", "proc", NULL, proc_options },
   { "/dev", "tmpfs", "tmpfs", NULL, dev_options },
@@ -143,6 +142,7 @@ static const struct mount_entry mounts[] = {
    rules.masks_by_mount an empty read-only tmpfs covers each tree, and /sys
    is one instead of a sysfs.  The top-level files of the sentry's /proc are
    its own, per sandbox (docs/runtimes.md, "gVisor's named gaps").  */
+static const char *const cover_options[] = { "ro", "nosuid", "nodev", "noexec", "mode=555", "size=4k", NULL };
 static const struct mount_entry covers[] = {
   { "/proc/sys", "tmpfs", "tmpfs", NULL, cover_options },
   { "/dev/net", "tmpfs", "tmpfs", NULL, cover_options },
@@ -452,8 +452,8 @@ compare_paths (const void *a, const void *b)
 static bool
 proc_name_allowed (const char *name)
 {
-  if (name[0] == '.')
-    return true; /* . and .. */
+  if (strcmp (name, ".") == 0 || strcmp (name, "..") == 0)
+    return true;
   if (strspn (name, "0123456789") == strlen (name))
     return true; /* a process of the sandbox's pid namespace */
   for (size_t i = 0; proc_allowed[i] != NULL; i++)

@@ -136,6 +136,40 @@ START_TEST (test_render_tmp_on_host_binds_the_bundles_tmp)
 }
 END_TEST
 
+/* maskedPaths: the host's /proc top level but the allowed links and the
+   processes, plus /proc/sys and /sys whole; masks_by_mount (gvisor) adds the
+   covers and makes /sys a tmpfs.  */
+START_TEST (test_render_masks_host_wide_state)
+{
+  cleanup_error sp_error_t err = NULL;
+  struct sp_bundle_spec spec = good_spec ();
+  cleanup_free char *plain = NULL;
+  cleanup_free char *covered = NULL;
+  size_t plain_len, covered_len;
+  char self_pid[32];
+
+  ck_assert_int_eq (sp_bundle_render_config (&spec, &plain, &plain_len, &err), 0);
+  ck_assert_msg (strstr (plain, "\"/proc/sys\",") && strstr (plain, "\"/sys\"\n"), "%s", plain);
+  /* Names this host's kernel lists, whatever they are.  */
+  ck_assert_msg (strstr (plain, "\"/proc/version\"") && strstr (plain, "\"/proc/cpuinfo\""), "%s", plain);
+  snprintf (self_pid, sizeof (self_pid), "\"/proc/%d\"", (int)getpid ());
+  ck_assert_ptr_null (strstr (plain, self_pid));
+  ck_assert_ptr_null (strstr (plain, "\"/proc/self\""));
+  ck_assert_ptr_null (strstr (plain, "\"/proc/net\""));
+  ck_assert_ptr_null (strstr (plain, "\"destination\": \"/dev/pts\""));
+  ck_assert_msg (strstr (plain, "\"destination\": \"/sys\",\n      \"type\": \"sysfs\""), "%s", plain);
+  spec.rules.masks_by_mount = true;
+  ck_assert_int_eq (sp_bundle_render_config (&spec, &covered, &covered_len, &err), 0);
+  ck_assert_msg (strstr (covered, "\"destination\": \"/sys\",\n      \"type\": \"tmpfs\""), "%s", covered);
+  ck_assert_msg (strstr (covered, "\"destination\": \"/proc/sys\",\n      \"type\": \"tmpfs\""), "%s",
+                 covered);
+  ck_assert_msg (strstr (covered, "\"destination\": \"/dev/pts\"")
+                     && strstr (covered, "\"destination\": \"/dev/net\"")
+                     && strstr (covered, "\"destination\": \"/dev/shm\""),
+                 "%s", covered);
+}
+END_TEST
+
 /* seccomp_enosys_by_kernel (gvisor): the one ENOSYS rule, clone3's, becomes
    an allow, and nothing else in the document changes.  */
 START_TEST (test_render_enosys_by_kernel_allows_only_clone3)
@@ -316,6 +350,7 @@ make_suite (void)
   tcase_add_test (tc, test_slot_ids_are_pairs_of_the_range);
   tcase_add_test (tc, test_id_range_check);
   tcase_add_test (tc, test_render_is_deterministic);
+  tcase_add_test (tc, test_render_masks_host_wide_state);
   tcase_add_test (tc, test_render_tmp_on_host_binds_the_bundles_tmp);
   tcase_add_test (tc, test_render_enosys_by_kernel_allows_only_clone3);
   tcase_add_test (tc, test_render_refuses_bad_specs);
