@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -282,6 +284,7 @@ struct sp_runtime_sandbox
   char *name;        /* job->container_id: errors name the container by it */
   char id[65];       /* the daemon's id, 64 hex: every later call uses it */
   char *cgroup_path; /* the container's parent cgroup, or NULL */
+  char *script;      /* the bundle's probe.py, sealed at start (seal_script) */
   uint32_t timeout_seconds;
   bool started;
 };
@@ -293,6 +296,7 @@ sandbox_free (struct sp_runtime_sandbox *sb)
     return;
   free (sb->name);
   free (sb->cgroup_path);
+  free (sb->script);
   free (sb);
 }
 
@@ -340,7 +344,9 @@ docker_create (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, 
   sb->timeout_seconds = job->timeout_seconds;
   sb->name = strdup (job->container_id);
   sb->cgroup_path = job->cgroup_path ? strdup (job->cgroup_path) : NULL;
-  if (sb->name == NULL || (job->cgroup_path && sb->cgroup_path == NULL)
+  if (asprintf (&sb->script, "%s/%s", job->bundle_dir, SP_BUNDLE_SCRIPT) < 0)
+    sb->script = NULL;
+  if (sb->name == NULL || sb->script == NULL || (job->cgroup_path && sb->cgroup_path == NULL)
       || asprintf (&create_path, DOCKER_API_PREFIX "/containers/create?name=%s", job->container_id) < 0)
     {
       create_path = NULL;
@@ -394,6 +400,28 @@ docker_create (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, 
   return 0;
 }
 
+/* The script as a read-only bind of itself, nosuid, nodev and noexec: the
+   container binds it read-write (docker_create.c says why), so these are
+   the flags it has inside.  Done at start, once the script is in (a
+   sandbox made ahead gets it later); the workspace's destroy unmounts it.  */
+static int
+seal_script (const char *script, sp_error_t *err)
+{
+  const unsigned long want = ST_RDONLY | ST_NOSUID | ST_NODEV | ST_NOEXEC;
+  struct statvfs st;
+
+  if (mount (script, script, NULL, MS_BIND, NULL) < 0)
+    return sp_make_error (err, errno, "docker: bind the script onto itself");
+  if (mount (NULL, script, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL)
+      < 0)
+    return sp_make_error (err, errno, "docker: make the script's bind read-only");
+  if (statvfs (script, &st) < 0)
+    return sp_make_error (err, errno, "docker: the script's bind");
+  if ((st.f_flag & want) != want)
+    return sp_make_error (err, 0, "docker: the script's bind is not read-only, nosuid, nodev and noexec");
+  return 0;
+}
+
 static int
 docker_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, struct sp_run_facts *facts,
               sp_error_t *err)
@@ -421,6 +449,8 @@ docker_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, stru
   facts->stage = SP_RUN_STAGE_CREATE;
   /* The timeout counts from here: a container created ahead has waited
      for its request, not run.  */
+  if (seal_script (sb->script, err) < 0)
+    return -1;
   start = sp_monotonic_ns ();
   if (container_path (path, sizeof (path), sb->id, "/start") < 0
       || docker_api_json (d->socket, "POST", path, NULL, OK_204, CALL_TIMEOUT_MS, NULL, NULL, err) < 0)
