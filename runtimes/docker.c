@@ -47,6 +47,7 @@ struct docker
   char *state_key; /* DOCKER_LABEL_STATE's value: the state directory's dev-inode */
   char *image;     /* after use_rootfs */
   char *rootfs_digest;
+  char *image_layer;     /* its one layer, "sha256:<hex>": the digest of the rootfs's tar */
   atomic_bool inspected; /* the first create was inspected field by field */
 };
 
@@ -129,7 +130,9 @@ docker_use_rootfs (struct sp_runtime_backend *rt, const char *root, const char *
   d->rootfs_digest = strdup (digest);
   if (d->rootfs_digest == NULL)
     return sp_make_error (err, ENOMEM, "allocate");
-  return docker_image_ensure (d->socket, root, digest, &d->image, err);
+  free (d->image_layer);
+  d->image_layer = NULL;
+  return docker_image_ensure (d->socket, root, digest, &d->image, &d->image_layer, err);
 }
 
 /* The create body of a job: its bundle's config.json, mapped.  */
@@ -338,6 +341,10 @@ docker_create (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, 
     return sp_make_error (err, 0, "docker create: bad job");
   if (job_body (d, job, true, &body, NULL, err) < 0)
     return -1;
+  /* Every use of the image: still the rootfs's, by its layer, not only by
+     its tag and label (which anyone who can reach the daemon can copy).  */
+  if (docker_image_check (d->socket, d->image, d->rootfs_digest, d->image_layer, err) < 0)
+    return sp_error_wrap (err, "docker");
   sb = calloc (1, sizeof (*sb));
   if (sb == NULL)
     return sp_make_error (err, ENOMEM, "allocate");
@@ -718,6 +725,7 @@ docker_close (struct sp_runtime_backend *rt)
   free (d->state_key);
   free (d->image);
   free (d->rootfs_digest);
+  free (d->image_layer);
   free (d);
 }
 

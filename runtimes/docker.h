@@ -42,10 +42,17 @@ extern const char *const docker_wrapper_args[];
 int docker_image_name (const char *digest, char **image, sp_error_t *err);
 
 /* The image DOCKER_IMAGE_REPO:<12 hex of digest>, labelled with the
-   digest: imported from rootfs_root when absent, refused when its label
-   differs.  *image_ref is allocated.  */
+   digest, whose one layer is the digest of rootfs_root's tar (made the same
+   way every time): imported from rootfs_root when absent, refused when its
+   label or its layer differs.  *image_ref and *layer (the layer's
+   "sha256:<hex>") are allocated.  */
 int docker_image_ensure (const char *socket, const char *rootfs_root, const char *digest, char **image_ref,
-                         sp_error_t *err);
+                         char **layer, sp_error_t *err);
+
+/* Image, as it is now, has digest's label and exactly the one layer: the
+   check before every use.  Refusals name the image.  */
+int docker_image_check (const char *socket, const char *image, const char *digest, const char *layer,
+                        sp_error_t *err);
 
 /* Where the daemon finds the proxy's files: paths under state_dir are
    shown to the daemon under daemon_state_dir.  */

@@ -359,6 +359,115 @@ START_TEST (a_started_probe_has_null_stdio_the_bundle_env_and_a_sealed_script)
 }
 END_TEST
 
+/* A POST with an empty JSON body that must answer 201; its answer is shown
+   when it does not.  */
+static void
+post_created (const char *path)
+{
+  struct docker_response r;
+  cleanup_error sp_error_t err = NULL;
+
+  ck_assert_msg (docker_api_call (sock, "POST", path, "{}", -1, 60000, &r, &err) == 0, "%s",
+                 sp_error_message (err));
+  ck_assert_msg (r.status == 201, "POST %s answered %ld: %.300s", path, r.status, r.body ? r.body : "");
+  docker_response_release (&r);
+}
+
+/* The image is the rootfs by content: one with the right tag and the right
+   digest label whose layers differ (a container of it committed with a
+   file added, re-tagged in its place) is refused at the next use and at the
+   next start, naming the image.  The control: the same backend used the
+   genuine image a moment before.  */
+START_TEST (an_image_whose_layer_differs_is_refused_naming_it)
+{
+  struct names nm;
+  struct sp_runtime_job job = job_for (&nm, 8, 64ul << 20, 30);
+  struct sp_run_facts facts;
+  struct sp_runtime_sandbox *sb = create (&job, &facts);
+  struct sp_runtime_backend *again = NULL;
+  struct sp_runtime_settings settings = { .state_dir = state, .run_id = RUN_ID, .docker_socket = sock };
+  cleanup_error sp_error_t err = NULL;
+  char path[512], tar[192], original[80], *body = NULL, *id;
+  int fd;
+
+  destroy (sb);
+  /* The genuine image's id, to put it back after.  */
+  snprintf (path, sizeof (path), DOCKER_API_PREFIX "/images/%s/json", image);
+  ck_assert_int_eq (api_status ("GET", path, &body), 200);
+  id = strstr (body, "\"Id\":\"sha256:");
+  ck_assert_ptr_nonnull (id);
+  snprintf (original, sizeof (original), "%.71s", id + 6);
+  free (body);
+  /* A container of it, a file added, committed under the same tag with the
+     same label.  */
+  snprintf (path, sizeof (path), DOCKER_API_PREFIX "/containers/create?name=sp-" RUN_ID "-tamper-%d",
+            (int)getpid ());
+  {
+    struct docker_response r;
+    char json[256];
+
+    snprintf (json, sizeof (json), "{\"Image\":\"%s\",\"Cmd\":[\"/x\"]}", image);
+    ck_assert_msg (docker_api_call (sock, "POST", path, json, -1, 60000, &r, &err) == 0, "%s",
+                   sp_error_message (err));
+    ck_assert_int_eq (r.status, 201);
+    docker_response_release (&r);
+  }
+  snprintf (tar, sizeof (tar), "%s/added.tar", top);
+  snprintf (path, sizeof (path), "echo changed > %s/added && tar -C %s -cf %s added", top, top, tar);
+  ck_assert_int_eq (system (path), 0);
+  fd = open (tar, O_RDONLY | O_CLOEXEC);
+  ck_assert_int_ge (fd, 0);
+  snprintf (path, sizeof (path), DOCKER_API_PREFIX "/containers/sp-" RUN_ID "-tamper-%d/archive?path=/",
+            (int)getpid ());
+  {
+    struct docker_response r;
+
+    ck_assert_msg (docker_api_call (sock, "PUT", path, NULL, fd, 60000, &r, &err) == 0, "%s",
+                   sp_error_message (err));
+    ck_assert_int_eq (r.status, 200);
+    docker_response_release (&r);
+  }
+  close (fd);
+  snprintf (path, sizeof (path),
+            DOCKER_API_PREFIX "/commit?container=sp-" RUN_ID "-tamper-%d&repo=sealed-probe/rootfs&tag=%.12s"
+                              "&changes=LABEL%%20org.sealed-probe.rootfs.digest%%3D%s",
+            (int)getpid (), digest + 7, digest);
+  post_created (path);
+  snprintf (path, sizeof (path), DOCKER_API_PREFIX "/containers/sp-" RUN_ID "-tamper-%d?force=1",
+            (int)getpid ());
+  api_status ("DELETE", path, NULL);
+
+  /* The next use by the backend that checked the genuine one: refused.  */
+  job = job_for (&nm, 9, 64ul << 20, 30);
+  sb = NULL;
+  ck_assert_int_eq (rt->ops->create (rt, &job, &facts, &sb, &err), -1);
+  ck_assert_ptr_null (sb);
+  ck_assert_msg (strstr (sp_error_message (err), image) && strstr (sp_error_message (err), "layers"), "%s",
+                 sp_error_message (err));
+  sp_error_release (&err);
+  /* A new start: refused too.  */
+  ck_assert_int_eq (sp_runtime_open (SP_RUNTIME_DOCKER, &settings, &again, &err), 0);
+  ck_assert_int_eq (again->ops->verify (again, &err), 0);
+  ck_assert_int_eq (again->ops->use_rootfs (again, rootfs, digest, &err), -1);
+  ck_assert_msg (strstr (sp_error_message (err), image) && strstr (sp_error_message (err), "layers"), "%s",
+                 sp_error_message (err));
+  sp_runtime_closep (&again);
+
+  /* The genuine image back under its tag; the tampered one removed.  */
+  snprintf (path, sizeof (path), DOCKER_API_PREFIX "/images/%s/json", image);
+  ck_assert_int_eq (api_status ("GET", path, &body), 200);
+  id = strstr (body, "\"Id\":\"sha256:");
+  ck_assert_ptr_nonnull (id);
+  snprintf (tar, sizeof (tar), "%.71s", id + 6);
+  free (body);
+  snprintf (path, sizeof (path), DOCKER_API_PREFIX "/images/%s/tag?repo=sealed-probe/rootfs&tag=%.12s",
+            original, digest + 7);
+  post_created (path);
+  snprintf (path, sizeof (path), DOCKER_API_PREFIX "/images/%s?force=1", tar);
+  api_status ("DELETE", path, NULL);
+}
+END_TEST
+
 START_TEST (a_container_destroyed_unstarted_never_ran)
 {
   struct names nm;
@@ -500,6 +609,8 @@ make_suite (void)
   tcase_add_test (tc, a_failed_start_stays_at_the_create_stage);
   tcase_add_test (tc, a_failed_create_leaves_nothing);
   tcase_add_test (tc, run_is_create_start_destroy);
+  /* Last: it swaps the image's tag for a while.  */
+  tcase_add_test (tc, an_image_whose_layer_differs_is_refused_naming_it);
   suite_add_tcase (s, tc);
   return s;
 }
