@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/mount.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -410,18 +412,28 @@ docker_create (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, 
 /* The script as a read-only bind of itself, nosuid, nodev and noexec: the
    container binds it read-write (docker_create.c says why), so these are
    the flags it has inside.  Done at start, once the script is in (a
-   sandbox made ahead gets it later); the workspace's destroy unmounts it.  */
+   sandbox made ahead gets it later); the workspace's destroy unmounts it.
+   The bind gets its flags before it is attached: a remount's would stay
+   on this copy, and a daemon in another mount namespace (--docker-state-dir)
+   sees the copy propagated to it, with the flags it had when attached.  */
 static int
 seal_script (const char *script, sp_error_t *err)
 {
   const unsigned long want = ST_RDONLY | ST_NOSUID | ST_NODEV | ST_NOEXEC;
+  struct mount_attr attr = {
+    .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+  };
+  cleanup_close int tree = -1;
   struct statvfs st;
 
-  if (mount (script, script, NULL, MS_BIND, NULL) < 0)
-    return sp_make_error (err, errno, "docker: bind the script onto itself");
-  if (mount (NULL, script, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL)
-      < 0)
+  tree = (int)syscall (SYS_open_tree, AT_FDCWD, script,
+                       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+  if (tree < 0)
+    return sp_make_error (err, errno, "docker: clone the script's mount");
+  if (syscall (SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof (attr)) < 0)
     return sp_make_error (err, errno, "docker: make the script's bind read-only");
+  if (syscall (SYS_move_mount, tree, "", AT_FDCWD, script, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    return sp_make_error (err, errno, "docker: bind the script onto itself");
   if (statvfs (script, &st) < 0)
     return sp_make_error (err, errno, "docker: the script's bind");
   if ((st.f_flag & want) != want)
