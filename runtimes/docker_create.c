@@ -296,9 +296,9 @@ bind_source (const char *source, const struct docker_paths *paths, const struct 
 static bool
 is_script (const char *source, const char *bundle_dir)
 {
-  size_t n = strlen (bundle_dir);
+  size_t n = bundle_dir != NULL ? strlen (bundle_dir) : 0;
 
-  return bundle_dir != NULL && strncmp (source, bundle_dir, n) == 0 && source[n] == '/'
+  return n > 0 && strncmp (source, bundle_dir, n) == 0 && source[n] == '/'
          && strcmp (source + n + 1, SP_BUNDLE_SCRIPT) == 0;
 }
 
