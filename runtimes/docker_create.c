@@ -327,12 +327,25 @@ gen_mounts (yajl_gen g, const struct sp_json *mounts, const char *bundle_dir,
       if (dest && type && strcmp (type, "tmpfs") == 0
           && (strcmp (dest, "/tmp") == 0 || strcmp (dest, "/dev") == 0))
         {
-          cleanup_free char *opts = options_joined (get (m, "options"));
+          const struct sp_json *options = get (m, "options");
+          cleanup_free char *opts = NULL;
           cleanup_free char *with_dev = NULL;
+
+          for (size_t j = 0; options != NULL && options->type == SP_JSON_ARRAY && j < options->u.array.len;
+               j++)
+            if (str (options->u.array.items[j]) == NULL)
+              options = NULL;
+          if (options == NULL || options->type != SP_JSON_ARRAY)
+            return sp_make_error (err, 0, "bundle: the options of the tmpfs at `%.60s` are not strings",
+                                  dest);
+          opts = options_joined (options);
           if (opts == NULL)
             return sp_make_error (err, ENOMEM, "allocate");
-          if (!options_have (get (m, "options"), "nodev") && asprintf (&with_dev, "%s,dev", opts) < 0)
-            return sp_make_error (err, ENOMEM, "allocate");
+          if (!options_have (options, "nodev") && asprintf (&with_dev, "%s,dev", opts) < 0)
+            {
+              with_dev = NULL;
+              return sp_make_error (err, ENOMEM, "allocate");
+            }
           G (gen_str (g, dest));
           G (gen_str (g, with_dev ? with_dev : opts));
         }
