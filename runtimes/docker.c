@@ -15,7 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/mount.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,6 +49,7 @@ struct docker
   char *state_key; /* DOCKER_LABEL_STATE's value: the state directory's dev-inode */
   char *image;     /* after use_rootfs */
   char *rootfs_digest;
+  char *image_layer;     /* its one layer, "sha256:<hex>": the digest of the rootfs's tar */
   atomic_bool inspected; /* the first create was inspected field by field */
 };
 
@@ -127,7 +132,9 @@ docker_use_rootfs (struct sp_runtime_backend *rt, const char *root, const char *
   d->rootfs_digest = strdup (digest);
   if (d->rootfs_digest == NULL)
     return sp_make_error (err, ENOMEM, "allocate");
-  return docker_image_ensure (d->socket, root, digest, &d->image, err);
+  free (d->image_layer);
+  d->image_layer = NULL;
+  return docker_image_ensure (d->socket, root, digest, &d->image, &d->image_layer, err);
 }
 
 /* The create body of a job: its bundle's config.json, mapped.  */
@@ -282,6 +289,7 @@ struct sp_runtime_sandbox
   char *name;        /* job->container_id: errors name the container by it */
   char id[65];       /* the daemon's id, 64 hex: every later call uses it */
   char *cgroup_path; /* the container's parent cgroup, or NULL */
+  char *script;      /* the bundle's probe.py, sealed at start (seal_script) */
   uint32_t timeout_seconds;
   bool started;
 };
@@ -293,6 +301,7 @@ sandbox_free (struct sp_runtime_sandbox *sb)
     return;
   free (sb->name);
   free (sb->cgroup_path);
+  free (sb->script);
   free (sb);
 }
 
@@ -334,13 +343,19 @@ docker_create (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, 
     return sp_make_error (err, 0, "docker create: bad job");
   if (job_body (d, job, true, &body, NULL, err) < 0)
     return -1;
+  /* Every use of the image: still the rootfs's, by its layer, not only by
+     its tag and label (which anyone who can reach the daemon can copy).  */
+  if (docker_image_check (d->socket, d->image, d->rootfs_digest, d->image_layer, err) < 0)
+    return sp_error_wrap (err, "docker");
   sb = calloc (1, sizeof (*sb));
   if (sb == NULL)
     return sp_make_error (err, ENOMEM, "allocate");
   sb->timeout_seconds = job->timeout_seconds;
   sb->name = strdup (job->container_id);
   sb->cgroup_path = job->cgroup_path ? strdup (job->cgroup_path) : NULL;
-  if (sb->name == NULL || (job->cgroup_path && sb->cgroup_path == NULL)
+  if (asprintf (&sb->script, "%s/%s", job->bundle_dir, SP_BUNDLE_SCRIPT) < 0)
+    sb->script = NULL;
+  if (sb->name == NULL || sb->script == NULL || (job->cgroup_path && sb->cgroup_path == NULL)
       || asprintf (&create_path, DOCKER_API_PREFIX "/containers/create?name=%s", job->container_id) < 0)
     {
       create_path = NULL;
@@ -394,6 +409,38 @@ docker_create (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, 
   return 0;
 }
 
+/* The script as a read-only bind of itself, nosuid, nodev and noexec: the
+   container binds it read-write (docker_create.c says why), so these are
+   the flags it has inside.  Done at start, once the script is in (a
+   sandbox made ahead gets it later); the workspace's destroy unmounts it.
+   The bind gets its flags before it is attached: a remount's would stay
+   on this copy, and a daemon in another mount namespace (--docker-state-dir)
+   sees the copy propagated to it, with the flags it had when attached.  */
+static int
+seal_script (const char *script, sp_error_t *err)
+{
+  const unsigned long want = ST_RDONLY | ST_NOSUID | ST_NODEV | ST_NOEXEC;
+  struct mount_attr attr = {
+    .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+  };
+  cleanup_close int tree = -1;
+  struct statvfs st;
+
+  tree = (int)syscall (SYS_open_tree, AT_FDCWD, script,
+                       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+  if (tree < 0)
+    return sp_make_error (err, errno, "docker: clone the script's mount");
+  if (syscall (SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof (attr)) < 0)
+    return sp_make_error (err, errno, "docker: make the script's bind read-only");
+  if (syscall (SYS_move_mount, tree, "", AT_FDCWD, script, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    return sp_make_error (err, errno, "docker: bind the script onto itself");
+  if (statvfs (script, &st) < 0)
+    return sp_make_error (err, errno, "docker: the script's bind");
+  if ((st.f_flag & want) != want)
+    return sp_make_error (err, 0, "docker: the script's bind is not read-only, nosuid, nodev and noexec");
+  return 0;
+}
+
 static int
 docker_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, struct sp_run_facts *facts,
               sp_error_t *err)
@@ -421,6 +468,8 @@ docker_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, stru
   facts->stage = SP_RUN_STAGE_CREATE;
   /* The timeout counts from here: a container created ahead has waited
      for its request, not run.  */
+  if (seal_script (sb->script, err) < 0)
+    return -1;
   start = sp_monotonic_ns ();
   if (container_path (path, sizeof (path), sb->id, "/start") < 0
       || docker_api_json (d->socket, "POST", path, NULL, OK_204, CALL_TIMEOUT_MS, NULL, NULL, err) < 0)
@@ -688,6 +737,7 @@ docker_close (struct sp_runtime_backend *rt)
   free (d->state_key);
   free (d->image);
   free (d->rootfs_digest);
+  free (d->image_layer);
   free (d);
 }
 

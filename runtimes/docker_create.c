@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
+#include <sealed-probe/bundle.h>
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/yajl_util.h>
 
@@ -23,6 +24,18 @@
         return sp_make_error (err, 0, "container body: yajl failed");                                        \
     }                                                                                                        \
   while (0)
+
+/* The container's command: a fixed Python wrapper that points fds 0 to 2 at
+   /dev/null and execs the bundle's process.args with exactly its
+   process.env.  dockerd adds HOSTNAME to every container's environment
+   and hands fds 1 and 2 to the shim as pipes (which it and dockerd then
+   drain, spending CPU outside the sandbox's cgroup); no create field
+   turns either off.  Its argv: the number of variables, the variables,
+   then the bundle's argv.  The rootfs has no shell: python3 is what is
+   there.  Only the wrapper ever runs with Docker's stdio and HOSTNAME,
+   and it reads neither.  */
+const char *const docker_wrapper_args[]
+    = { "/usr/bin/python3", "-I", "-S", "-B", "-c", DOCKER_WRAPPER_CODE, NULL };
 
 const char *const docker_checked_fields[] = {
   "Image",
@@ -248,12 +261,12 @@ options_joined (const struct sp_json *options)
   return out;
 }
 
-/* A bind's source as the daemon sees it; it must be under the state
-   directory, and mounted nosuid, nodev and noexec: a Docker bind cannot add
-   those flags, it keeps its source's.  */
+/* A bind's source as the daemon sees it; it must be mounted with the
+   bundle's nosuid, nodev and noexec (and read-only when read_only): a
+   Docker read-write bind cannot add those flags, it keeps its source's.  */
 static int
-bind_source (const char *source, const struct docker_paths *paths, const struct sp_json *options, char **out,
-             sp_error_t *err)
+bind_source (const char *source, const struct docker_paths *paths, const struct sp_json *options,
+             bool read_only, char **out, sp_error_t *err)
 {
   size_t n = strlen (paths->state_dir);
   struct statvfs st;
@@ -266,6 +279,8 @@ bind_source (const char *source, const struct docker_paths *paths, const struct 
     return sp_make_error (err, 0,
                           "bundle: a bind's source is not mounted with the bundle's nosuid, nodev and "
                           "noexec, which a Docker bind cannot add");
+  if (read_only && !(st.f_flag & ST_RDONLY))
+    return sp_make_error (err, 0, "bundle: a read-only bind's source is not a read-only mount");
   /* Under the state directory, the daemon's own path for it; elsewhere (a
      dry run's bundle), the path as it is.  */
   if (strncmp (source, paths->state_dir, n) != 0 || source[n] != '/')
@@ -277,8 +292,19 @@ bind_source (const char *source, const struct docker_paths *paths, const struct 
   return 0;
 }
 
+/* Whether source is bundle_dir's script, the one read-only bind.  */
+static bool
+is_script (const char *source, const char *bundle_dir)
+{
+  size_t n = bundle_dir != NULL ? strlen (bundle_dir) : 0;
+
+  return n > 0 && strncmp (source, bundle_dir, n) == 0 && source[n] == '/'
+         && strcmp (source + n + 1, SP_BUNDLE_SCRIPT) == 0;
+}
+
 static int
-gen_mounts (yajl_gen g, const struct sp_json *mounts, const struct docker_paths *paths, sp_error_t *err)
+gen_mounts (yajl_gen g, const struct sp_json *mounts, const char *bundle_dir,
+            const struct docker_paths *paths, sp_error_t *err)
 {
   static const char *const mount_keys[] = { "destination", "type", "source", "options", NULL };
 
@@ -294,15 +320,41 @@ gen_mounts (yajl_gen g, const struct sp_json *mounts, const struct docker_paths 
 
       if (only_keys (m, "mounts[]", mount_keys, err) < 0)
         return -1;
-      if (dest && type && strcmp (type, "tmpfs") == 0 && strcmp (dest, "/tmp") == 0)
+      /* /dev too: a tmpfs of the user's there makes Docker drop every
+         mount of its own under /dev (shm, pts, mqueue), which the bundle
+         does not have.  Docker adds nodev to a Tmpfs entry; the bundle's
+         /dev has device nodes, so a /dev without nodev says `dev`.  */
+      if (dest && type && strcmp (type, "tmpfs") == 0
+          && (strcmp (dest, "/tmp") == 0 || strcmp (dest, "/dev") == 0))
         {
-          cleanup_free char *opts = options_joined (get (m, "options"));
+          const struct sp_json *options = get (m, "options");
+          cleanup_free char *opts = NULL;
+          cleanup_free char *with_dev = NULL;
+
+          for (size_t j = 0; options != NULL && options->type == SP_JSON_ARRAY && j < options->u.array.len;
+               j++)
+            if (str (options->u.array.items[j]) == NULL)
+              options = NULL;
+          if (options == NULL || options->type != SP_JSON_ARRAY)
+            return sp_make_error (err, 0, "bundle: the options of the tmpfs at `%.60s` are not strings",
+                                  dest);
+          opts = options_joined (options);
           if (opts == NULL)
             return sp_make_error (err, ENOMEM, "allocate");
+          if (!options_have (options, "nodev") && asprintf (&with_dev, "%s,dev", opts) < 0)
+            {
+              with_dev = NULL;
+              return sp_make_error (err, ENOMEM, "allocate");
+            }
           G (gen_str (g, dest));
-          G (gen_str (g, opts));
+          G (gen_str (g, with_dev ? with_dev : opts));
         }
     }
+  /* The bundle mounts no cgroup file system; Docker mounts its
+     hierarchies at /sys/fs/cgroup unless the user mounts there.  An
+     empty read-only tmpfs is what the bundle's sysfs shows there.  */
+  G (gen_str (g, DOCKER_CGROUP_MOUNT));
+  G (gen_str (g, DOCKER_CGROUP_MOUNT_OPTIONS));
   G (yajl_gen_map_close (g));
   G (gen_str (g, "Mounts"));
   G (yajl_gen_array_open (g));
@@ -332,7 +384,11 @@ gen_mounts (yajl_gen g, const struct sp_json *mounts, const struct docker_paths 
 
         if (!ro && !options_have (options, "rw"))
           return sp_make_error (err, 0, "bundle: the bind at `%.60s` is neither ro nor rw", dest);
-        if (bind_source (source, paths, options, &daemon_source, err) < 0)
+        /* Read-only binds go in read-write (below): the script is made a
+           read-only mount at start (docker.c), any other one must be one
+           already.  */
+        if (bind_source (source, paths, options, ro && !is_script (source, bundle_dir), &daemon_source, err)
+            < 0)
           return -1;
         G (yajl_gen_map_open (g));
         G (gen_str (g, "Type"));
@@ -341,8 +397,14 @@ gen_mounts (yajl_gen g, const struct sp_json *mounts, const struct docker_paths 
         G (gen_str (g, daemon_source));
         G (gen_str (g, "Target"));
         G (gen_str (g, dest));
+        /* Docker remounts a ReadOnly bind with MS_RDONLY alone, which
+           clears nosuid, nodev and noexec: the script became mappable
+           PROT_EXEC.  A read-write bind is not remounted and keeps its
+           source's flags, so the script goes in read-write from a source
+           that docker.c makes a read-only bind of itself (seal_script)
+           before the start: ro, nosuid, nodev, noexec inside.  */
         G (gen_str (g, "ReadOnly"));
-        G (yajl_gen_bool (g, ro));
+        G (yajl_gen_bool (g, 0));
         G (yajl_gen_map_close (g));
       }
     }
@@ -493,6 +555,39 @@ gen_linux (yajl_gen g, const struct sp_json *lx, sp_error_t *err)
   return 0;
 }
 
+/* Cmd: the wrapper (docker_wrapper_args), the bundle's env, its args.  */
+static int
+gen_cmd (yajl_gen g, const struct sp_json *process, sp_error_t *err)
+{
+  const struct sp_json *env = get (process, "env"), *args = get (process, "args");
+  char count[24];
+
+  if (env == NULL || env->type != SP_JSON_ARRAY || args == NULL || args->type != SP_JSON_ARRAY
+      || args->u.array.len == 0)
+    return sp_make_error (err, 0, "bundle: `process.args` or `process.env` is not an array");
+  G (yajl_gen_array_open (g));
+  for (size_t i = 0; docker_wrapper_args[i] != NULL; i++)
+    G (gen_str (g, docker_wrapper_args[i]));
+  snprintf (count, sizeof (count), "%zu", env->u.array.len);
+  G (gen_str (g, count));
+  for (size_t i = 0; i < env->u.array.len; i++)
+    {
+      const char *s = str (env->u.array.items[i]);
+      if (s == NULL || strchr (s, '=') == NULL)
+        return sp_make_error (err, 0, "bundle: `process.env[%zu]` is not NAME=VALUE", i);
+      G (gen_str (g, s));
+    }
+  for (size_t i = 0; i < args->u.array.len; i++)
+    {
+      const char *s = str (args->u.array.items[i]);
+      if (s == NULL)
+        return sp_make_error (err, 0, "bundle: `process.args[%zu]` is not a string", i);
+      G (gen_str (g, s));
+    }
+  G (yajl_gen_array_close (g));
+  return 0;
+}
+
 int
 docker_create_body (const struct sp_json *config, const char *bundle_dir, const char *image,
                     const char *state_key, const struct docker_paths *paths, char **body, sp_error_t *err)
@@ -511,8 +606,7 @@ docker_create_body (const struct sp_json *config, const char *bundle_dir, const 
   char user_text[32];
 
   *body = NULL;
-  (void)bundle_dir;
-  if (g == NULL)
+  if (g == NULL || bundle_dir == NULL)
     return sp_make_error (err, ENOMEM, "allocate");
   if (only_keys (config, "(bundle)", top_keys, err) < 0)
     return -1;
@@ -544,7 +638,7 @@ docker_create_body (const struct sp_json *config, const char *bundle_dir, const 
   G (gen_str (g, "Image"));
   G (gen_str (g, image));
   G (gen_str (g, "Cmd"));
-  if (gen_str_array (g, get (process, "args"), "process.args", err) < 0)
+  if (gen_cmd (g, process, err) < 0)
     return -1;
   G (gen_str (g, "Entrypoint"));
   G (yajl_gen_array_open (g));
@@ -602,8 +696,9 @@ docker_create_body (const struct sp_json *config, const char *bundle_dir, const 
   G (yajl_gen_array_close (g));
   G (gen_str (g, "Runtime"));
   G (gen_str (g, "runc"));
+  /* A private IPC namespace, as the bundle's, and no /dev/shm in it.  */
   G (gen_str (g, "IpcMode"));
-  G (gen_str (g, "private"));
+  G (gen_str (g, "none"));
   G (gen_str (g, "CgroupnsMode"));
   G (gen_str (g, "private"));
   /* The probe's stdout and stderr are kept nowhere: no log file on the
@@ -620,7 +715,7 @@ docker_create_body (const struct sp_json *config, const char *bundle_dir, const 
     return sp_make_error (err, 0, "bundle: `process.oomScoreAdj` is missing");
   G (gen_num (g, get (process, "oomScoreAdj")));
   if (gen_ulimits (g, get (process, "rlimits"), err) < 0 || gen_linux (g, get (config, "linux"), err) < 0
-      || gen_mounts (g, get (config, "mounts"), paths, err) < 0)
+      || gen_mounts (g, get (config, "mounts"), bundle_dir, paths, err) < 0)
     return -1;
   G (yajl_gen_map_close (g));
   G (yajl_gen_map_close (g));

@@ -82,6 +82,21 @@ umount_retry (const char *path)
     }
 }
 
+/* Whether parentfd/name is a file that is itself a mount (a bind of
+   itself: the Docker backend's sealed script).  */
+static int
+is_file_mount (int parentfd, const char *name, bool *mounted)
+{
+  struct statx stx;
+
+  *mounted = false;
+  if (statx (parentfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &stx) < 0)
+    return errno == ENOENT ? 0 : -1;
+  *mounted = S_ISREG (stx.stx_mode) && (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)
+             && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+  return 0;
+}
+
 /* Whether parentfd/name is a directory with another file system on it.  */
 static int
 is_mount_point (int parentfd, const char *name, bool *mounted)
@@ -343,7 +358,7 @@ int
 sp_workspace_destroy (struct sp_workspace *ws, sp_error_t *err)
 {
   struct failures f = { .len = 0, .count = 0 };
-  bool tmp_mounted = false;
+  bool tmp_mounted = false, script_mounted = false;
 
   /* The sandbox's /tmp, when the proxy mounted it (sp_bundle_mount_tmp).  */
   if (ws->bundle_dirfd >= 0 && is_mount_point (ws->bundle_dirfd, SP_BUNDLE_TMP, &tmp_mounted) == 0
@@ -358,6 +373,21 @@ sp_workspace_destroy (struct sp_workspace *ws, sp_error_t *err)
         }
       else if (umount_retry (tmp) < 0)
         failed (&f, errno, "unmount the sandbox's /tmp");
+    }
+
+  /* The script, when the runtime sealed it (docker.c's seal_script).  */
+  if (ws->bundle_dirfd >= 0 && is_file_mount (ws->bundle_dirfd, SP_BUNDLE_SCRIPT, &script_mounted) == 0
+      && script_mounted)
+    {
+      cleanup_free char *script = NULL;
+
+      if (asprintf (&script, "%s/%s", ws->bundle_path, SP_BUNDLE_SCRIPT) < 0)
+        {
+          script = NULL;
+          failed (&f, ENOMEM, "unmount the script's bind");
+        }
+      else if (umount_retry (script) < 0)
+        failed (&f, errno, "unmount the script's bind");
     }
 
   if (ws->overlay_mounted)
@@ -430,6 +460,28 @@ unmount_all_at (int parentfd, const char *name, unsigned *count, sp_error_t *err
 
 /* One orphaned invocation: the overlay on bundle/repo and the sandbox's
    /tmp on bundle/tmp, then the tmpfs; the unmounts are added to *mounts.  */
+/* A script left sealed by a crash (docker.c's seal_script).  */
+static int
+unmount_script (int bundle_fd, unsigned *count, sp_error_t *err)
+{
+  char path[PATH_MAX];
+
+  for (int i = 0; i < STACKED_MOUNTS_MAX; i++)
+    {
+      bool mounted;
+
+      if (is_file_mount (bundle_fd, SP_BUNDLE_SCRIPT, &mounted) < 0)
+        return sp_make_error (err, errno, "stat `%s`", SP_BUNDLE_SCRIPT);
+      if (!mounted)
+        return 0;
+      snprintf (path, sizeof (path), "/proc/self/fd/%d/%s", bundle_fd, SP_BUNDLE_SCRIPT);
+      if (umount_retry (path) < 0)
+        return sp_make_error (err, errno, "unmount `%s`", SP_BUNDLE_SCRIPT);
+      (*count)++;
+    }
+  return sp_make_error (err, 0, "unmount `%s`: more than %d mounts", SP_BUNDLE_SCRIPT, STACKED_MOUNTS_MAX);
+}
+
 static int
 remove_inv (int run_fd, const char *inv, unsigned *mounts, sp_error_t *err)
 {
@@ -450,7 +502,8 @@ remove_inv (int run_fd, const char *inv, unsigned *mounts, sp_error_t *err)
       if (bundle_fd >= 0)
         {
           if (unmount_all_at (bundle_fd, SP_BUNDLE_REPO, mounts, err) < 0
-              || unmount_all_at (bundle_fd, SP_BUNDLE_TMP, mounts, err) < 0)
+              || unmount_all_at (bundle_fd, SP_BUNDLE_TMP, mounts, err) < 0
+              || unmount_script (bundle_fd, mounts, err) < 0)
             return sp_error_wrap (err, "%s/%s", sp_quote_name (inv, q), SP_WORKSPACE_BUNDLE);
         }
       else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)

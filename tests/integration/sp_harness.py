@@ -440,6 +440,17 @@ class _DockerWait:
         return self
 
 
+def _docker_seal_script(bundle):
+    """What serve's docker backend does before a start (docker.c's
+    seal_script): the bundle's probe.py becomes a read-only, nosuid, nodev,
+    noexec bind of itself, which the create body binds read-write (Docker's
+    read-only remount would clear those flags).  Returns its path."""
+    script = os.path.join(bundle, "probe.py")
+    subprocess.run(["mount", "--bind", script, script], check=True)
+    subprocess.run(["mount", "-o", "remount,bind,ro,nosuid,nodev,noexec", script], check=True)
+    return script
+
+
 def docker_replay(bundle, name=None, socket_path=None, out=None, err=None):
     """Runs a dry-run bundle by hand on docker: the docker equivalent of
     `runc run --bundle BUNDLE NAME` (Backend.run_argv returns the command
@@ -450,7 +461,8 @@ def docker_replay(bundle, name=None, socket_path=None, out=None, err=None):
     conditional (on timeout or stop) and are not replayed; an image import
     (POST /images/create or /images/load, whose body is no JSON) is replaced
     by importing the bundle's own verified rootfs when the image is missing
-    (docker_ensure_image).  A wait is sent from a thread of its own, so that
+    (docker_ensure_image).  Before the start, the script is sealed as serve
+    seals it (_docker_seal_script), and unsealed at the end.  A wait is sent from a thread of its own, so that
     one described before the start is in place first; the replay collects
     it before any later DELETE and at the end.  The probe's logs, when the
     daemon keeps any, go to out and err.  Returns the probe's exit status
@@ -462,6 +474,7 @@ def docker_replay(bundle, name=None, socket_path=None, out=None, err=None):
     requests = docker_requests(bundle)
     described = _described_name(requests)
     failed, created, waits = None, False, []
+    sealed = None
     status_code = [None]
 
     def note(msg):
@@ -522,6 +535,8 @@ def docker_replay(bundle, name=None, socket_path=None, out=None, err=None):
             waits.append(_DockerWait(sock, path))
             continue
         body = req.get("body")
+        if method == "POST" and re.match(r"^/containers/[^/]+/start", plain) and not sealed:
+            sealed = _docker_seal_script(bundle)
         try:
             if plain.startswith("/containers/create") and isinstance(body, dict) and body.get("Image"):
                 docker_ensure_image(body["Image"], bundle, sock)
@@ -544,6 +559,8 @@ def docker_replay(bundle, name=None, socket_path=None, out=None, err=None):
     # After a failure the container may never have run: its wait gets a
     # bounded time once the container was removed.
     collect(10 if failed else None)
+    if sealed:
+        subprocess.run(["umount", sealed], check=False)
     # The container's parent cgroup (the create body's CgroupParent, the
     # bundle's cgroupsPath) outlives it, as serve removes it after a run.
     for req in requests:

@@ -302,11 +302,25 @@ if B.docker:
            [q.get("path") for q in reqs])
     body = byname.get("create", {}).get("body") or {}
     hc = body.get("HostConfig") or {}
-    tap.ok(body.get("Image") == IMAGE and body.get("Cmd") == p["args"] and body.get("Entrypoint") == []
+    # The command is the fixed wrapper (docs/runtimes.md): python3 -I -S -B -c
+    # CODE, then the count of the bundle's env, its env, its args; the
+    # wrapper points fds 0-2 at /dev/null and execs the args with that env.
+    cmd, n = body.get("Cmd") or [], len(p["env"])
+    tap.ok(body.get("Image") == IMAGE and cmd[:5] == ["/usr/bin/python3", "-I", "-S", "-B", "-c"]
+           and "os.execve" in cmd[5] and "/dev/null" in cmd[5] and cmd[6:7] == [str(n)]
+           and cmd[7:7 + n] == p["env"] and cmd[7 + n:] == p["args"] and body.get("Entrypoint") == []
            and body.get("WorkingDir") == p["cwd"] and body.get("Env") == p["env"]
            and body.get("User") == f"{PROBE_ID}:{PROBE_ID}",
-           "docker: the create body runs the bundle's args, cwd and env (no entrypoint) on the image, as the host "
-           "probe id", {k: body.get(k) for k in ("Image", "Cmd", "Entrypoint", "WorkingDir", "Env", "User")})
+           "docker: the create body runs the wrapper, which execs the bundle's args with exactly its env, in its "
+           "cwd (no entrypoint) on the image, as the host probe id",
+           {k: body.get(k) for k in ("Image", "Cmd", "Entrypoint", "WorkingDir", "Env", "User")})
+    dev = ",".join(mounts["/dev"]["options"])
+    tap.ok(hc.get("Tmpfs") == {"/tmp": ",".join(mounts["/tmp"]["options"]), "/dev": dev + ",dev",
+                               "/sys/fs/cgroup": "ro,nosuid,nodev,noexec,mode=555,size=4k,nr_inodes=16"}
+           and hc.get("IpcMode") == "none",
+           "docker: HostConfig.Tmpfs has the bundle's /tmp and /dev (with dev: Docker adds nodev), so Docker "
+           "mounts nothing of its own under /dev, an empty read-only /sys/fs/cgroup, and IpcMode is none",
+           (hc.get("Tmpfs"), hc.get("IpcMode")))
     tap.ok(hc.get("NetworkMode") == "none" and body.get("NetworkDisabled") is True,
            "docker: HostConfig.NetworkMode is none and the network is disabled",
            (hc.get("NetworkMode"), body.get("NetworkDisabled")))
@@ -330,10 +344,11 @@ if B.docker:
            "docker: no TTY, no stdin, nothing attached", body)
     tap.ok(sorted((m.get("Type"), m.get("Source"), m.get("Target"), m.get("ReadOnly")) for m in hc.get("Mounts") or [])
            == sorted([("bind", os.path.join(bundle, "repo"), "/probe/repo", False),
-                      ("bind", os.path.join(bundle, "probe.py"), "/probe/probe.py", True),
+                      ("bind", os.path.join(bundle, "probe.py"), "/probe/probe.py", False),
                       ("bind", os.path.join(bundle, "out"), "/probe/out", False)])
            and not hc.get("Binds") and not body.get("Volumes"),
-           "docker: the only mounts are binds of this bundle's repo, probe.py (read-only) and out", hc.get("Mounts"))
+           "docker: the only mounts are binds of this bundle's repo, probe.py and out, all read-write (a read-only "
+           "one loses nosuid, nodev and noexec; serve seals probe.py read-only at start)", hc.get("Mounts"))
     tap.ok(all(k in (body.get("Labels") or {}) and body["Labels"][k] == v for k, v in ann.items()),
            "docker: the container's labels carry the bundle's annotations", body.get("Labels"))
     with open(os.path.join(base_dir, "runtime-commands.json"), "rb") as f:

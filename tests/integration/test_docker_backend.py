@@ -63,6 +63,18 @@ started by this test in a temp directory of its own and always stopped:
    `sealed-probe-rootfs verify` prints for the rootfs, no RepoDigests, and
    the daemon's events show it imported, never pulled.
 
+   On the same serve, the probe gets exactly what runc gives (docs/runtimes.md,
+   "The field mapping"), each a probe of its own with a control in it: a probe
+   mapping its own script PROT_EXEC is refused EPERM (the control: the same
+   file maps PROT_READ, and /usr/bin/python3 maps PROT_EXEC), and it cannot
+   open it for writing; /dev/shm, /dev/pts and /dev/mqueue are absent and
+   /dev/ptmx cannot be opened (the control: /dev/null opens, a character
+   device); /sys/fs/cgroup is empty and /proc/self/mountinfo shows no cgroup
+   file system (the control: it shows /); the environment is exactly PATH,
+   LANG and HOME (no HOSTNAME); fds 0 to 2 are /dev/null; the groups are the
+   probe's gid alone (the gap docs/runtimes.md names); /.dockerenv is the
+   named gap: an empty file of root's that the probe cannot write.
+
 Docker only; registered once (tests/meson.build, `docker_backend`).  It
 stages with a runc config (SP_BACKEND runc, fixed, as docker_verify) and
 serves with a docker one.  Needs root, dockerd, unshare and nsenter: a SKIP
@@ -390,6 +402,65 @@ json.dump({"result": result}, open("/probe/out", "w"))
 '''
 FINDER_OUTCOMES = ("NONE", "FOUND", "UNKNOWN")
 
+# What the probe gets, each checked from inside with its control: YES when
+# the property holds and the control does, NO when the property fails,
+# UNKNOWN when the control fails (the check proves nothing then).
+EXACT_OUTCOMES = ("YES", "NO", "UNKNOWN")
+EXACT_HEAD = ('import errno, json, mmap, os, stat\n'
+              'def answer(ok, control):\n'
+              '    json.dump({"result": "UNKNOWN" if not control else "YES" if ok else "NO"}, open("/probe/out", "w"))\n')
+EXACT_PROBES = {
+    "a probe mapping its own script PROT_EXEC is refused EPERM, and cannot open it for writing (control: the "
+    "script maps PROT_READ, and /usr/bin/python3 maps PROT_EXEC)":
+        'def maps(path, prot):\n'
+        '    with open(path, "rb") as f:\n'
+        '        try:\n'
+        '            mmap.mmap(f.fileno(), 1, prot=prot).close()\n'
+        '            return 0\n'
+        '        except OSError as e:\n'
+        '            return e.errno\n'
+        'def writable(path):\n'
+        '    try:\n'
+        '        open(path, "r+b").close()\n'
+        '        return True\n'
+        '    except OSError:\n'
+        '        return False\n'
+        'answer(maps("/probe/probe.py", mmap.PROT_READ | mmap.PROT_EXEC) == errno.EPERM\n'
+        '       and not writable("/probe/probe.py"),\n'
+        '       maps("/probe/probe.py", mmap.PROT_READ) == 0\n'
+        '       and maps("/usr/bin/python3", mmap.PROT_READ | mmap.PROT_EXEC) == 0)\n',
+    "no /dev/shm, /dev/pts or /dev/mqueue, and /dev/ptmx does not open (control: /dev/null opens, a character "
+    "device)":
+        'def opens(path):\n'
+        '    try:\n'
+        '        os.close(os.open(path, os.O_RDWR | os.O_NOCTTY))\n'
+        '        return True\n'
+        '    except OSError:\n'
+        '        return False\n'
+        'answer(not any(os.path.lexists(p) for p in ("/dev/shm", "/dev/pts", "/dev/mqueue")) and not opens("/dev/ptmx"),\n'
+        '       opens("/dev/null") and stat.S_ISCHR(os.stat("/dev/null").st_mode))\n',
+    "no cgroup hierarchy: /sys/fs/cgroup is empty and mountinfo has no cgroup file system (control: mountinfo "
+    "shows /)":
+        'lines = [l.split(" - ")[1].split()[0] for l in open("/proc/self/mountinfo") if " - " in l]\n'
+        'points = [l.split()[4] for l in open("/proc/self/mountinfo")]\n'
+        'empty = not os.path.isdir("/sys/fs/cgroup") or os.listdir("/sys/fs/cgroup") == []\n'
+        'answer(empty and not any(t in ("cgroup", "cgroup2") for t in lines), "/" in points)\n',
+    "the environment is exactly PATH, LANG and HOME: no HOSTNAME (control: PATH is /usr/bin)":
+        'answer(sorted(os.environ) == ["HOME", "LANG", "PATH"], os.environ.get("PATH") == "/usr/bin")\n',
+    "fds 0, 1 and 2 are /dev/null itself (control: fd 3 of a file opened is that file)":
+        'fd = os.open("/probe/repo/README.md", os.O_RDONLY)\n'
+        'answer(all(os.readlink(f"/proc/self/fd/{i}") == "/dev/null" for i in (0, 1, 2)),\n'
+        '       os.readlink(f"/proc/self/fd/{fd}") == "/probe/repo/README.md")\n',
+    "the only group is the probe's own gid, Docker's supplementary copy of it (the named gap) (control: the gid "
+    "is the uid)":
+        'answer(os.getgroups() == [os.getgid()], os.getgid() == os.getuid() != 0)\n',
+    "/.dockerenv (the named gap) is an empty file of root's that the probe cannot write (control: /probe/out "
+    "can be written)":
+        'st = os.lstat("/.dockerenv")\n'
+        'answer(stat.S_ISREG(st.st_mode) and st.st_size == 0 and st.st_uid == 0 and not os.access("/.dockerenv", os.W_OK),\n'
+        '       os.access("/probe/out", os.W_OK))\n',
+}
+
 
 def socket_finder(needles, control):
     hexed = repr([n.encode().hex() for n in needles])
@@ -688,6 +759,9 @@ try:
         tap.ok(status == 200 and any(a == "import" for a, _ in actions)
                and not any(a in ("pull", "push") for a, _ in actions),
                "socket: the daemon's image events show an import and no pull", actions)
+        for name, body in EXACT_PROBES.items():
+            got = srv.probe(EXACT_HEAD + body, "acme/alpha", EXACT_OUTCOMES, timeout=120)
+            tap.ok(got == S.answer("YES"), f"exact: {name}", got)
         rc = srv.stop()
         outputs = S.audit_raw(state3) + srv.stderr().encode() + srv.stdout().encode()
         tap.ok(rc == 0 and S.audit_raw(state3) and dk.sock.encode() not in outputs,

@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +38,7 @@ static char rootfs[128];
 static char bundle[128];
 static char work[128];
 static char script[128];
+static char usr_ro[128];
 static char out_file[128];
 static char digest[80];
 static char image[80];
@@ -60,7 +63,7 @@ static const char config_fmt[]
       "\"nodev\",\"ro\"]},"
       "{\"destination\":\"/tmp\",\"type\":\"tmpfs\",\"source\":\"tmpfs\",\"options\":[\"nosuid\",\"nodev\","
       "\"size=1m\"]},"
-      "{\"destination\":\"/usr\",\"type\":\"bind\",\"source\":\"/usr\",\"options\":[\"rbind\",\"ro\"]},"
+      "{\"destination\":\"/usr\",\"type\":\"bind\",\"source\":\"%s\",\"options\":[\"rbind\",\"ro\"]},"
       "{\"destination\":\"/s/script\",\"type\":\"bind\",\"source\":\"%s\",\"options\":[\"bind\",\"ro\"]},"
       "{\"destination\":\"/w\",\"type\":\"bind\",\"source\":\"%s\",\"options\":[\"bind\",\"rw\"]}],"
       "\"annotations\":{\"org.sealed-probe.rootfs.digest\":\"%s\",\"org.sealed-probe.run\":\"" RUN_ID "\","
@@ -98,6 +101,14 @@ read_file (const char *path, char *buf, size_t size)
   close (fd);
 }
 
+/* The script's seal, which a start makes (serve's workspace removes it).  */
+static void
+unseal_script (void)
+{
+  while (umount2 (script, UMOUNT_NOFOLLOW) == 0)
+    ;
+}
+
 /* The job's names: unique to this process and n, so that concurrent runs
    of this test on one daemon never meet.  */
 struct names
@@ -113,8 +124,8 @@ job_for (struct names *nm, int n, unsigned long memory, uint32_t timeout)
 
   snprintf (nm->container, sizeof (nm->container), "sp-" RUN_ID "-%d-%d", (int)getpid (), n);
   snprintf (nm->cgroup, sizeof (nm->cgroup), "/sealed-probe/" RUN_ID "-%d-%d", (int)getpid (), n);
-  snprintf (config, sizeof (config), config_fmt, script, work, digest, (int)getpid (), n, memory, memory,
-            nm->cgroup);
+  snprintf (config, sizeof (config), config_fmt, usr_ro, script, work, digest, (int)getpid (), n, memory,
+            memory, nm->cgroup);
   {
     char path[160];
     snprintf (path, sizeof (path), "%s/config.json", bundle);
@@ -186,10 +197,16 @@ suite_setup (void)
   snprintf (rootfs, sizeof (rootfs), "%s/rootfs", top);
   snprintf (bundle, sizeof (bundle), "%s/bundle", top);
   snprintf (work, sizeof (work), "%s/work", top);
-  snprintf (script, sizeof (script), "%s/script", top);
+  /* The script where serve has it: the backend seals bundle/probe.py.  */
+  snprintf (script, sizeof (script), "%s/bundle/probe.py", top);
+  snprintf (usr_ro, sizeof (usr_ro), "%s/usr", top);
   snprintf (out_file, sizeof (out_file), "%s/work/out", top);
-  for (const char *const *d = (const char *const[]){ state, rootfs, bundle, work, NULL }; *d; d++)
+  for (const char *const *d = (const char *const[]){ state, rootfs, bundle, work, usr_ro, NULL }; *d; d++)
     ck_assert_int_eq (mkdir (*d, 0755), 0);
+  /* The host's /usr as a read-only mount: a read-only bind's source must
+     be one (the mapping sends it read-write, keeping the source's flags).  */
+  ck_assert_int_eq (mount ("/usr", usr_ro, NULL, MS_BIND | MS_REC, NULL), 0);
+  ck_assert_int_eq (mount (NULL, usr_ro, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL), 0);
   for (const char *const *d = (const char *const[]){ "usr", "proc", "dev", "sys", "tmp", NULL }; *d; d++)
     {
       char p[160];
@@ -218,6 +235,8 @@ suite_teardown (void)
 
   snprintf (path, sizeof (path), DOCKER_API_PREFIX "/images/%s?force=1", image);
   api_status ("DELETE", path, NULL);
+  unseal_script ();
+  umount2 (usr_ro, MNT_DETACH);
   sp_tmpdir_remove (top);
 }
 
@@ -237,6 +256,7 @@ setup (void)
   ck_assert_msg (rt->ops->prepare (rt, &err) == 0, "%s", sp_error_message (err));
   ck_assert_msg (rt->ops->use_rootfs (rt, rootfs, digest, &err) == 0, "%s", sp_error_message (err));
   /* The script file exists, empty, at create time, as serve leaves it.  */
+  unseal_script ();
   write_file (script, "", O_TRUNC);
   write_file (out_file, "", O_TRUNC);
 }
@@ -251,6 +271,7 @@ teardown (void)
   if (rt != NULL)
     rt->ops->cleanup_orphans (rt, true, NULL, &err);
   sp_runtime_closep (&rt);
+  unseal_script ();
 }
 
 static struct sp_runtime_sandbox *
@@ -305,6 +326,148 @@ START_TEST (a_created_container_runs_the_bytes_written_after_its_create)
 }
 END_TEST
 
+/* What the wrapper and the seal give the probe: /dev/null on fds 1 and 2
+   (nothing for the shim to relay), exactly the bundle's environment (no
+   HOSTNAME), and its script read-only, nosuid, nodev and noexec inside
+   though the bind is sent read-write.  */
+START_TEST (a_started_probe_has_null_stdio_the_bundle_env_and_a_sealed_script)
+{
+  struct names nm;
+  struct sp_runtime_job job = job_for (&nm, 7, 64ul << 20, 30);
+  struct sp_run_facts facts;
+  struct sp_runtime_sandbox *sb = create (&job, &facts);
+  cleanup_error sp_error_t err = NULL;
+  char out[2048];
+  struct statvfs st;
+
+  write_file (script,
+              "a=$(readlink /proc/$$/fd/1); b=$(readlink /proc/$$/fd/2)\n"
+              "{ echo \"$a\"; echo \"$b\"; tr '\\000' '\\n' < /proc/$$/environ; grep ' /s/script ' "
+              "/proc/self/mountinfo | cut -d' ' -f6; } "
+              "> /w/out\n",
+              0);
+  ck_assert_msg (rt->ops->start (rt, sb, &facts, &err) == 0, "%s", sp_error_message (err));
+  ck_assert_int_eq (facts.exit_code, 0);
+  read_file (out_file, out, sizeof (out));
+  ck_assert_str_eq (out, "/dev/null\n/dev/null\nPATH=/usr/bin:/bin\nro,nosuid,nodev,noexec,relatime\n");
+  /* The control: the host side is the sealed bind the container kept.  */
+  ck_assert_int_eq (statvfs (script, &st), 0);
+  ck_assert ((st.f_flag & (ST_RDONLY | ST_NOEXEC | ST_NOSUID | ST_NODEV))
+             == (ST_RDONLY | ST_NOEXEC | ST_NOSUID | ST_NODEV));
+  destroy (sb);
+  assert_gone (&nm);
+}
+END_TEST
+
+/* A POST with an empty JSON body that must answer 201; its answer is shown
+   when it does not.  */
+static void
+post_created (const char *path)
+{
+  struct docker_response r;
+  cleanup_error sp_error_t err = NULL;
+
+  ck_assert_msg (docker_api_call (sock, "POST", path, "{}", -1, 60000, &r, &err) == 0, "%s",
+                 sp_error_message (err));
+  ck_assert_msg (r.status == 201, "POST %s answered %ld: %.300s", path, r.status, r.body ? r.body : "");
+  docker_response_release (&r);
+}
+
+/* The image is the rootfs by content: one with the right tag and the right
+   digest label whose layers differ (a container of it committed with a
+   file added, re-tagged in its place) is refused at the next use and at the
+   next start, naming the image.  The control: the same backend used the
+   genuine image a moment before.  */
+START_TEST (an_image_whose_layer_differs_is_refused_naming_it)
+{
+  struct names nm;
+  struct sp_runtime_job job = job_for (&nm, 8, 64ul << 20, 30);
+  struct sp_run_facts facts;
+  struct sp_runtime_sandbox *sb = create (&job, &facts);
+  struct sp_runtime_backend *again = NULL;
+  struct sp_runtime_settings settings = { .state_dir = state, .run_id = RUN_ID, .docker_socket = sock };
+  cleanup_error sp_error_t err = NULL;
+  char path[512], tar[192], original[80], *body = NULL, *id;
+  int fd;
+
+  destroy (sb);
+  /* The genuine image's id, to put it back after.  */
+  snprintf (path, sizeof (path), DOCKER_API_PREFIX "/images/%s/json", image);
+  ck_assert_int_eq (api_status ("GET", path, &body), 200);
+  id = strstr (body, "\"Id\":\"sha256:");
+  ck_assert_ptr_nonnull (id);
+  snprintf (original, sizeof (original), "%.71s", id + 6);
+  free (body);
+  /* A container of it, a file added, committed under the same tag with the
+     same label.  */
+  snprintf (path, sizeof (path), DOCKER_API_PREFIX "/containers/create?name=sp-" RUN_ID "-tamper-%d",
+            (int)getpid ());
+  {
+    struct docker_response r;
+    char json[256];
+
+    snprintf (json, sizeof (json), "{\"Image\":\"%s\",\"Cmd\":[\"/x\"]}", image);
+    ck_assert_msg (docker_api_call (sock, "POST", path, json, -1, 60000, &r, &err) == 0, "%s",
+                   sp_error_message (err));
+    ck_assert_int_eq (r.status, 201);
+    docker_response_release (&r);
+  }
+  snprintf (tar, sizeof (tar), "%s/added.tar", top);
+  snprintf (path, sizeof (path), "echo changed > %s/added && tar -C %s -cf %s added", top, top, tar);
+  ck_assert_int_eq (system (path), 0);
+  fd = open (tar, O_RDONLY | O_CLOEXEC);
+  ck_assert_int_ge (fd, 0);
+  snprintf (path, sizeof (path), DOCKER_API_PREFIX "/containers/sp-" RUN_ID "-tamper-%d/archive?path=/",
+            (int)getpid ());
+  {
+    struct docker_response r;
+
+    ck_assert_msg (docker_api_call (sock, "PUT", path, NULL, fd, 60000, &r, &err) == 0, "%s",
+                   sp_error_message (err));
+    ck_assert_int_eq (r.status, 200);
+    docker_response_release (&r);
+  }
+  close (fd);
+  snprintf (path, sizeof (path),
+            DOCKER_API_PREFIX "/commit?container=sp-" RUN_ID "-tamper-%d&repo=sealed-probe/rootfs&tag=%.12s"
+                              "&changes=LABEL%%20org.sealed-probe.rootfs.digest%%3D%s",
+            (int)getpid (), digest + 7, digest);
+  post_created (path);
+  snprintf (path, sizeof (path), DOCKER_API_PREFIX "/containers/sp-" RUN_ID "-tamper-%d?force=1",
+            (int)getpid ());
+  api_status ("DELETE", path, NULL);
+
+  /* The next use by the backend that checked the genuine one: refused.  */
+  job = job_for (&nm, 9, 64ul << 20, 30);
+  sb = NULL;
+  ck_assert_int_eq (rt->ops->create (rt, &job, &facts, &sb, &err), -1);
+  ck_assert_ptr_null (sb);
+  ck_assert_msg (strstr (sp_error_message (err), image) && strstr (sp_error_message (err), "layers"), "%s",
+                 sp_error_message (err));
+  sp_error_release (&err);
+  /* A new start: refused too.  */
+  ck_assert_int_eq (sp_runtime_open (SP_RUNTIME_DOCKER, &settings, &again, &err), 0);
+  ck_assert_int_eq (again->ops->verify (again, &err), 0);
+  ck_assert_int_eq (again->ops->use_rootfs (again, rootfs, digest, &err), -1);
+  ck_assert_msg (strstr (sp_error_message (err), image) && strstr (sp_error_message (err), "layers"), "%s",
+                 sp_error_message (err));
+  sp_runtime_closep (&again);
+
+  /* The genuine image back under its tag; the tampered one removed.  */
+  snprintf (path, sizeof (path), DOCKER_API_PREFIX "/images/%s/json", image);
+  ck_assert_int_eq (api_status ("GET", path, &body), 200);
+  id = strstr (body, "\"Id\":\"sha256:");
+  ck_assert_ptr_nonnull (id);
+  snprintf (tar, sizeof (tar), "%.71s", id + 6);
+  free (body);
+  snprintf (path, sizeof (path), DOCKER_API_PREFIX "/images/%s/tag?repo=sealed-probe/rootfs&tag=%.12s",
+            original, digest + 7);
+  post_created (path);
+  snprintf (path, sizeof (path), DOCKER_API_PREFIX "/images/%s?force=1", tar);
+  api_status ("DELETE", path, NULL);
+}
+END_TEST
+
 START_TEST (a_container_destroyed_unstarted_never_ran)
 {
   struct names nm;
@@ -353,6 +516,8 @@ START_TEST (the_timeout_counts_from_start)
 
   /* And it is enforced: a probe that outlives it is killed.  */
   job = job_for (&nm, 4, 64ul << 20, 1);
+  /* A new invocation's script, as a new workspace would have it.  */
+  unseal_script ();
   write_file (script, "", O_TRUNC);
   sb = create (&job, &facts);
   write_file (script, "sleep 30\n", 0);
@@ -438,11 +603,14 @@ make_suite (void)
   tcase_add_checked_fixture (tc, setup, teardown);
   tcase_set_timeout (tc, 90);
   tcase_add_test (tc, a_created_container_runs_the_bytes_written_after_its_create);
+  tcase_add_test (tc, a_started_probe_has_null_stdio_the_bundle_env_and_a_sealed_script);
   tcase_add_test (tc, a_container_destroyed_unstarted_never_ran);
   tcase_add_test (tc, the_timeout_counts_from_start);
   tcase_add_test (tc, a_failed_start_stays_at_the_create_stage);
   tcase_add_test (tc, a_failed_create_leaves_nothing);
   tcase_add_test (tc, run_is_create_start_destroy);
+  /* Last: it swaps the image's tag for a while.  */
+  tcase_add_test (tc, an_image_whose_layer_differs_is_refused_naming_it);
   suite_add_tcase (s, tc);
   return s;
 }

@@ -626,6 +626,61 @@ START_TEST (destroy_unmounts_the_sandboxs_tmp_too)
 }
 END_TEST
 
+/* Under docker the script is a read-only bind of itself (docker.c's
+   seal_script): destroy unmounts it before the workspace, and the sweep of
+   a crashed run does too.  */
+static void
+seal_script (struct sp_workspace *ws)
+{
+  char script[PATH_MAX];
+
+  put_file (ws->bundle_dirfd, SP_BUNDLE_SCRIPT, "print(1)\n", 0444);
+  snprintf (script, sizeof (script), "%s/%s", ws->bundle_path, SP_BUNDLE_SCRIPT);
+  ck_assert_int_eq (mount (script, script, NULL, MS_BIND, NULL), 0);
+  ck_assert_int_eq (mount (NULL, script, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOEXEC, NULL), 0);
+}
+
+START_TEST (destroy_unmounts_a_sealed_script_too)
+{
+  struct sp_workspace ws;
+  struct stat st;
+
+  ready_ws (&ws, "inv-1", _i);
+  seal_script (&ws);
+  ck_assert_uint_ge (mounts_under (run_path, NULL, 0), 2);
+  destroy_ws (&ws);
+  ck_assert_uint_eq (mounts_under (run_path, NULL, 0), 0);
+  ck_assert_int_eq (fstatat (run_fd, "inv-1", &st, AT_SYMLINK_NOFOLLOW), -1);
+}
+END_TEST
+
+START_TEST (remove_runs_unmounts_a_sealed_script_a_crash_left)
+{
+  cleanup_error sp_error_t err = NULL;
+  struct sp_workspace old;
+  char old_path[256];
+  int old_fd;
+  struct stat st;
+
+  snprintf (old_path, sizeof (old_path), "%s/crashed-run", work_path);
+  ck_assert_int_eq (mkdir (old_path, 0711), 0);
+  old_fd = open (old_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ck_assert_int_ge (old_fd, 0);
+  create_ws (old_fd, old_path, "inv-1", &old);
+  seal_script (&old);
+  close (old.dirfd);
+  close (old.bundle_dirfd);
+  close (old_fd);
+  ck_assert_uint_ge (mounts_under (old_path, NULL, 0), 2);
+  ck_assert_msg (sp_workspace_remove_runs (work_fd, NULL, NULL, &err) == 0, "%s", sp_error_message (err));
+  ck_assert_uint_eq (mounts_under (old_path, NULL, 0), 0);
+  ck_assert_int_eq (fstatat (work_fd, "crashed-run", &st, AT_SYMLINK_NOFOLLOW), -1);
+  free (old.name);
+  free (old.path);
+  free (old.bundle_path);
+}
+END_TEST
+
 START_TEST (destroy_reports_a_busy_mount_and_can_finish_later)
 {
   cleanup_error sp_error_t err = NULL;
@@ -972,11 +1027,13 @@ make_suite (void)
   tcase_add_test (tc, overlay_mount_options_name_no_host_path);
   tcase_add_loop_test (tc, destroy_leaves_no_mount_and_no_directory_and_may_repeat, 0, 2);
   tcase_add_loop_test (tc, destroy_unmounts_the_sandboxs_tmp_too, 0, 2);
+  tcase_add_loop_test (tc, destroy_unmounts_a_sealed_script_too, 0, 2);
   tcase_add_loop_test (tc, destroy_reports_a_busy_mount_and_can_finish_later, 0, 2);
   tcase_add_test (tc, failed_create_leaves_nothing_and_destroys_cleanly);
   tcase_add_loop_test (tc, copy_mode_refuses_special_entries_and_stays_destroyable, 0, BAD_KINDS);
   tcase_add_test (tc, two_overlays_of_one_seed_do_not_see_each_others_writes);
   tcase_add_test (tc, remove_runs_removes_other_runs_with_their_mounts_and_keeps_keep_run);
+  tcase_add_test (tc, remove_runs_unmounts_a_sealed_script_a_crash_left);
   tcase_add_test (tc, probe_id_sweep_removes_only_the_lock_files_nobody_holds);
   suite_add_tcase (s, tc);
   return s;
