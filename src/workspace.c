@@ -458,8 +458,6 @@ unmount_all_at (int parentfd, const char *name, unsigned *count, sp_error_t *err
                         STACKED_MOUNTS_MAX);
 }
 
-/* One orphaned invocation: the overlay on bundle/repo and the sandbox's
-   /tmp on bundle/tmp, then the tmpfs; the unmounts are added to *mounts.  */
 /* A script left sealed by a crash (docker.c's seal_script).  */
 static int
 unmount_script (int bundle_fd, unsigned *count, sp_error_t *err)
@@ -482,6 +480,9 @@ unmount_script (int bundle_fd, unsigned *count, sp_error_t *err)
   return sp_make_error (err, 0, "unmount `%s`: more than %d mounts", SP_BUNDLE_SCRIPT, STACKED_MOUNTS_MAX);
 }
 
+/* One orphaned invocation: the overlay on bundle/repo, the sandbox's /tmp on
+   bundle/tmp and a sealed script, then the tmpfs; the unmounts are added to
+   *mounts.  */
 static int
 remove_inv (int run_fd, const char *inv, unsigned *mounts, sp_error_t *err)
 {
