@@ -108,12 +108,19 @@ try:
         stop_flag.set()
         for th in streams:
             th.join(timeout=120)
-        # The probes that were running have since removed their workspaces
-        # and their runtime state, which gives back a few pages (three under
-        # gvisor, with issue 26's longer bundle; enough for the next audit
-        # lines): full again, so that the next admission's line cannot be
-        # written.
-        fill()
+        # The probes that were running remove their workspaces and their
+        # runtime state as they finish, which gives back a few pages (three
+        # under gvisor, with issue 26's longer bundle; enough for the next
+        # audit lines), and under load a while after their answers: once
+        # they are gone, full again, until the disk stays full, so that the
+        # next admission's line cannot be written.
+        S.wait_for(lambda: not S.containers(B.run_root(state, run))
+                   and not S.probe_workspaces(state, run, srv.pid), timeout=60)
+        for _ in range(20):
+            fill()
+            time.sleep(1)
+            if os.statvfs(state).f_bfree == 0:
+                break
         answered_before = sum(1 for f, o in results if not f and o == YES)
         tap.ok(answered_before >= 3, "disk full: control: probes answered before the state disk filled",
                results[:5])
