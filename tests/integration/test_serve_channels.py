@@ -115,9 +115,17 @@ try:
         first = srv.probe(READER, "acme/y", outcomes)
         tap.ok(first == BLIND, "before any writer, the reader on acme/y reads no host-wide count", first)
 
-        before = host_dentries()
-        w1 = srv.probe(WRITER, "acme/x1", ("DONE", "NO", "UNKNOWN"))
-        grown = host_dentries() - before
+        # Other tests on a loaded host make and free dentries too (in CI's
+        # sanitizer run the count once rose by only 14,608 around the
+        # writer, and once fell by 1,589): the best of three runs of it.
+        grown = None
+        for _ in range(3):
+            before = host_dentries()
+            w1 = srv.probe(WRITER, "acme/x1", ("DONE", "NO", "UNKNOWN"))
+            rise = host_dentries() - before
+            grown = rise if grown is None else max(grown, rise)
+            if w1 != DONE or grown >= LOOKUPS // 2:
+                break
         tap.ok(w1 == DONE, "the writer with secret 1 ran on acme/x1", w1)
         if B.gvisor and grown < LOOKUPS // 2:
             B.not_applicable(tap, "control: the host's dentry count rose by at least half the writer's lookups",
