@@ -354,6 +354,21 @@ failed (struct failures *f, int errnum, const char *what)
   f->count++;
 }
 
+/* Unmounts bundle/name, recording a failure as what.  */
+static void
+unmount_bundle_entry (const struct sp_workspace *ws, const char *name, const char *what, struct failures *f)
+{
+  cleanup_free char *path = NULL;
+
+  if (asprintf (&path, "%s/%s", ws->bundle_path, name) < 0)
+    {
+      path = NULL;
+      failed (f, ENOMEM, what);
+    }
+  else if (umount_retry (path) < 0)
+    failed (f, errno, what);
+}
+
 int
 sp_workspace_destroy (struct sp_workspace *ws, sp_error_t *err)
 {
@@ -363,32 +378,11 @@ sp_workspace_destroy (struct sp_workspace *ws, sp_error_t *err)
   /* The sandbox's /tmp, when the proxy mounted it (sp_bundle_mount_tmp).  */
   if (ws->bundle_dirfd >= 0 && is_mount_point (ws->bundle_dirfd, SP_BUNDLE_TMP, &tmp_mounted) == 0
       && tmp_mounted)
-    {
-      cleanup_free char *tmp = NULL;
-
-      if (asprintf (&tmp, "%s/%s", ws->bundle_path, SP_BUNDLE_TMP) < 0)
-        {
-          tmp = NULL;
-          failed (&f, ENOMEM, "unmount the sandbox's /tmp");
-        }
-      else if (umount_retry (tmp) < 0)
-        failed (&f, errno, "unmount the sandbox's /tmp");
-    }
-
+    unmount_bundle_entry (ws, SP_BUNDLE_TMP, "unmount the sandbox's /tmp", &f);
   /* The script, when the runtime sealed it (docker.c's seal_script).  */
   if (ws->bundle_dirfd >= 0 && is_file_mount (ws->bundle_dirfd, SP_BUNDLE_SCRIPT, &script_mounted) == 0
       && script_mounted)
-    {
-      cleanup_free char *script = NULL;
-
-      if (asprintf (&script, "%s/%s", ws->bundle_path, SP_BUNDLE_SCRIPT) < 0)
-        {
-          script = NULL;
-          failed (&f, ENOMEM, "unmount the script's bind");
-        }
-      else if (umount_retry (script) < 0)
-        failed (&f, errno, "unmount the script's bind");
-    }
+    unmount_bundle_entry (ws, SP_BUNDLE_SCRIPT, "unmount the script's bind", &f);
 
   if (ws->overlay_mounted)
     {
