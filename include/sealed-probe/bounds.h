@@ -140,6 +140,19 @@
 #define SP_GIT_CONFIG_VALUE_MAX      4096
 #define SP_GIT_SYMREF_MAX_DEPTH      5
 #define SP_GIT_FRESH_CONFIG_SIZE     256 /* the minimal config sanitizing writes */
+/* A pack's index read whole (pack_write.c): 28 bytes an object, so a 1 GiB
+   index is some 38 million objects.  */
+#define SP_GIT_PACK_INDEX_MAX_BYTES (1ULL << 30)
+/* libgit2's memory while a clone is staged (git_stage.c): the window it maps
+   of a pack at a time, all windows together, and its object cache.  */
+#define SP_GIT_MWINDOW_BYTES        (32ULL << 20)
+#define SP_GIT_MWINDOW_MAPPED_BYTES (128ULL << 20)
+#define SP_GIT_OBJECT_CACHE_BYTES   (32ULL << 20)
+/* The deepest delta chain the seed's pack check follows: git's own cap on
+   pack.depth.  */
+#define SP_GIT_DELTA_DEPTH_MAX 4095
+/* Threads that check the seed's pack, at most (one per CPU below it).  */
+#define SP_GIT_CHECK_THREADS_MAX 4
 
 /* Staging (docs/staging.md): --clone flags of one stage run, the catalog
    file, and the state file that records the staged seeds.  */

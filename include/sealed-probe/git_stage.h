@@ -35,9 +35,12 @@ int sp_git_copy_gitdir (int clone_dirfd, int seed_dirfd, const struct sp_copy_op
    - replaces the object store with one pack holding exactly the objects
      that HEAD and the remaining refs reach (history stops at the commits
      `.git/shallow` names), so no unreachable object (an uncommitted `git
-     add`, a dropped stash, an amended commit) survives.  The result depends
-     only on the commit and the refs: two stagings of one commit digest the
-     same whatever the working tree held.
+     add`, a dropped stash, an amended commit) survives.  The clone's packed
+     entries are reused, deltas too, and every object of the new pack is
+     hashed before it is kept (src/seed/pack_write.h).  The objects depend
+     only on the commit and the refs, the pack's bytes also on how the clone
+     packed them: two stagings of one clone digest the same whatever its
+     working tree held.
    SHA-256 repositories are refused: libgit2 1.5 reads SHA-1 only.  */
 int sp_git_stage_commit (int seed_dirfd, const char *commit, const struct sp_copy_options *limits,
                          sp_error_t *err);

@@ -27,6 +27,8 @@
 #include <sealed-probe/quote.h>
 #include <sealed-probe/tree_remove.h>
 
+#include "pack_write.h"
+
 /* The new object store is built beside the old one, then swapped in.  */
 #define NEW_OBJECTS "sp-objects.new"
 #define OLD_OBJECTS "sp-objects.old"
@@ -164,13 +166,11 @@ struct stage_ctx
 {
   git_repository *repo;
   git_odb *odb;
-  git_packbuilder *pb;
   const struct sp_copy_options *limits;
   uint64_t bytes;
   uint64_t entries;
   struct oid_set packed;  /* objects already in the new pack */
   struct oid_set shallow; /* commits whose parents the clone does not have */
-  const char *pack_phase; /* what libgit2's pack callbacks last showed */
   char path[SP_TREE_PATH_MAX];
 };
 
@@ -367,14 +367,12 @@ replace_index (int gitfd, const git_tree *tree, sp_error_t *err)
 
 /* ---- the object store: exactly what HEAD and the refs reach ---- */
 
-/* Adds one object to the pack; what names the object in a message.  */
+/* Counts one object to keep (already in ctx->packed).  */
 static int
-pack_insert (struct stage_ctx *ctx, const git_oid *id, const char *name, const char *what, sp_error_t *err)
+pack_insert (struct stage_ctx *ctx, sp_error_t *err)
 {
   if (sp_progress_check (ctx->limits->progress, err) < 0)
     return -1;
-  if (git_packbuilder_insert (ctx->pb, id, name) < 0)
-    return lookup_error (err, id, what);
   sp_progress_add (ctx->limits->progress, 1, 0);
   return 0;
 }
@@ -392,7 +390,7 @@ pack_tree (struct stage_ctx *ctx, const git_oid *id, unsigned depth, sp_error_t 
     return sp_make_error (err, 0, "a tree in the history is more than %d levels deep", SP_COPY_DEPTH_CEILING);
   if (git_tree_lookup (&tree, ctx->repo, id) < 0)
     return lookup_error (err, id, "read the tree");
-  if (pack_insert (ctx, id, NULL, "pack the tree", err) < 0)
+  if (pack_insert (ctx, err) < 0)
     return -1;
   n = git_tree_entrycount (tree);
   for (size_t i = 0; i < n; i++)
@@ -411,7 +409,7 @@ pack_tree (struct stage_ctx *ctx, const git_oid *id, unsigned depth, sp_error_t 
           if (added < 0)
             return sp_make_error (err, ENOMEM, "list the objects");
           /* The name lets the packer put similar files side by side.  */
-          if (added > 0 && pack_insert (ctx, child, git_tree_entry_name (e), "pack the blob", err) < 0)
+          if (added > 0 && pack_insert (ctx, err) < 0)
             return -1;
           break;
         case GIT_OBJECT_COMMIT: /* a gitlink: another repository's commit */
@@ -443,7 +441,7 @@ pack_history (struct stage_ctx *ctx, const git_oid *start, const char *from, sp_
         continue;
       if (git_commit_lookup (&commit, ctx->repo, &id) < 0)
         return lookup_error (err, &id, from);
-      if (pack_insert (ctx, &id, NULL, "pack the commit", err) < 0)
+      if (pack_insert (ctx, err) < 0)
         return -1;
       if (pack_tree (ctx, git_commit_tree_id (commit), 0, err) < 0)
         return -1;
@@ -489,14 +487,14 @@ pack_object (struct stage_ctx *ctx, const git_oid *id, const char *from, sp_erro
           added = oid_set_add (&ctx->packed, &current);
           if (added < 0)
             return sp_make_error (err, ENOMEM, "list the objects");
-          if (added > 0 && pack_insert (ctx, &current, NULL, "pack the blob", err) < 0)
+          if (added > 0 && pack_insert (ctx, err) < 0)
             return -1;
           return 0;
         case GIT_OBJECT_TAG:
           added = oid_set_add (&ctx->packed, &current);
           if (added < 0)
             return sp_make_error (err, ENOMEM, "list the objects");
-          if (added > 0 && pack_insert (ctx, &current, NULL, "pack the tag", err) < 0)
+          if (added > 0 && pack_insert (ctx, err) < 0)
             return -1;
           current = *git_tag_target_id ((git_tag *)obj);
           break;
@@ -568,60 +566,42 @@ pack_refs (struct stage_ctx *ctx, sp_error_t *err)
   return 0;
 }
 
-/* Shows phase, once, when libgit2's callbacks move on to it.  */
-static void
-pack_phase (struct stage_ctx *ctx, const char *phase, uint64_t total)
-{
-  if (ctx->pack_phase != phase)
-    sp_progress_phase (ctx->limits->progress, phase, SP_PROGRESS_OBJECTS, total);
-  ctx->pack_phase = phase;
-}
-
-/* The pack builder's own callback: it searches for deltas before it writes
-   anything, which takes a while for big or similar files.  A non-zero return
-   makes libgit2 give up.  */
+/* The ids to keep, out of the set: the set goes first, to keep the peak
+   memory down while the pack is written.  */
 static int
-on_pack_progress (int stage, uint32_t current, uint32_t total, void *payload)
+take_ids (struct oid_set *set, git_oid **ids, size_t *n, sp_error_t *err)
 {
-  struct stage_ctx *ctx = payload;
+  size_t len = 0;
 
-  if (stage == GIT_PACKBUILDER_DELTAFICATION)
-    {
-      pack_phase (ctx, "find deltas", total);
-      sp_progress_set (ctx->limits->progress, current, 0, total);
-    }
-  return sp_progress_stopped (ctx->limits->progress) ? -1 : 0;
-}
-
-/* libgit2's indexer reports the objects written so far.  */
-static int
-on_pack_written (const git_indexer_progress *stats, void *payload)
-{
-  struct stage_ctx *ctx = payload;
-
-  pack_phase (ctx, "write the pack", stats->total_objects);
-  sp_progress_set (ctx->limits->progress, stats->indexed_objects, stats->received_bytes,
-                   stats->total_objects);
-  return sp_progress_stopped (ctx->limits->progress) ? -1 : 0;
+  *ids = malloc ((set->len ? set->len : 1) * sizeof (**ids));
+  if (*ids == NULL)
+    return sp_make_error (err, ENOMEM, "list the objects");
+  for (size_t i = 0; i < set->cap; i++)
+    if (!git_oid_is_zero (&set->v[i]))
+      (*ids)[len++] = set->v[i];
+  *n = len;
+  oid_set_release (set);
+  return 0;
 }
 
 static int
 write_pack (struct stage_ctx *ctx, int gitfd, sp_error_t *err)
 {
-  char path[64];
+  cleanup_close int packfd = -1;
+  cleanup_free git_oid *ids = NULL;
+  size_t n = 0;
 
   if (mkdirat (gitfd, NEW_OBJECTS, 0755) < 0)
     return sp_make_error (err, errno, "create `.git/%s`", NEW_OBJECTS);
   if (mkdirat (gitfd, NEW_OBJECTS "/pack", 0755) < 0 || mkdirat (gitfd, NEW_OBJECTS "/info", 0755) < 0)
     return sp_make_error (err, errno, "create `.git/%s`", NEW_OBJECTS);
-  snprintf (path, sizeof (path), "/proc/self/fd/%d/" NEW_OBJECTS "/pack", gitfd);
-  ctx->pack_phase = NULL;
-  pack_phase (ctx, "write the pack", git_packbuilder_object_count (ctx->pb));
-  if (git_packbuilder_set_callbacks (ctx->pb, on_pack_progress, ctx) < 0)
-    return git_fail (err, "libgit2: the pack builder's callback");
-  if (git_packbuilder_write (ctx->pb, path, 0444, on_pack_written, ctx) < 0)
-    return sp_progress_check (ctx->limits->progress, err) < 0 ? -1 : git_fail (err, "write the pack");
-  return 0;
+  packfd = openat (gitfd, NEW_OBJECTS "/pack", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (packfd < 0)
+    return sp_make_error (err, errno, "open `.git/%s/pack`", NEW_OBJECTS);
+  oid_set_release (&ctx->shallow);
+  if (take_ids (&ctx->packed, &ids, &n, err) < 0)
+    return -1;
+  return sp_pack_write (gitfd, packfd, ctx->odb, ids, n, ctx->limits->progress, err);
 }
 
 /* The new store replaces the old one; the old one goes whole, loose objects,
@@ -658,6 +638,13 @@ libgit2_open (int gitfd, git_repository **repo, sp_error_t *err)
       return git_fail (err, "libgit2: clear the config search path");
   if (git_libgit2_opts (GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 1) < 0)
     return git_fail (err, "libgit2: verify object hashes");
+  /* Bounded memory whatever the history's size: libgit2 maps up to 8 GiB of
+     packs and caches 256 MiB of objects by default.  Each object is read
+     once here, so a cache buys little.  */
+  if (git_libgit2_opts (GIT_OPT_SET_MWINDOW_SIZE, (size_t)SP_GIT_MWINDOW_BYTES) < 0
+      || git_libgit2_opts (GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, (size_t)SP_GIT_MWINDOW_MAPPED_BYTES) < 0
+      || git_libgit2_opts (GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)SP_GIT_OBJECT_CACHE_BYTES) < 0)
+    return git_fail (err, "libgit2: bound its memory");
   snprintf (path, sizeof (path), "/proc/self/fd/%d", gitfd);
   if (git_repository_open_ext (
           repo, path,
@@ -696,10 +683,6 @@ stage_in_repo (struct stage_ctx *ctx, int seed_dirfd, int gitfd, const git_oid *
     return git_fail (err, "drop `refs/stash`");
   if (read_shallow (ctx, gitfd, err) < 0)
     return -1;
-  if (git_packbuilder_new (&ctx->pb, ctx->repo) < 0)
-    return git_fail (err, "libgit2: a pack builder");
-  /* One thread: the same objects give the same pack, byte for byte.  */
-  git_packbuilder_set_threads (ctx->pb, 1);
   sp_progress_phase (ctx->limits->progress, "list the objects", SP_PROGRESS_OBJECTS, 0);
   if (pack_object (ctx, head, "HEAD", err) < 0 || pack_refs (ctx, err) < 0)
     return sp_error_wrap (err, "collect the objects to keep");
@@ -715,7 +698,6 @@ stage_in_repo (struct stage_ctx *ctx, int seed_dirfd, int gitfd, const git_oid *
 static void
 stage_ctx_release (struct stage_ctx *ctx)
 {
-  git_packbuilder_free (ctx->pb);
   git_odb_free (ctx->odb);
   git_repository_free (ctx->repo);
   oid_set_release (&ctx->packed);

@@ -110,6 +110,14 @@ def stage_one(clone, repo="acme/app"):
     return state, config, r
 
 
+def seed_objects(state, repo="acme/app"):
+    """Every object id and type in the seed's store, as git lists them."""
+    r = subprocess.run(["git", "-c", "safe.directory=*", "-C", w.seed_dir(state, repo), "cat-file",
+                        "--batch-all-objects", "--batch-check=%(objectname) %(objecttype)"],
+                       capture_output=True, text=True, env=w.git_env)
+    return set(r.stdout.split("\n")) - {""} if r.returncode == 0 else set()
+
+
 def digest(state):
     return w.staged(state)["seeds"][0]["digest"]
 
@@ -254,10 +262,103 @@ try:
     tap.ok(r.returncode == 0, "the packed clone stages", r.stderr)
     tap.ok(seed_tree(w.seed_dir(state_packed, "acme/app")) == loose_tree == commit_tree(packed),
            "the packed clone stages the same tree as the unpacked one, and it is HEAD's")
-    tap.ok(digest(state_packed) == digest(state_loose),
-           "packed or loose, the whole seed (its .git too) digests the same")
+    # The seed's pack reuses the clone's entries (docs/staging.md, "The object
+    # store"), so its bytes follow how the clone packed them; what it holds
+    # does not.
+    tap.ok(seed_objects(state_packed) == seed_objects(state_loose) != set(),
+           "packed or loose, the seed holds exactly the same objects")
+    seed_verify = subprocess.run(
+        "git -c safe.directory='*' verify-pack -v .git/objects/pack/*.idx", shell=True,
+        cwd=w.seed_dir(state_packed, "acme/app"), capture_output=True, text=True, env=w.git_env)
+    tap.ok(seed_verify.returncode == 0
+           and any(ln.startswith("chain length") for ln in seed_verify.stdout.splitlines()),
+           "the packed clone's seed keeps its deltas, and git verifies the pack", seed_verify.stdout[-400:])
+    state_again, config, r = stage_one(packed)
+    tap.ok(r.returncode == 0 and digest(state_again) == digest(state_packed),
+           "the same packed clone staged again digests the same, .git and all", r.stderr)
     tap.ok(w.probe(state_packed, config, "acme/app", deep_finder(["PACKED-MARKER-4"])) == YES,
            "a probe reads the newest content of the packed clone")
+
+    # ---- the clone's pack entries are reused, and each is checked by hash -----
+    def copy_clone(name):
+        dst = os.path.join(w.work, "clones", name)
+        subprocess.run(["cp", "-a", packed, dst], check=True)
+        return dst
+
+    def leaf_entries(clone):
+        """(id, offset, size in pack) of the history's blobs that no other entry
+        rests on and that HEAD's tree does not hold: only the pack writer reads
+        them, never the tree writer."""
+        out = subprocess.run("git verify-pack -v .git/objects/pack/*.idx", shell=True, cwd=clone,
+                             capture_output=True, text=True, env=w.git_env, check=True).stdout
+        rows = [ln.split() for ln in out.splitlines() if len(ln.split()) >= 5 and len(ln.split()[0]) == 40]
+        bases = {r[6] for r in rows if len(r) >= 7}
+        head_blob = git(clone, "rev-parse", "HEAD:data.txt")
+        return [(r[0], int(r[4]), int(r[3])) for r in rows
+                if r[1] == "blob" and r[0] not in bases and r[0] != head_blob]
+
+    def refused_by_check(clone, what):
+        state, config, r = stage_one(clone)
+        tap.ok(r.returncode == 1 and "acme/app" in r.stderr and "clone's pack" in r.stderr
+               and one_clean_line(r.stderr),
+               f"{what}: refused, one line naming the repository and the clone's pack", r.stderr)
+        tap.ok(seeds_left(state) == [] and not os.path.exists(os.path.join(state, "staged.json")),
+               f"{what}: nothing is staged", seeds_left(state))
+
+    leaves = leaf_entries(packed)
+    if tap.ok(len(leaves) >= 2, "the packed history has two blobs only the pack writer reads", leaves):
+        corrupt = copy_clone("corrupt-entry")
+        (pack_path,) = [os.path.join(corrupt, ".git/objects/pack", f)
+                        for f in os.listdir(os.path.join(corrupt, ".git/objects/pack")) if f.endswith(".pack")]
+        oid, offset, size = leaves[0]
+        os.chmod(pack_path, 0o644)
+        with open(pack_path, "r+b") as f:
+            f.seek(offset + size - 3)  # inside the zlib stream's checksum
+            byte = f.read(1)
+            f.seek(offset + size - 3)
+            f.write(bytes([byte[0] ^ 0xFF]))
+        refused_by_check(corrupt, "a history blob whose packed bytes were changed")
+
+        lying = copy_clone("lying-index")
+        (idx_path,) = [os.path.join(lying, ".git/objects/pack", f)
+                       for f in os.listdir(os.path.join(lying, ".git/objects/pack")) if f.endswith(".idx")]
+        shown = subprocess.run("git show-index < " + idx_path, shell=True, capture_output=True, text=True,
+                               check=True).stdout.split("\n")
+        ids = sorted(ln.split()[1] for ln in shown if ln.strip())
+        a, b = ids.index(leaves[0][0]), ids.index(leaves[1][0])
+        os.chmod(idx_path, 0o644)
+        with open(idx_path, "r+b") as f:
+            table = 8 + 256 * 4 + len(ids) * 24  # past the fanout, the ids and the CRCs
+            f.seek(table + 4 * a)
+            off_a = f.read(4)
+            f.seek(table + 4 * b)
+            off_b = f.read(4)
+            f.seek(table + 4 * a)
+            f.write(off_b)
+            f.seek(table + 4 * b)
+            f.write(off_a)
+        refused_by_check(lying, "an index that places two history blobs at each other's entries")
+
+    # An unreachable commit packed beside the reachable ones (a dropped stash
+    # that `git repack --keep-unreachable` kept) is never copied.
+    unreachable = copy_clone("packed-unreachable")
+    with open(os.path.join(unreachable, "data.txt"), "ab") as f:
+        f.write(b"PACKED-STASH-CANARY-16\n")
+    git(unreachable, "stash", "-q")
+    stash = git(unreachable, "rev-parse", "refs/stash")
+    git(unreachable, "stash", "drop", "-q")
+    git(unreachable, "repack", "-q", "-a", "-d", "-f", "--keep-unreachable")
+    in_pack = subprocess.run("git verify-pack -v .git/objects/pack/*.idx", shell=True, cwd=unreachable,
+                             capture_output=True, text=True, env=w.git_env).stdout
+    tap.ok(stash in in_pack, "control: the clone's one pack holds the dropped stash's commit")
+    state, config, r = stage_one(unreachable)
+    tap.ok(r.returncode == 0, "the clone with an unreachable packed stash stages", r.stderr)
+    if r.returncode == 0:
+        tap.ok(not any(line.startswith(stash) for line in seed_objects(state))
+               and seed_objects(state) == seed_objects(state_packed),
+               "the seed holds the reachable objects only: not the stash's commit")
+        tap.ok(w.probe(state, config, "acme/app", deep_finder(["PACKED-STASH-CANARY-16"])) == NO,
+               "a probe searching the checkout and every object finds nothing of the stash")
 
     # ---- shallow clones stop at their boundary -------------------------------
     shallow = os.path.join(w.work, "clones", "shallow")

@@ -1,0 +1,23 @@
+/* The seed's one pack, written from the clone's own packs: see
+   docs/staging.md ("The object store: one pack of what is reachable").  */
+#ifndef SEALED_PROBE_PACK_WRITE_H
+#define SEALED_PROBE_PACK_WRITE_H
+
+#include <git2.h>
+#include <stddef.h>
+
+#include <sealed-probe/error.h>
+#include <sealed-probe/progress.h>
+
+/* Writes one pack holding exactly the n objects ids (distinct), with its
+   index, into the directory dest_dirfd, reading the clone's store at
+   gitfd/objects.  An object the clone packs is copied as the clone packed it
+   (a delta too, when its base is one of the n and sits before it in the same
+   pack); any other is read through odb and written whole.  The pack is then
+   read back and every object in it hashed (pack_check.h): it is refused
+   unless it holds exactly the n objects.  The output depends only on the ids
+   and the clone's store.  */
+int sp_pack_write (int gitfd, int dest_dirfd, git_odb *odb, const git_oid *ids, size_t n,
+                   struct sp_progress *progress, sp_error_t *err);
+
+#endif
