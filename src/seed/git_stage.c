@@ -27,6 +27,7 @@
 #include <sealed-probe/quote.h>
 #include <sealed-probe/tree_remove.h>
 
+#include "pack_item.h"
 #include "pack_write.h"
 
 /* The new object store is built beside the old one, then swapped in.  */
@@ -566,19 +567,19 @@ pack_refs (struct stage_ctx *ctx, sp_error_t *err)
   return 0;
 }
 
-/* The ids to keep, out of the set: the set goes first, to keep the peak
-   memory down while the pack is written.  */
+/* The objects to keep, out of the set, which goes before the pack is
+   written: the peak memory is the pack's plan, not both.  */
 static int
-take_ids (struct oid_set *set, git_oid **ids, size_t *n, sp_error_t *err)
+take_items (struct oid_set *set, struct sp_pack_item **items, size_t *n, sp_error_t *err)
 {
   size_t len = 0;
 
-  *ids = malloc ((set->len ? set->len : 1) * sizeof (**ids));
-  if (*ids == NULL)
+  *items = calloc (set->len ? set->len : 1, sizeof (**items));
+  if (*items == NULL)
     return sp_make_error (err, ENOMEM, "list the objects");
   for (size_t i = 0; i < set->cap; i++)
     if (!git_oid_is_zero (&set->v[i]))
-      (*ids)[len++] = set->v[i];
+      (*items)[len++].id = set->v[i];
   *n = len;
   oid_set_release (set);
   return 0;
@@ -588,7 +589,7 @@ static int
 write_pack (struct stage_ctx *ctx, int gitfd, sp_error_t *err)
 {
   cleanup_close int packfd = -1;
-  cleanup_free git_oid *ids = NULL;
+  cleanup_free struct sp_pack_item *items = NULL;
   size_t n = 0;
 
   if (mkdirat (gitfd, NEW_OBJECTS, 0755) < 0)
@@ -599,9 +600,9 @@ write_pack (struct stage_ctx *ctx, int gitfd, sp_error_t *err)
   if (packfd < 0)
     return sp_make_error (err, errno, "open `.git/%s/pack`", NEW_OBJECTS);
   oid_set_release (&ctx->shallow);
-  if (take_ids (&ctx->packed, &ids, &n, err) < 0)
+  if (take_items (&ctx->packed, &items, &n, err) < 0)
     return -1;
-  return sp_pack_write (gitfd, packfd, ctx->odb, ids, n, ctx->limits->progress, err);
+  return sp_pack_write (gitfd, packfd, ctx->odb, items, n, ctx->limits->progress, err);
 }
 
 /* The new store replaces the old one; the old one goes whole, loose objects,

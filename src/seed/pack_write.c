@@ -546,10 +546,9 @@ write_and_check (int gitfd, git_odb *odb, struct sp_pack_item *items, size_t n, 
 }
 
 int
-sp_pack_write (int gitfd, int dest_dirfd, git_odb *odb, const git_oid *ids, size_t n,
+sp_pack_write (int gitfd, int dest_dirfd, git_odb *odb, struct sp_pack_item *items, size_t n,
                struct sp_progress *progress, sp_error_t *err)
 {
-  cleanup_free struct sp_pack_item *items = NULL;
   cleanup_close int pack_fd = -1, index_fd = -1;
   unsigned char trailer[SP_PACK_OID_SIZE];
   char hex[2 * SP_PACK_OID_SIZE + 1];
@@ -557,11 +556,6 @@ sp_pack_write (int gitfd, int dest_dirfd, git_odb *odb, const git_oid *ids, size
 
   if (n > UINT32_MAX - 1)
     return sp_make_error (err, 0, "%zu objects are more than one pack holds", n);
-  items = calloc (n ? n : 1, sizeof (*items));
-  if (items == NULL)
-    return sp_make_error (err, ENOMEM, "plan the pack of %zu objects", n);
-  for (size_t i = 0; i < n; i++)
-    items[i].id = ids[i];
   pack_fd = openat (dest_dirfd, TMP_PACK, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
   if (pack_fd < 0)
     return sp_make_error (err, errno, "create the new pack");

@@ -9,7 +9,10 @@
 #include <sealed-probe/error.h>
 #include <sealed-probe/progress.h>
 
-/* Writes one pack holding exactly the n objects ids (distinct), with its
+#include "pack_item.h"
+
+/* Writes one pack holding exactly the n objects whose ids items hold
+   (distinct; the rest of each item is the writer's), with its
    index, into the directory dest_dirfd, reading the clone's store at
    gitfd/objects.  An object the clone packs is copied as the clone packed it
    (a delta too, when its base is one of the n and sits before it in the same
@@ -17,7 +20,7 @@
    read back and every object in it hashed (pack_check.h): it is refused
    unless it holds exactly the n objects.  The output depends only on the ids
    and the clone's store.  */
-int sp_pack_write (int gitfd, int dest_dirfd, git_odb *odb, const git_oid *ids, size_t n,
+int sp_pack_write (int gitfd, int dest_dirfd, git_odb *odb, struct sp_pack_item *items, size_t n,
                    struct sp_progress *progress, sp_error_t *err);
 
 #endif

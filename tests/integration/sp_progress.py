@@ -10,7 +10,7 @@ CLEAR = b"\x1b[K"
 # Every word a progress line may hold besides its subject and numbers: the
 # phases', the units' and the final line's.
 WORDS = {w.encode() for w in (
-    "copy the git directory write tree index list objects find deltas pack remove old normalize digest resolve ref "
+    "copy the git directory write tree index list objects check pack remove old normalize digest resolve ref "
     "download check gzip stream extract staged files file object of B KiB MiB GiB downloaded in s min").split()}
 
 
