@@ -294,6 +294,9 @@ delta_size (const unsigned char *d, size_t len, size_t *at, uint64_t *size)
       if (*at >= len || shift > 63)
         return -1;
       c = d[(*at)++];
+      /* The tenth byte holds bit 63 alone: more would be dropped, not read.  */
+      if (shift == 63 && (c & 0x7f) > 1)
+        return -1;
       *size |= (uint64_t)(c & 0x7f) << shift;
       shift += 7;
     }

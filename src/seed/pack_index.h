@@ -79,7 +79,8 @@ struct sp_pack_entry
 #define SP_PACK_ENTRY_HEADER_MAX 32
 
 /* Parses the header at buf (len bytes available).  -1 when it is malformed,
-   truncated, of an unknown type, or too large for 64 bits.  */
+   truncated, of an unknown type, or of a size of 2^60 or more (git's own
+   limit).  */
 int sp_pack_entry_parse (const unsigned char *buf, size_t len, struct sp_pack_entry *e);
 
 /* Writes a type and size header; returns its length (at most 10 bytes).  */
