@@ -144,10 +144,9 @@
    index is some 38 million objects.  */
 #define SP_GIT_PACK_INDEX_MAX_BYTES (1ULL << 30)
 /* libgit2's memory while a clone is staged (git_stage.c): the window it maps
-   of a pack at a time, all windows together, and its object cache.  */
+   of a pack at a time, and all windows together (its object cache is off).  */
 #define SP_GIT_MWINDOW_BYTES        (8ULL << 20)
 #define SP_GIT_MWINDOW_MAPPED_BYTES (64ULL << 20)
-#define SP_GIT_OBJECT_CACHE_BYTES   (32ULL << 20)
 /* The deepest delta chain the seed's pack check follows: git's own cap on
    pack.depth.  */
 #define SP_GIT_DELTA_DEPTH_MAX 4095

@@ -698,10 +698,11 @@ libgit2_open (int gitfd, git_repository **repo, sp_error_t *err)
     return git_fail (err, "libgit2: verify object hashes");
   /* Bounded memory whatever the history's size: libgit2 maps up to 8 GiB of
      packs and caches 256 MiB of objects by default.  Each object is read
-     once here, so a cache buys little.  */
+     once here, so its object cache buys nothing (its packs keep their own
+     small cache of delta bases).  */
   if (git_libgit2_opts (GIT_OPT_SET_MWINDOW_SIZE, (size_t)SP_GIT_MWINDOW_BYTES) < 0
       || git_libgit2_opts (GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, (size_t)SP_GIT_MWINDOW_MAPPED_BYTES) < 0
-      || git_libgit2_opts (GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)SP_GIT_OBJECT_CACHE_BYTES) < 0)
+      || git_libgit2_opts (GIT_OPT_ENABLE_CACHING, 0) < 0)
     return git_fail (err, "libgit2: bound its memory");
   snprintf (path, sizeof (path), "/proc/self/fd/%d", gitfd);
   if (git_repository_open_ext (

@@ -412,64 +412,101 @@ put32 (unsigned char *p, uint32_t v)
   p[3] = (unsigned char)v;
 }
 
+/* The index goes out through a small buffer, hashed as it goes: built
+   whole, it was 28 bytes an object on top of the pack's plan.  */
+struct index_out
+{
+  int fd;
+  struct sha1_ctx sha1;
+  unsigned char buf[64 * 1024];
+  size_t used;
+};
+
+static int
+index_flush (struct index_out *o, sp_error_t *err)
+{
+  sha1_update (&o->sha1, o->used, o->buf);
+  if (sp_write_all (o->fd, o->buf, o->used, err) < 0)
+    return sp_error_wrap (err, "write the pack's index");
+  o->used = 0;
+  return 0;
+}
+
+static int
+index_put (struct index_out *o, const void *data, size_t len, sp_error_t *err)
+{
+  if (o->used + len > sizeof (o->buf) && index_flush (o, err) < 0)
+    return -1;
+  memcpy (o->buf + o->used, data, len);
+  o->used += len;
+  return 0;
+}
+
+static int
+index_put32 (struct index_out *o, uint32_t v, sp_error_t *err)
+{
+  unsigned char b[4];
+
+  put32 (b, v);
+  return index_put (o, b, sizeof (b), err);
+}
+
 int
 sp_pack_index_write (int fd, const struct sp_pack_item *items, size_t n,
                      const unsigned char trailer[SP_PACK_OID_SIZE], sp_error_t *err)
 {
   cleanup_free uint32_t *order = malloc ((n ? n : 1) * sizeof (*order));
-  cleanup_free unsigned char *out = NULL;
-  size_t n_large = 0, len, at;
+  cleanup_free struct index_out *o = malloc (sizeof (*o));
+  unsigned char checksum[SP_PACK_OID_SIZE];
   uint32_t fanout[256] = { 0 };
-  struct sha1_ctx sha1;
+  uint32_t large = 0;
 
-  if (order == NULL)
+  if (order == NULL || o == NULL)
     return sp_make_error (err, ENOMEM, "write the pack's index");
+  o->fd = fd;
+  o->used = 0;
+  sha1_init (&o->sha1);
   for (size_t i = 0; i < n; i++)
     {
       order[i] = (uint32_t)i;
       fanout[items[i].id.id[0]]++;
-      n_large += items[i].new_offset >= 0x80000000u;
     }
   sort_items = items;
   qsort (order, n, sizeof (*order), compare_by_id);
-  len = 8 + 256 * 4 + n * (SP_PACK_OID_SIZE + 4 + 4) + n_large * 8 + 2 * SP_PACK_OID_SIZE;
-  out = malloc (len);
-  if (out == NULL)
-    return sp_make_error (err, ENOMEM, "write the pack's index");
-  memcpy (out, "\377tOc\0\0\0\2", 8);
-  at = 8;
+  if (index_put (o, "\377tOc\0\0\0\2", 8, err) < 0)
+    return -1;
   for (unsigned b = 0, total = 0; b < 256; b++)
     {
       total += fanout[b];
-      put32 (out + at, total);
-      at += 4;
+      if (index_put32 (o, total, err) < 0)
+        return -1;
     }
-  for (size_t i = 0; i < n; i++, at += SP_PACK_OID_SIZE)
-    memcpy (out + at, items[order[i]].id.id, SP_PACK_OID_SIZE);
-  for (size_t i = 0; i < n; i++, at += 4)
-    put32 (out + at, items[order[i]].crc);
-  for (size_t i = 0, large = 0; i < n; i++, at += 4)
+  for (size_t i = 0; i < n; i++)
+    if (index_put (o, items[order[i]].id.id, SP_PACK_OID_SIZE, err) < 0)
+      return -1;
+  for (size_t i = 0; i < n; i++)
+    if (index_put32 (o, items[order[i]].crc, err) < 0)
+      return -1;
+  for (size_t i = 0; i < n; i++)
     {
       uint64_t off = items[order[i]].new_offset;
 
-      if (off < 0x80000000u)
-        put32 (out + at, (uint32_t)off);
-      else
-        {
-          unsigned char *slot = out + 8 + 256 * 4 + n * (SP_PACK_OID_SIZE + 8) + large * 8;
-
-          put32 (out + at, 0x80000000u | (uint32_t)large++);
-          put32 (slot, (uint32_t)(off >> 32));
-          put32 (slot + 4, (uint32_t)off);
-        }
+      if (index_put32 (o, off < 0x80000000u ? (uint32_t)off : 0x80000000u | large++, err) < 0)
+        return -1;
     }
-  at += n_large * 8;
-  memcpy (out + at, trailer, SP_PACK_OID_SIZE);
-  at += SP_PACK_OID_SIZE;
-  sha1_init (&sha1);
-  sha1_update (&sha1, at, out);
-  sha1_digest (&sha1, SP_PACK_OID_SIZE, out + at);
-  if (sp_write_all (fd, out, len, err) < 0)
+  /* The 64-bit offsets, in the order their slots were handed out.  */
+  for (size_t i = 0; i < n; i++)
+    {
+      uint64_t off = items[order[i]].new_offset;
+
+      if (off >= 0x80000000u
+          && (index_put32 (o, (uint32_t)(off >> 32), err) < 0 || index_put32 (o, (uint32_t)off, err) < 0))
+        return -1;
+    }
+  if (index_put (o, trailer, SP_PACK_OID_SIZE, err) < 0 || index_flush (o, err) < 0)
+    return -1;
+  sha1_digest (&o->sha1, SP_PACK_OID_SIZE, checksum);
+  if (sp_write_all (fd, checksum, sizeof (checksum), err) < 0)
     return sp_error_wrap (err, "write the pack's index");
   return 0;
 }
