@@ -231,6 +231,10 @@ render_once (const struct sp_audit_record *rec, const char *reason, size_t reaso
   put_str_or_null (&w, "script_sha256", rec->script_sha256);
   put_str_or_null (&w, "seed_commit", rec->seed_commit);
   put_str_or_null (&w, "seed_digest", rec->seed_digest);
+  if (rec->seed_omitted_submodules == NULL)
+    put_null (&w, "seed_omitted_submodules");
+  else
+    put_u64 (&w, "seed_omitted_submodules", *rec->seed_omitted_submodules);
   put_str_or_null (&w, "snapshot", rec->snapshot);
   put_str_or_null (&w, "sandbox", rec->sandbox);
   put_bool (&w, "debited", rec->debited);

@@ -4,6 +4,7 @@
 #include <sealed-probe/config.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,12 @@
 #define REASON_INTERP     "must be \"python3\""
 #define REASON_INVOKE     "must be an integer from " STR (SP_INVOCATIONS_MIN) " to " STR (SP_INVOCATIONS_MAX)
 #define REASON_MAXREPOS   "must hold at most " STR (SP_CONFIG_MAX_REPOS) " repositories"
+#define REASON_SUBMODULES                                                                                    \
+  "must be an object of \"omit\" and \"reject\" lists of \"owner/repo\" strings (omit: the default)"
+#define REASON_NOT_LISTED "is not in " BLOCK ".privateRepos"
+#define REASON_POLICY_KEY                                                                                    \
+  "must be \"omit\" or \"reject\", each the key of a list of \"owner/repo\" strings "                        \
+  "({\"reject\": [\"owner/repo\"]})"
 
 static const char *const runtime_names[] = {
   [SP_RUNTIME_DOCKER] = "docker",
@@ -65,6 +72,19 @@ sp_interpreter_name (enum sp_interpreter interpreter)
   return interpreter == SP_INTERPRETER_PYTHON3 ? "python3" : "unknown";
 }
 
+static const char *const policy_names[] = {
+  [SP_SUBMODULES_OMIT] = "omit",
+  [SP_SUBMODULES_REJECT] = "reject",
+};
+
+const char *
+sp_submodule_policy_name (enum sp_submodule_policy policy)
+{
+  if ((size_t)policy < sizeof (policy_names) / sizeof (policy_names[0]))
+    return policy_names[policy];
+  return "unknown";
+}
+
 void
 sp_config_free (struct sp_config *config)
 {
@@ -73,6 +93,7 @@ sp_config_free (struct sp_config *config)
   for (size_t i = 0; i < config->n_private_repos; i++)
     free (config->private_repos[i]);
   free (config->private_repos);
+  free (config->submodules);
   free (config->memory_limit);
   free (config);
 }
@@ -184,9 +205,10 @@ compare_repo_ptrs (const void *a, const void *b)
 }
 
 /* Sorting pointers into the list keeps this O(n log n) and still lets the
-   message name both indexes: `privateRepos[1]: duplicate of privateRepos[0]`.  */
+   message name both indexes: `privateRepos[1]: duplicate of privateRepos[0]`
+   (path is the list's, below the block).  */
 static int
-check_repo_duplicates (char **repos, size_t n, sp_error_t *err)
+check_repo_duplicates (char **repos, size_t n, const char *path, sp_error_t *err)
 {
   cleanup_free char ***sorted = NULL;
   char **later = NULL, **earlier = NULL;
@@ -195,7 +217,7 @@ check_repo_duplicates (char **repos, size_t n, sp_error_t *err)
     return 0;
   sorted = calloc (n, sizeof (*sorted));
   if (sorted == NULL)
-    return sp_make_error (err, ENOMEM, BLOCK ".privateRepos");
+    return sp_make_error (err, ENOMEM, BLOCK ".%s", path);
   for (size_t i = 0; i < n; i++)
     sorted[i] = &repos[i];
   qsort (sorted, n, sizeof (*sorted), compare_repo_ptrs);
@@ -209,8 +231,8 @@ check_repo_duplicates (char **repos, size_t n, sp_error_t *err)
       }
   if (later == NULL)
     return 0;
-  return sp_make_error (err, 0, BLOCK ".privateRepos[%zu]: duplicate of " BLOCK ".privateRepos[%zu]",
-                        (size_t)(later - repos), (size_t)(earlier - repos));
+  return sp_make_error (err, 0, BLOCK ".%s[%zu]: duplicate of " BLOCK ".%s[%zu]", path,
+                        (size_t)(later - repos), path, (size_t)(earlier - repos));
 }
 
 static int
@@ -224,7 +246,8 @@ parse_repos (const struct sp_json *v, struct sp_config *c, sp_error_t *err)
   if (n > SP_CONFIG_MAX_REPOS)
     return key_error (err, "privateRepos", REASON_MAXREPOS);
   c->private_repos = calloc (n ? n : 1, sizeof (char *));
-  if (c->private_repos == NULL)
+  c->submodules = calloc (n ? n : 1, sizeof (*c->submodules)); /* all SP_SUBMODULES_OMIT */
+  if (c->private_repos == NULL || c->submodules == NULL)
     return sp_make_error (err, ENOMEM, BLOCK ".privateRepos");
   for (size_t i = 0; i < n; i++)
     {
@@ -239,13 +262,127 @@ parse_repos (const struct sp_json *v, struct sp_config *c, sp_error_t *err)
         return sp_make_error (err, ENOMEM, BLOCK ".privateRepos[%zu]", i);
       c->n_private_repos = i + 1;
     }
-  return check_repo_duplicates (c->private_repos, n, err);
+  return check_repo_duplicates (c->private_repos, n, "privateRepos", err);
 }
+
+/* A submodules list's path, "submodules.reject", for messages.  */
+#define LIST_PATH_MAX 32
+static void
+list_path (char out[LIST_PATH_MAX], const char *policy)
+{
+  snprintf (out, LIST_PATH_MAX, "submodules.%s", policy);
+}
+
+/* One list of `submodules`: "owner/repo" names, as privateRepos holds
+   them.  Each name is a value, so no message quotes it: a bad one may be a
+   clone URL holding a token.  */
+static int
+check_submodule_list (const char *policy, const struct sp_json *v, sp_error_t *err)
+{
+  cleanup_free char **names = NULL;
+  char path[LIST_PATH_MAX];
+  size_t n;
+
+  list_path (path, policy);
+  if (v->type != SP_JSON_ARRAY)
+    return key_error (err, path, REASON_REPOS);
+  n = v->u.array.len;
+  if (n > SP_CONFIG_MAX_REPOS)
+    return key_error (err, path, REASON_MAXREPOS);
+  names = calloc (n ? n : 1, sizeof (*names));
+  if (names == NULL)
+    return sp_make_error (err, ENOMEM, BLOCK ".%s", path);
+  for (size_t i = 0; i < n; i++)
+    {
+      const struct sp_json *item = v->u.array.items[i];
+
+      if (item->type != SP_JSON_STRING)
+        return sp_make_error (err, 0, BLOCK ".%s[%zu]: must be a string \"owner/repo\"", path, i);
+      if (sp_repo_name_check (item->u.string.data, item->u.string.len, err) < 0)
+        return sp_error_wrap (err, BLOCK ".%s[%zu]", path, i);
+      names[i] = item->u.string.data;
+    }
+  return check_repo_duplicates (names, n, path, err);
+}
+
+/* `submodules`: {"omit": [...], "reject": [...]}, either list optional.
+   Checked here, in document order; that each name is one of privateRepos,
+   and in one list only, is checked once the whole block is read
+   (apply_submodules).  */
+static int
+check_submodules (const struct sp_json *v, sp_error_t *err)
+{
+  if (v->type != SP_JSON_OBJECT)
+    return key_error (err, "submodules", REASON_SUBMODULES);
+  for (size_t i = 0; i < v->u.object.len; i++)
+    {
+      const char *policy = v->u.object.members[i].key;
+
+      /* Named by position, not echoed: a stray key here is most likely a
+         repository name written as a key, and may be a clone URL.  */
+      if (strcmp (policy, policy_names[SP_SUBMODULES_OMIT]) != 0
+          && strcmp (policy, policy_names[SP_SUBMODULES_REJECT]) != 0)
+        return sp_make_error (err, 0, BLOCK ".submodules: key %zu: " REASON_POLICY_KEY, i);
+      if (check_submodule_list (policy, v->u.object.members[i].value, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
+/* Gives each repository the lists name its policy.  A name that is not one
+   of privateRepos is an operator error (a policy for a repository that is
+   never staged is a slip, and would be void in silence), and so is a name
+   in both lists.  */
+static int
+apply_submodules (const struct sp_json *v, struct sp_config *c, sp_error_t *err)
+{
+  cleanup_free const char **set_by = NULL; /* the list that named repository r, or NULL */
+  cleanup_free size_t *set_at = NULL;
+
+  if (v == NULL)
+    return 0;
+  set_by = calloc (c->n_private_repos ? c->n_private_repos : 1, sizeof (*set_by));
+  set_at = calloc (c->n_private_repos ? c->n_private_repos : 1, sizeof (*set_at));
+  if (set_by == NULL || set_at == NULL)
+    return sp_make_error (err, ENOMEM, BLOCK ".submodules");
+  for (size_t m = 0; m < v->u.object.len; m++)
+    {
+      const char *policy = v->u.object.members[m].key;
+      const struct sp_json *list = v->u.object.members[m].value;
+
+      for (size_t i = 0; i < list->u.array.len; i++)
+        {
+          const char *name = list->u.array.items[i]->u.string.data;
+          size_t r = 0;
+
+          while (r < c->n_private_repos && strcmp (c->private_repos[r], name) != 0)
+            r++;
+          if (r == c->n_private_repos)
+            return sp_make_error (err, 0, BLOCK ".submodules.%s[%zu]: " REASON_NOT_LISTED, policy, i);
+          if (set_by[r] != NULL)
+            return sp_make_error (err, 0, BLOCK ".submodules.%s[%zu]: also in " BLOCK ".submodules.%s[%zu]",
+                                  policy, i, set_by[r], set_at[r]);
+          set_by[r] = policy;
+          set_at[r] = i;
+          c->submodules[r] = strcmp (policy, policy_names[SP_SUBMODULES_REJECT]) == 0 ? SP_SUBMODULES_REJECT
+                                                                                      : SP_SUBMODULES_OMIT;
+        }
+    }
+  return 0;
+}
+
+/* What parse_member saw that is checked once the whole block is read.  */
+struct block_seen
+{
+  bool repos;
+  const struct sp_json *submodules;
+};
 
 /* One member of the block.  Every key is known; each is checked even when
    the block is disabled, so that the loader and the schema agree.  */
 static int
-parse_member (const char *key, const struct sp_json *v, struct sp_config *c, bool *saw_repos, sp_error_t *err)
+parse_member (const char *key, const struct sp_json *v, struct sp_config *c, struct block_seen *seen,
+              sp_error_t *err)
 {
   int64_t n;
 
@@ -258,8 +395,13 @@ parse_member (const char *key, const struct sp_json *v, struct sp_config *c, boo
     }
   if (strcmp (key, "privateRepos") == 0)
     {
-      *saw_repos = true;
+      seen->repos = true;
       return parse_repos (v, c, err);
+    }
+  if (strcmp (key, "submodules") == 0)
+    {
+      seen->submodules = v;
+      return check_submodules (v, err);
     }
   if (strcmp (key, "runtime") == 0)
     {
@@ -425,7 +567,9 @@ drop_repos (struct sp_config *c)
   for (size_t i = 0; i < c->n_private_repos; i++)
     free (c->private_repos[i]);
   free (c->private_repos);
+  free (c->submodules);
   c->private_repos = NULL;
+  c->submodules = NULL;
   c->n_private_repos = 0;
 }
 
@@ -500,7 +644,7 @@ sp_config_parse_syntax (const char *buf, size_t len, enum sp_config_syntax synta
   cleanup_json struct sp_json *doc = NULL;
   cleanup_config struct sp_config *c = NULL;
   const struct sp_json *block;
-  bool saw_repos = false;
+  struct block_seen seen = { 0 };
 
   *out = NULL;
   if (parse_document (buf, len, syntax, &doc, err) < 0)
@@ -531,16 +675,17 @@ sp_config_parse_syntax (const char *buf, size_t len, enum sp_config_syntax synta
       if (block->type != SP_JSON_OBJECT)
         return sp_make_error (err, 0, BLOCK ": must be an object");
       for (size_t i = 0; i < block->u.object.len; i++)
-        if (parse_member (block->u.object.members[i].key, block->u.object.members[i].value, c, &saw_repos,
-                          err)
+        if (parse_member (block->u.object.members[i].key, block->u.object.members[i].value, c, &seen, err)
             < 0)
           return -1;
     }
 
-  if (c->enabled && !saw_repos)
+  if (c->enabled && !seen.repos)
     return sp_make_error (err, 0, BLOCK ".privateRepos: required when enabled is true");
   if (c->enabled && c->n_private_repos == 0)
     return sp_make_error (err, 0, BLOCK ".privateRepos: must not be empty when enabled is true");
+  if (apply_submodules (seen.submodules, c, err) < 0)
+    return -1;
   if (!c->enabled)
     drop_repos (c); /* nothing is enabled, so nothing is allowed */
 

@@ -92,6 +92,11 @@ struct sp_audit_record
   const char *script_sha256;       /* "sha256:<hex>", or NULL when no script was read */
   const char *seed_commit;         /* NULL when no seed was used */
   const char *seed_digest;
+  /* How many submodules that seed omits (empty directories), as staged.json
+     records them (it holds their paths); NULL when no seed was used or its
+     record cannot say (a GitHub seed).  A count, never a path: nothing of
+     the repository's names is logged.  */
+  const size_t *seed_omitted_submodules;
   const char *snapshot; /* "overlay" or "copy", NULL when none was made */
   /* The sandbox the probe was given: its workspace's name and its container
      id's last part, "7" when made for this request, "p3" when made ahead

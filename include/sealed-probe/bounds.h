@@ -131,6 +131,9 @@
 #define SP_SEED_MAX_BYTES     (4ULL << 30) /* the default limits of one seed */
 #define SP_SEED_MAX_ENTRIES   (500ULL * 1000)
 #define SP_SEED_MAX_DEPTH     60 /* below the tree walks' SP_TREE_MAX_DEPTH */
+/* Submodules a seed may omit, each path recorded in staged.json
+   (docs/staging.md, "Submodules"); a commit with more is refused.  */
+#define SP_SEED_SUBMODULES_MAX 1000
 /* Git metadata (git_seed.c): HEAD and loose ref files, a ref name, the
    packed-refs and config files, one config value, and symbolic-ref levels.  */
 #define SP_GIT_REF_FILE_MAX_BYTES    1100
@@ -154,10 +157,12 @@
 #define SP_GIT_CHECK_THREADS_MAX 4
 
 /* Staging (docs/staging.md): --clone flags of one stage run, the catalog
-   file, and the state file that records the staged seeds.  */
+   file, and the state file that records the staged seeds (with the paths of
+   the submodules they omit: a run whose record would be larger is refused
+   before anything is recorded).  */
 #define SP_CLONE_FLAGS_MAX   SP_CONFIG_MAX_REPOS
 #define SP_CATALOG_MAX_BYTES (1024 * 1024)
-#define SP_STAGED_MAX_BYTES  (256 * 1024)
+#define SP_STAGED_MAX_BYTES  (4 * 1024 * 1024)
 /* Staging's progress line on a terminal (progress.h): redrawn at most once
    in this many milliseconds.  */
 #define SP_PROGRESS_INTERVAL_MS 100

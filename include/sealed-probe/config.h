@@ -24,6 +24,14 @@ enum sp_interpreter
   SP_INTERPRETER_PYTHON3,
 };
 
+/* What staging does with a repository's submodules (sealedProbes.submodules;
+   docs/staging.md, "Submodules").  */
+enum sp_submodule_policy
+{
+  SP_SUBMODULES_OMIT,   /* the default: each gitlink an empty directory, recorded */
+  SP_SUBMODULES_REJECT, /* the repository is refused, naming the gitlink */
+};
+
 /* The effective settings, defaults applied.  When enabled is false nothing is
    enabled: private_repos is empty and sp_config_allows_repo is always false
    (the other fields still hold what was written, or the defaults).  has_block
@@ -36,6 +44,9 @@ struct sp_config
   bool enabled;
   char **private_repos; /* each passed sp_repo_name_check; no duplicates */
   size_t n_private_repos;
+  /* One per private_repos[i]: SP_SUBMODULES_OMIT unless the block's
+     `submodules` names the repository.  */
+  enum sp_submodule_policy *submodules;
   enum sp_runtime runtime;
   uint32_t timeout_seconds;
   uint64_t memory_limit_bytes;
@@ -123,6 +134,9 @@ const char *sp_runtime_name (enum sp_runtime runtime);
 
 /* "python3".  */
 const char *sp_interpreter_name (enum sp_interpreter interpreter);
+
+/* "omit" or "reject".  */
+const char *sp_submodule_policy_name (enum sp_submodule_policy policy);
 
 /* True when the config is enabled and repo[0..len) is byte for byte one of
    its privateRepos.  No normalization: the request must already be exact.  */

@@ -26,10 +26,12 @@ int sp_git_dir_open (int dirfd, sp_error_t *err);
    operator's clone) and reads its commit:
    - refuses what v1 does not support, with a precise error: a `.git` that is
      a file (`gitdir:`), alternates, linked worktrees (`worktrees/`,
-     `commondir`), submodules (a top-level `.gitmodules`, `.git/modules/`), a
+     `commondir`), a `.git/modules/` (sp_git_copy_gitdir never copies the
+     submodules' repositories, so one here was put by something else), a
      nested `.git` below the top, a symlink or special file inside `.git`,
      repository extensions other than objectformat (named in the error), and
-     a config its strict parser cannot read (with the line number);
+     a config its strict parser cannot read (with the line number).  What
+     the commit's submodules become is the tree writer's (git_stage.h);
    - keeps only HEAD, objects, refs, packed-refs, index, sharedindex.<id>,
      shallow, info and description in `.git`, with an empty `hooks/`, and
      writes a fresh minimal `config` (core.repositoryformatversion, filemode,
@@ -37,5 +39,10 @@ int sp_git_dir_open (int dirfd, sp_error_t *err);
      credential helper, url.*.insteadOf, core.fsmonitor, core.hooksPath or
      include survives.  The new entries get the owner of `.git`.  */
 int sp_git_sanitize (int dirfd, char commit[SP_COMMIT_HEX_MAX + 1], sp_error_t *err);
+
+/* The reject policy for a seed without git objects (a GitHub tarball's,
+   where a submodule is an empty directory nothing marks): refuses a
+   top-level `.gitmodules` in seed_dirfd, never opening it.  */
+int sp_git_refuse_gitmodules (int seed_dirfd, sp_error_t *err);
 
 #endif

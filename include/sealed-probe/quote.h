@@ -5,6 +5,8 @@
 #ifndef SEALED_PROBE_QUOTE_H
 #define SEALED_PROBE_QUOTE_H
 
+#include <stdbool.h>
+
 #include <sealed-probe/bounds.h>
 
 /* Enough for SP_QUOTE_MAX_CHARS input bytes, each escaped as \xNN, plus
@@ -16,5 +18,11 @@
    SP_QUOTE_MAX_CHARS bytes is cut there and ends in "...".  A NULL name
    shows as "(none)".  Returns buf.  */
 const char *sp_quote_name (const char *name, char buf[SP_QUOTE_BUF_SIZE]);
+
+/* True when s could be what sp_quote_name wrote: non-empty, printable ASCII
+   with neither a backquote nor a backslash but in a \xNN escape (lowercase
+   hex), and within what SP_QUOTE_MAX_CHARS bytes of a name quote to, its
+   "..." included.  For a quoted name read back from a file.  */
+bool sp_quote_name_ok (const char *s);
 
 #endif

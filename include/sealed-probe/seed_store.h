@@ -1,11 +1,13 @@
 /* The staged seeds in the state directory (docs/staging.md):
      STATE/seeds/RUN/K/   one immutable seed per configured repository
      STATE/staged.json    which run is current, and each seed's repository,
-                          source, commit and content digest (mode 0600)
+                          source, commit, content digest and omitted
+                          submodules (mode 0600)
    STATE is the protected state directory, root's and mode 0700.  */
 #ifndef SEALED_PROBE_SEED_STORE_H
 #define SEALED_PROBE_SEED_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <sealed-probe/bounds.h>
@@ -30,7 +32,18 @@ struct sp_seed
   enum sp_seed_source source;
   char commit[SP_COMMIT_HEX_MAX + 1];
   char digest[SP_DIGEST_TEXT_SIZE];
+  /* The paths of the submodules (HEAD's gitlinks) the seed holds as empty
+     directories, each as sp_quote_name shows it, at most
+     SP_SEED_SUBMODULES_MAX.  omitted_known is false when the record cannot
+     say: a GitHub seed (its tarball does not mark them), or a seed recorded
+     by a version 1 staged.json, from before the submodule policy.  */
+  bool omitted_known;
+  char **omitted;
+  size_t n_omitted;
 };
+
+/* Frees seed->omitted (the rest of a seed is its owner's).  */
+void sp_seed_omitted_release (struct sp_seed *seed);
 
 struct sp_staged
 {
@@ -46,16 +59,20 @@ int sp_state_open (const char *path, int create, int *dirfd, sp_error_t *err);
 /* "local" or "github".  */
 const char *sp_seed_source_name (enum sp_seed_source source);
 
-/* The bytes of staged.json for staged, in *out (malloc'd, *len bytes, not
-   NUL-terminated).  */
+/* The bytes of staged.json (version 2) for staged, in *out (malloc'd,
+   *len bytes, not NUL-terminated).  Fails when they would be more than
+   SP_STAGED_MAX_BYTES, which no reader would take.  */
 int sp_staged_render (const struct sp_staged *staged, char **out, size_t *len, sp_error_t *err);
 
 /* Writes STATE/staged.json atomically (0600).  */
 int sp_staged_write (int state_dirfd, const struct sp_staged *staged, sp_error_t *err);
 
 /* Parses the bytes of a staged.json strictly: anything malformed is an
-   error.  On success out holds the seeds (sp_staged_release frees them); on
-   failure it is empty.  */
+   error.  Version 2 seeds have exactly six members, `omitted_submodules`
+   the sixth: an array of quoted paths, or null (a GitHub seed's is always
+   null).  Version 1, from before the submodule policy, has exactly the
+   other five, and its seeds' omitted_known is false.  On success out holds
+   the seeds (sp_staged_release frees them); on failure it is empty.  */
 int sp_staged_parse (const char *buf, size_t len, struct sp_staged *out, sp_error_t *err);
 
 /* Reads STATE/staged.json (at most SP_STAGED_MAX_BYTES) and parses it with
@@ -65,6 +82,7 @@ int sp_staged_load (int state_dirfd, struct sp_staged *out, sp_error_t *err);
 const struct sp_seed *sp_staged_find (const struct sp_staged *staged, const char *repo);
 
 void sp_staged_release (struct sp_staged *staged);
+#define cleanup_staged __attribute__ ((cleanup (sp_staged_release)))
 
 /* Opens the seed's directory without following any symlink.  */
 int sp_seed_open (int state_dirfd, const char *run, unsigned index, sp_error_t *err);

@@ -31,6 +31,11 @@ struct sp_copy_options
      "interrupted by SIG...", once it says a signal asked them to
      (sp_progress_check).  */
   struct sp_progress *progress;
+  /* A name the copy leaves out at the top of the tree (NULL: none): it is
+     neither opened, looked at nor counted, so nothing under it is read.
+     The clone's `.git` is copied without `modules`, the repositories of its
+     submodules (git_stage.h).  */
+  const char *skip_top;
 };
 
 /* Copies the tree under src_dirfd into the empty directory dst_dirfd:

@@ -58,6 +58,20 @@ render (const struct sp_config *c, yajl_gen g)
       st |= gen_key (g, sp_interpreter_name (c->interpreter));
       st |= gen_key (g, "maxInvocations");
       st |= yajl_gen_integer (g, c->max_invocations);
+      /* Every repository in the list of its policy, the default's too: what
+         stage will do, in the form the block takes.  */
+      st |= gen_key (g, "submodules");
+      st |= yajl_gen_map_open (g);
+      for (int p = SP_SUBMODULES_OMIT; p <= SP_SUBMODULES_REJECT; p++)
+        {
+          st |= gen_key (g, sp_submodule_policy_name ((enum sp_submodule_policy)p));
+          st |= yajl_gen_array_open (g);
+          for (size_t i = 0; i < c->n_private_repos; i++)
+            if ((int)c->submodules[i] == p)
+              st |= gen_key (g, c->private_repos[i]);
+          st |= yajl_gen_array_close (g);
+        }
+      st |= yajl_gen_map_close (g);
     }
   st |= yajl_gen_map_close (g);
   return st == yajl_gen_status_ok ? 0 : -1;

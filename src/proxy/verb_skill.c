@@ -121,6 +121,10 @@ render (FILE *f, const struct sp_config *c)
            "with the working directory `/probe/repo`.\n"
            "- `/probe/repo` is a writable, throwaway copy of the repository. Change it freely; "
            "nothing you change is kept.\n"
+           "- Submodules are not included. A submodule's directory in `/probe/repo` is there but "
+           "empty, and `.gitmodules`, when the repository has one, is there as committed (it says where "
+           "they are); nothing it points to was fetched. A question that needs a submodule's files "
+           "cannot be answered: have the script write your \"couldn't tell\" outcome.\n"
            "- There is no network and there are no credentials.\n"
            "- Standard output and standard error are discarded: printing tells you nothing.\n"
            "- Timeout: %u seconds of wall-clock time. Memory limit: ",

@@ -209,9 +209,30 @@ count_and_check (void *ctx, uint64_t bytes, sp_error_t *err)
    clone, or its GitHub tarball; then the seed policy (tree_normalize.h), which
    gives it to the probe uid.  The read-only mount, not its modes, keeps it
    unchanged.  */
+/* A local clone's seed: its `.git` copied (but the submodules'
+   repositories), sanitized, and its commit written.  The gitlinks the
+   policy omits are recorded in the seed.  */
 static int
-stage_one (int run_fd, struct sp_seed *seed, const char *clone, const struct sp_github_source *github,
-           struct sp_progress *progress, sp_error_t *err)
+stage_clone (int clone_fd, int seed_fd, struct sp_seed *seed, enum sp_submodule_policy policy,
+             const struct sp_copy_options *limits, sp_error_t *err)
+{
+  cleanup_git_submodules struct sp_git_submodules sub = { .policy = policy };
+
+  if (sp_git_copy_gitdir (clone_fd, seed_fd, limits, &sub, err) < 0
+      || sp_progress_check (limits->progress, err) < 0 || sp_git_sanitize (seed_fd, seed->commit, err) < 0
+      || sp_progress_check (limits->progress, err) < 0
+      || sp_git_stage_commit (seed_fd, seed->commit, limits, &sub, err) < 0)
+    return -1;
+  seed->omitted_known = true;
+  seed->omitted = get_and_reset (&sub.omitted);
+  seed->n_omitted = sub.n_omitted;
+  sub.n_omitted = 0;
+  return 0;
+}
+
+static int
+stage_one (int run_fd, struct sp_seed *seed, const char *clone, enum sp_submodule_policy policy,
+           const struct sp_github_source *github, struct sp_progress *progress, sp_error_t *err)
 {
   const struct sp_copy_options limits = {
     .max_bytes = SP_SEED_MAX_BYTES,
@@ -239,9 +260,7 @@ stage_one (int run_fd, struct sp_seed *seed, const char *clone, const struct sp_
         return sp_make_error (err, errno, "local clone `%s`", clone);
       /* The commit, never the working tree: only `.git` is copied, and
          the tree HEAD names is written from it (docs/staging.md).  */
-      if (sp_git_copy_gitdir (clone_fd, seed_fd, &limits, err) < 0 || sp_progress_check (progress, err) < 0
-          || sp_git_sanitize (seed_fd, seed->commit, err) < 0 || sp_progress_check (progress, err) < 0
-          || sp_git_stage_commit (seed_fd, seed->commit, &limits, err) < 0)
+      if (stage_clone (clone_fd, seed_fd, seed, policy, &limits, err) < 0)
         return sp_error_wrap (err, "local clone `%s`", clone);
     }
   else
@@ -249,6 +268,11 @@ stage_one (int run_fd, struct sp_seed *seed, const char *clone, const struct sp_
       seed->source = SP_SEED_GITHUB;
       if (sp_github_fetch (github, seed->repo, seed_fd, seed->commit, err) < 0)
         return -1;
+      /* A tarball's submodules are empty directories nothing marks: what
+         the seed omits is not known, and reject can go only by
+         `.gitmodules`.  */
+      if (policy == SP_SUBMODULES_REJECT && sp_git_refuse_gitmodules (seed_fd, err) < 0)
+        return sp_error_wrap (err, "github");
     }
   if (sp_progress_check (progress, err) < 0)
     return -1;
@@ -313,7 +337,7 @@ stage_all (int state_fd, const struct sp_config *config, const struct sp_catalog
           seed->index = (unsigned)i;
           made->current = seed->repo;
           sp_progress_repo (progress, seed->repo);
-          if (stage_one (run_fd, seed, clone, github, progress, err) < 0)
+          if (stage_one (run_fd, seed, clone, config->submodules[i], github, progress, err) < 0)
             return sp_error_wrap (err, "%s", seed->repo);
           sp_progress_done (progress);
           staged->n++;
@@ -522,7 +546,10 @@ out:
   sp_state_lock_release (state_fd, &owner_lock_fd);
   if (err)
     sp_verb_report ("stage", "%s", sp_error_message (err));
-  /* The repository names belong to config; only the array is ours.  */
+  /* The repository names belong to config; the array and the omitted
+     paths are ours.  */
+  for (size_t i = 0; staged.seeds != NULL && i < config->n_private_repos; i++)
+    sp_seed_omitted_release (&staged.seeds[i]);
   free (staged.seeds);
   sp_catalog_release (&catalog);
   return ret;

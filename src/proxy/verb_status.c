@@ -8,11 +8,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sealed-probe/cleanup.h>
 #include <sealed-probe/run_status.h>
+#include <sealed-probe/seed_store.h>
 #include <sealed-probe/state_lock.h>
 #include <sealed-probe/yajl_util.h>
 
@@ -22,6 +25,10 @@
 #define USAGE "usage: sealed-probe-proxy status --state DIR [--json]"
 
 #define fail(...) (sp_verb_report ("status", __VA_ARGS__), SP_EXIT_FAIL)
+
+/* The omitted submodules a human line names; --json and staged.json give
+   every one.  */
+#define OMITTED_SHOWN 10
 
 /* millibits as bits with three decimals: 4808 -> "4.808".  */
 static void
@@ -104,8 +111,45 @@ print_run_bits (FILE *f, const struct sp_ledger_snapshot *l)
     fputs (", no run bit budget\n", f);
 }
 
+/* What each staged seed omits (docs/staging.md, "Submodules"): the paths
+   are the repository's, and were recorded quoted (sp_quote_name), which
+   the loader checked, so they are shown as they are.  */
 static void
-print_human (FILE *f, const struct sp_run_status *st)
+print_staged (FILE *f, const struct sp_staged *staged)
+{
+  if (staged == NULL)
+    {
+      fprintf (f, "%-13s none: no %s in this state directory\n", "staged", SP_STAGED_FILE);
+      return;
+    }
+  fprintf (f, "%-13s %zu seeds in %s/%s (%s)\n", "staged", staged->n, SP_SEEDS_DIR, staged->run,
+           SP_STAGED_FILE);
+  for (size_t i = 0; i < staged->n; i++)
+    {
+      const struct sp_seed *seed = &staged->seeds[i];
+
+      fprintf (f, "%-13s %-24s ", "submodules", seed->repo);
+      if (!seed->omitted_known)
+        fputs (seed->source == SP_SEED_GITHUB
+                   ? "not recorded (a GitHub seed: its tarball does not mark them)\n"
+                   : "not recorded (staged before the submodule policy)\n",
+               f);
+      else if (seed->n_omitted == 0)
+        fputs ("none omitted\n", f);
+      else
+        {
+          fprintf (f, "%zu omitted, empty directories in the seed:", seed->n_omitted);
+          for (size_t k = 0; k < seed->n_omitted && k < OMITTED_SHOWN; k++)
+            fprintf (f, "%s `%s`", k ? "," : "", seed->omitted[k]);
+          if (seed->n_omitted > OMITTED_SHOWN)
+            fprintf (f, " and %zu more (%s has every one)", seed->n_omitted - OMITTED_SHOWN, SP_STAGED_FILE);
+          fputc ('\n', f);
+        }
+    }
+}
+
+static void
+print_human (FILE *f, const struct sp_run_status *st, const struct sp_staged *staged)
 {
   const struct sp_ledger_snapshot *l = st->ledger;
 
@@ -136,6 +180,7 @@ print_human (FILE *f, const struct sp_run_status *st)
         fputs (", bits not recorded (a version 1 ledger)", f);
       fputc ('\n', f);
     }
+  print_staged (f, staged);
 
   if (!st->audit_present)
     {
@@ -229,8 +274,39 @@ gen_failure (yajl_gen g, const struct sp_run_failure *x)
   return st | yajl_gen_map_close (g);
 }
 
+/* {"run", "seeds": [{"repo", "source", "omitted_submodules"}]}, or null.  */
+static unsigned
+gen_staged (yajl_gen g, const struct sp_staged *staged)
+{
+  unsigned st = gen_key (g, "staged");
+
+  if (staged == NULL)
+    return st | yajl_gen_null (g);
+  st |= yajl_gen_map_open (g) | gen_str (g, "run", staged->run) | gen_key (g, "seeds")
+        | yajl_gen_array_open (g);
+  for (size_t i = 0; i < staged->n; i++)
+    {
+      const struct sp_seed *seed = &staged->seeds[i];
+
+      st |= yajl_gen_map_open (g) | gen_str (g, "repo", seed->repo)
+            | gen_str (g, "source", sp_seed_source_name (seed->source)) | gen_key (g, "omitted_submodules");
+      if (!seed->omitted_known)
+        st |= yajl_gen_null (g);
+      else
+        {
+          st |= yajl_gen_array_open (g);
+          for (size_t k = 0; k < seed->n_omitted; k++)
+            st |= gen_key (g, seed->omitted[k]);
+          st |= yajl_gen_array_close (g);
+        }
+      st |= yajl_gen_map_close (g);
+    }
+  return st | yajl_gen_array_close (g) | yajl_gen_map_close (g);
+}
+
 static int
-render_json (yajl_gen g, const struct sp_run_status *s, int held, const struct sp_state_owner *owner)
+render_json (yajl_gen g, const struct sp_run_status *s, const struct sp_staged *staged, int held,
+             const struct sp_state_owner *owner)
 {
   const struct sp_ledger_snapshot *l = s->ledger;
   unsigned st = yajl_gen_map_open (g);
@@ -308,19 +384,22 @@ render_json (yajl_gen g, const struct sp_run_status *s, int held, const struct s
   for (size_t i = 0; i < s->n_failures; i++)
     st |= gen_failure (g, sp_run_status_failure (s, i));
   st |= yajl_gen_array_close (g);
+  st |= gen_staged (g, staged);
 
   st |= yajl_gen_map_close (g);
   return st == yajl_gen_status_ok ? 0 : -1;
 }
 
 static int
-print_json (const struct sp_run_status *s, int held, const struct sp_state_owner *owner)
+print_json (const struct sp_run_status *s, const struct sp_staged *staged, int held,
+            const struct sp_state_owner *owner)
 {
   cleanup_yajl_gen yajl_gen g = yajl_gen_alloc (NULL);
   const unsigned char *buf;
   size_t len;
 
-  if (g == NULL || !yajl_gen_config (g, yajl_gen_validate_utf8, 1) || render_json (g, s, held, owner) < 0
+  if (g == NULL || !yajl_gen_config (g, yajl_gen_validate_utf8, 1)
+      || render_json (g, s, staged, held, owner) < 0
       || yajl_gen_get_buf (g, &buf, &len) != yajl_gen_status_ok)
     return -1;
   return fwrite (buf, 1, len, stdout) == len && putchar ('\n') != EOF ? 0 : -1;
@@ -340,6 +419,9 @@ sp_verb_status (int argc, char **argv)
   };
   const struct sp_run_status_options opt = { .owner = 0 };
   struct sp_state_owner owner;
+  cleanup_staged struct sp_staged staged = { 0 };
+  struct stat st_staged;
+  bool has_staged;
   int held;
   int ret;
 
@@ -357,10 +439,18 @@ sp_verb_status (int argc, char **argv)
     return fail ("--state: `%s`: %s", state, sp_error_message (err));
   if (sp_run_status_read (state_fd, &opt, &st, &err) < 0)
     return fail ("--state: `%s`: %s", state, sp_error_message (err));
+  /* What stage recorded, when it has: replaced by a rename, so one read
+     sees one whole version, as with the ledger.  */
+  has_staged = fstatat (state_fd, SP_STAGED_FILE, &st_staged, AT_SYMLINK_NOFOLLOW) == 0;
+  if (!has_staged && errno != ENOENT)
+    return fail ("--state: `%s`: %s: %s", state, SP_STAGED_FILE, strerror (errno));
+  if (has_staged && sp_staged_load (state_fd, &staged, &err) < 0)
+    return fail ("--state: `%s`: %s", state, sp_error_message (err));
 
   if (!json)
     print_owner (stdout, held, &owner);
-  if (json ? print_json (st, held, &owner) < 0 : (print_human (stdout, st), 0))
+  if (json ? print_json (st, has_staged ? &staged : NULL, held, &owner) < 0
+           : (print_human (stdout, st, has_staged ? &staged : NULL), 0))
     return fail ("write the status");
   if (fflush (stdout) != 0 || ferror (stdout))
     return fail ("write the status: %s", strerror (errno));

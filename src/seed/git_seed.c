@@ -677,6 +677,21 @@ make_empty_hooks (int gitfd, const struct stat *owner, sp_error_t *err)
 }
 
 int
+sp_git_refuse_gitmodules (int seed_dirfd, sp_error_t *err)
+{
+  struct stat st;
+
+  if (fstatat (seed_dirfd, ".gitmodules", &st, AT_SYMLINK_NOFOLLOW) == 0)
+    return sp_make_error (
+        err, 0,
+        "`.gitmodules` is present: the repository declares submodules (its tarball does not say "
+        "which directories they are), refused, as sealedProbes.submodules.reject lists it");
+  if (errno != ENOENT)
+    return sp_make_error (err, errno, "look for `.gitmodules`");
+  return 0;
+}
+
+int
 sp_git_dir_open (int dirfd, sp_error_t *err)
 {
   cleanup_close int gitfd = -1;
@@ -711,7 +726,8 @@ sp_git_sanitize (int dirfd, char commit[SP_COMMIT_HEX_MAX + 1], sp_error_t *err)
     { "objects/info/http-alternates", "alternates borrow objects from another repository" },
     { "worktrees", "linked worktrees" },
     { "commondir", "a linked worktree's common directory" },
-    { "modules", "submodules" },
+    /* The copy leaves it out (git_stage.h): here, something else put it.  */
+    { "modules", "a submodule's repository, which staging never copies" },
   };
   cleanup_close int gitfd = -1;
   cleanup_free char *config = NULL;
@@ -731,8 +747,6 @@ sp_git_sanitize (int dirfd, char commit[SP_COMMIT_HEX_MAX + 1], sp_error_t *err)
   for (size_t i = 0; i < sizeof (refused) / sizeof (refused[0]); i++)
     if (refuse_if_present (gitfd, ".git/", refused[i].path, refused[i].why, err) < 0)
       return -1;
-  if (refuse_if_present (dirfd, "", ".gitmodules", "submodules", err) < 0)
-    return -1;
   path[0] = '\0';
   if (scan_tree (dirfd, path, 0, 0, false, err) < 0)
     return -1;

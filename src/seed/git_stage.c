@@ -170,6 +170,8 @@ struct stage_ctx
   git_repository *repo;
   git_odb *odb;
   const struct sp_copy_options *limits;
+  struct sp_git_submodules *sub;
+  bool gitmodules; /* the commit has a top-level `.gitmodules` */
   uint64_t bytes;
   uint64_t entries;
   struct oid_set packed;  /* objects already in the new pack */
@@ -194,15 +196,67 @@ static int write_tree (struct stage_ctx *ctx, const git_tree *tree, int dirfd, s
 
 /* A name git itself would never write, or one the seed policy refuses.  */
 static const char *
-refused_name (const char *name, unsigned depth)
+refused_name (const char *name)
 {
   if (name[0] == '\0' || strcmp (name, ".") == 0 || strcmp (name, "..") == 0 || strchr (name, '/') != NULL)
     return "is not a name git writes: refused";
   if (strcasecmp (name, ".git") == 0)
     return "is a `.git` entry in the commit (a nested repository, or a forged tree): refused";
-  if (depth == 0 && strcmp (name, ".gitmodules") == 0)
-    return "is present: submodules, which is refused";
   return NULL;
+}
+
+/* What every refusal under the reject policy ends with.  */
+#define REJECTED "refused, as sealedProbes.submodules.reject lists this repository"
+
+void
+sp_git_submodules_release (struct sp_git_submodules *sub)
+{
+  for (size_t i = 0; i < sub->n_omitted; i++)
+    free (sub->omitted[i]);
+  free (sub->omitted);
+  sub->omitted = NULL;
+  sub->n_omitted = 0;
+}
+
+/* A gitlink at ctx->path: refused, or recorded before write_dir makes its
+   empty directory.  Its commit is another repository's: never looked up.  */
+static int
+note_gitlink (struct stage_ctx *ctx, sp_error_t *err)
+{
+  char q[SP_QUOTE_BUF_SIZE];
+  char **grown;
+
+  if (ctx->sub->policy == SP_SUBMODULES_REJECT)
+    return sp_make_error (err, 0, "`%s` is a submodule (a gitlink): " REJECTED, sp_quote_name (ctx->path, q));
+  if (ctx->sub->n_omitted >= SP_SEED_SUBMODULES_MAX)
+    return sp_make_error (err, 0, "`%s`: the commit has more than %d submodules, the most a seed records",
+                          sp_quote_name (ctx->path, q), SP_SEED_SUBMODULES_MAX);
+  grown = realloc (ctx->sub->omitted, (ctx->sub->n_omitted + 1) * sizeof (*grown));
+  if (grown == NULL)
+    return sp_make_error (err, ENOMEM, "record the submodule `%s`", sp_quote_name (ctx->path, q));
+  ctx->sub->omitted = grown;
+  /* Recorded as operators are shown it: the path is the repository's.  */
+  grown[ctx->sub->n_omitted] = strdup (sp_quote_name (ctx->path, q));
+  if (grown[ctx->sub->n_omitted] == NULL)
+    return sp_make_error (err, ENOMEM, "record the submodule `%s`", q);
+  ctx->sub->n_omitted++;
+  return 0;
+}
+
+/* After the tree, under reject: what declares or holds a submodule though
+   HEAD's tree has no gitlink.  */
+static int
+reject_declared_submodules (const struct stage_ctx *ctx, sp_error_t *err)
+{
+  if (ctx->sub->policy != SP_SUBMODULES_REJECT)
+    return 0;
+  if (ctx->gitmodules)
+    return sp_make_error (err, 0, "`.gitmodules` is present: the commit declares submodules, " REJECTED);
+  if (ctx->sub->modules_dir)
+    return sp_make_error (
+        err, 0,
+        "`.git/modules` is present: the clone holds a submodule's repository (never read), " REJECTED);
+  return 0;
 }
 
 static int
@@ -297,7 +351,7 @@ write_tree (struct stage_ctx *ctx, const git_tree *tree, int dirfd, size_t path_
     {
       const git_tree_entry *e = git_tree_entry_byindex (tree, i);
       const char *name = git_tree_entry_name (e);
-      const char *why = refused_name (name, depth);
+      const char *why = refused_name (name);
       ssize_t child_len = sp_dir_child_path (ctx->path, sizeof (ctx->path), path_len, name);
       int ret;
 
@@ -316,10 +370,14 @@ write_tree (struct stage_ctx *ctx, const git_tree *tree, int dirfd, size_t path_
       if (++ctx->entries > ctx->limits->max_entries)
         return sp_make_error (err, 0, "`%s`: the commit has more than %llu entries",
                               sp_quote_name (ctx->path, q), (unsigned long long)ctx->limits->max_entries);
+      if (depth == 0 && strcmp (name, ".gitmodules") == 0)
+        ctx->gitmodules = true; /* written as the commit holds it, never read */
       switch (git_tree_entry_filemode (e))
         {
-        case GIT_FILEMODE_TREE:
         case GIT_FILEMODE_COMMIT:
+          ret = note_gitlink (ctx, err) < 0 ? -1 : write_dir (ctx, dirfd, e, (size_t)child_len, depth, err);
+          break;
+        case GIT_FILEMODE_TREE:
           ret = write_dir (ctx, dirfd, e, (size_t)child_len, depth, err);
           break;
         case GIT_FILEMODE_BLOB:
@@ -730,7 +788,7 @@ stage_in_repo (struct stage_ctx *ctx, int seed_dirfd, int gitfd, const git_oid *
 
   ctx->path[0] = '\0';
   sp_progress_phase (ctx->limits->progress, "write the tree", SP_PROGRESS_TREE, 0);
-  if (write_tree (ctx, tree, seed_dirfd, 0, 0, err) < 0)
+  if (write_tree (ctx, tree, seed_dirfd, 0, 0, err) < 0 || reject_declared_submodules (ctx, err) < 0)
     return sp_error_wrap (err, "write the commit's tree");
   sp_progress_phase (ctx->limits->progress, "write the index", SP_PROGRESS_STEP, 0);
   if (replace_index (gitfd, tree, err) < 0 || sp_progress_check (ctx->limits->progress, err) < 0)
@@ -771,9 +829,9 @@ stage_ctx_release (struct stage_ctx *ctx)
 /* Everything libgit2 does, between its init and its shutdown.  */
 static int
 stage_with_libgit2 (int seed_dirfd, int gitfd, const git_oid *head, const struct sp_copy_options *limits,
-                    sp_error_t *err)
+                    struct sp_git_submodules *sub, sp_error_t *err)
 {
-  cleanup_stage_ctx struct stage_ctx ctx = { .limits = limits };
+  cleanup_stage_ctx struct stage_ctx ctx = { .limits = limits, .sub = sub };
 
   if (libgit2_open (gitfd, &ctx.repo, err) < 0)
     return -1;
@@ -782,7 +840,7 @@ stage_with_libgit2 (int seed_dirfd, int gitfd, const git_oid *head, const struct
 
 int
 sp_git_stage_commit (int seed_dirfd, const char *commit, const struct sp_copy_options *limits,
-                     sp_error_t *err)
+                     struct sp_git_submodules *sub, sp_error_t *err)
 {
   cleanup_close int gitfd = -1;
   git_oid head;
@@ -800,7 +858,7 @@ sp_git_stage_commit (int seed_dirfd, const char *commit, const struct sp_copy_op
     return sp_make_error (err, errno, "open `.git`");
   if (git_libgit2_init () < 0)
     return git_fail (err, "libgit2: init");
-  ret = stage_with_libgit2 (seed_dirfd, gitfd, &head, limits, err);
+  ret = stage_with_libgit2 (seed_dirfd, gitfd, &head, limits, sub, err);
   git_libgit2_shutdown ();
   if (ret < 0)
     return -1;
@@ -809,20 +867,31 @@ sp_git_stage_commit (int seed_dirfd, const char *commit, const struct sp_copy_op
 }
 
 int
-sp_git_copy_gitdir (int clone_dirfd, int seed_dirfd, const struct sp_copy_options *limits, sp_error_t *err)
+sp_git_copy_gitdir (int clone_dirfd, int seed_dirfd, const struct sp_copy_options *limits,
+                    struct sp_git_submodules *sub, sp_error_t *err)
 {
   cleanup_close int src = sp_git_dir_open (clone_dirfd, err);
   cleanup_close int dst = -1;
+  struct sp_copy_options without_modules = *limits;
+  struct stat st;
 
   if (src < 0)
     return -1;
+  /* The submodules' repositories: skipped by the copy, not copied then
+     removed, so nothing of them is ever read or lands in the seed.  Only
+     their presence is noted, for the reject policy.  */
+  without_modules.skip_top = "modules";
+  if (fstatat (src, "modules", &st, AT_SYMLINK_NOFOLLOW) == 0)
+    sub->modules_dir = true;
+  else if (errno != ENOENT)
+    return sp_make_error (err, errno, "look for `.git/modules`");
   if (mkdirat (seed_dirfd, ".git", 0700) < 0)
     return sp_make_error (err, errno, "create the seed's `.git`");
   dst = openat (seed_dirfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dst < 0)
     return sp_make_error (err, errno, "open the seed's `.git`");
   sp_progress_phase (limits->progress, "copy the git directory", SP_PROGRESS_FILES, 0);
-  if (sp_tree_copy (src, dst, limits, 0, 0, err) < 0)
+  if (sp_tree_copy (src, dst, &without_modules, 0, 0, err) < 0)
     return sp_error_wrap (err, "copy `.git`");
   return 0;
 }

@@ -268,6 +268,12 @@ copy_dir (int srcdir, int dstdir, size_t path_len, unsigned depth, struct copy_c
       if (child_len < 0)
         return sp_make_error (err, 0, "a path below `%s` is longer than %d bytes", shown (ctx->path, q),
                               SP_TREE_PATH_MAX - 1);
+      /* Before any stat: what the caller leaves out is not even looked at.  */
+      if (depth == 0 && ctx->limits->skip_top != NULL && strcmp (name, ctx->limits->skip_top) == 0)
+        {
+          ctx->path[path_len] = '\0';
+          continue;
+        }
       if (sp_progress_check (ctx->limits->progress, err) < 0)
         return -1;
 

@@ -430,6 +430,7 @@ audit (struct invocation *inv, const struct audit_facts *a, bool admission, uint
     {
       rec.seed_commit = inv->seed->seed->commit;
       rec.seed_digest = inv->seed->seed->digest;
+      rec.seed_omitted_submodules = inv->seed->seed->omitted_known ? &inv->seed->seed->n_omitted : NULL;
       rec.snapshot = inv->ran && !admission ? sp_snapshot_mode_name (inv->s->opt->snapshot) : NULL;
       rec.sandbox = inv->sandbox[0] && !admission ? inv->sandbox : NULL;
     }

@@ -28,7 +28,10 @@
 #include <sealed-probe/tree_remove.h>
 #include <sealed-probe/yajl_util.h>
 
-#define STAGED_VERSION 1
+/* Version 2 records the submodules each seed omits; version 1, from before
+   the submodule policy, is still read (docs/staging.md).  */
+#define STAGED_VERSION    2
+#define STAGED_VERSION_V1 1
 
 int
 sp_state_open (const char *path, int create, int *dirfd, sp_error_t *err)
@@ -86,11 +89,26 @@ sp_staged_render (const struct sp_staged *staged, char **out, size_t *len, sp_er
       st |= gen_str (g, "source") | gen_str (g, sp_seed_source_name (s->source));
       st |= gen_str (g, "commit") | gen_str (g, s->commit);
       st |= gen_str (g, "digest") | gen_str (g, s->digest);
+      st |= gen_str (g, "omitted_submodules");
+      if (!s->omitted_known)
+        st |= yajl_gen_null (g);
+      else
+        {
+          st |= yajl_gen_array_open (g);
+          for (size_t k = 0; k < s->n_omitted; k++)
+            st |= gen_str (g, s->omitted[k]);
+          st |= yajl_gen_array_close (g);
+        }
       st |= yajl_gen_map_close (g);
     }
   st |= yajl_gen_array_close (g) | yajl_gen_map_close (g);
   if (st != yajl_gen_status_ok || yajl_gen_get_buf (g, &buf, &n) != yajl_gen_status_ok)
     return sp_make_error (err, 0, "%s: cannot render", SP_STAGED_FILE);
+  if (n > SP_STAGED_MAX_BYTES)
+    return sp_make_error (err, 0,
+                          "%s: the record would be %zu bytes, more than the %d a reader takes (the paths of "
+                          "omitted submodules count)",
+                          SP_STAGED_FILE, n, SP_STAGED_MAX_BYTES);
   *out = malloc (n > 0 ? n : 1);
   if (*out == NULL)
     return sp_make_error (err, ENOMEM, "%s", SP_STAGED_FILE);
@@ -128,19 +146,69 @@ string_member (const struct sp_json *obj, const char *key)
   return v && v->type == SP_JSON_STRING ? v->u.string.data : NULL;
 }
 
+void
+sp_seed_omitted_release (struct sp_seed *seed)
+{
+  for (size_t i = 0; i < seed->n_omitted; i++)
+    free (seed->omitted[i]);
+  free (seed->omitted);
+  seed->omitted = NULL;
+  seed->n_omitted = 0;
+  seed->omitted_known = false;
+}
+
+/* `omitted_submodules`: null, or (a local seed's) an array of at most
+   SP_SEED_SUBMODULES_MAX paths as sp_quote_name writes them: so that
+   whatever reads them shows them as safely as stage would.  */
 static int
-load_seed (const struct sp_json *item, size_t i, struct sp_seed *seed, sp_error_t *err)
+load_omitted (const struct sp_json *v, size_t i, struct sp_seed *seed, sp_error_t *err)
+{
+  if (v == NULL)
+    return sp_make_error (err, 0, "%s: seeds[%zu].omitted_submodules: is missing", SP_STAGED_FILE, i);
+  if (v->type == SP_JSON_NULL)
+    return 0;
+  if (v->type != SP_JSON_ARRAY || v->u.array.len > SP_SEED_SUBMODULES_MAX || seed->source != SP_SEED_LOCAL)
+    return sp_make_error (
+        err, 0,
+        "%s: seeds[%zu].omitted_submodules: must be null, or for a local seed an array of at "
+        "most %d paths",
+        SP_STAGED_FILE, i, SP_SEED_SUBMODULES_MAX);
+  seed->omitted = calloc (v->u.array.len ? v->u.array.len : 1, sizeof (*seed->omitted));
+  if (seed->omitted == NULL)
+    return sp_make_error (err, ENOMEM, "%s", SP_STAGED_FILE);
+  seed->omitted_known = true;
+  for (size_t k = 0; k < v->u.array.len; k++)
+    {
+      const struct sp_json *path = v->u.array.items[k];
+
+      if (path->type != SP_JSON_STRING || strlen (path->u.string.data) != path->u.string.len
+          || !sp_quote_name_ok (path->u.string.data))
+        return sp_make_error (err, 0,
+                              "%s: seeds[%zu].omitted_submodules[%zu]: must be a path quoted as stage "
+                              "quotes it",
+                              SP_STAGED_FILE, i, k);
+      seed->omitted[k] = strdup (path->u.string.data);
+      if (seed->omitted[k] == NULL)
+        return sp_make_error (err, ENOMEM, "%s", SP_STAGED_FILE);
+      seed->n_omitted = k + 1;
+    }
+  return 0;
+}
+
+static int
+load_seed (const struct sp_json *item, size_t i, int64_t version, struct sp_seed *seed, sp_error_t *err)
 {
   const char *repo = string_member (item, "repo");
   const char *source = string_member (item, "source");
   const char *commit = string_member (item, "commit");
   const char *digest = string_member (item, "digest");
   cleanup_error sp_error_t name_err = NULL;
+  size_t members = version == STAGED_VERSION_V1 ? 5 : 6;
   int64_t index;
 
-  if (item->type != SP_JSON_OBJECT || item->u.object.len != 5)
-    return sp_make_error (err, 0, "%s: seeds[%zu]: must be an object of exactly five members", SP_STAGED_FILE,
-                          i);
+  if (item->type != SP_JSON_OBJECT || item->u.object.len != members)
+    return sp_make_error (err, 0, "%s: seeds[%zu]: must be an object of exactly %s members", SP_STAGED_FILE,
+                          i, members == 5 ? "five" : "six");
   if (repo == NULL || sp_repo_name_check (repo, strlen (repo), &name_err) < 0)
     return sp_make_error (err, 0, "%s: seeds[%zu].repo: must be a repository name", SP_STAGED_FILE, i);
   if (sp_json_integer (sp_json_object_get (item, "index"), 0, SP_CONFIG_MAX_REPOS - 1, &index) < 0)
@@ -164,7 +232,9 @@ load_seed (const struct sp_json *item, size_t i, struct sp_seed *seed, sp_error_
   seed->source = strcmp (source, "github") == 0 ? SP_SEED_GITHUB : SP_SEED_LOCAL;
   strcpy (seed->commit, commit);
   strcpy (seed->digest, digest);
-  return 0;
+  if (version == STAGED_VERSION_V1)
+    return 0; /* staged before the policy: what it omitted is not known */
+  return load_omitted (sp_json_object_get (item, "omitted_submodules"), i, seed, err);
 }
 
 int
@@ -182,9 +252,10 @@ sp_staged_parse (const char *buf, size_t len, struct sp_staged *out, sp_error_t 
   run = string_member (doc, "run");
   seeds = sp_json_object_get (doc, "seeds");
   if (doc->type != SP_JSON_OBJECT || doc->u.object.len != 3
-      || sp_json_integer (sp_json_object_get (doc, "version"), STAGED_VERSION, STAGED_VERSION, &version) < 0)
-    return sp_make_error (err, 0, "%s: must be a version %d object of version, run and seeds", SP_STAGED_FILE,
-                          STAGED_VERSION);
+      || sp_json_integer (sp_json_object_get (doc, "version"), STAGED_VERSION_V1, STAGED_VERSION, &version)
+             < 0)
+    return sp_make_error (err, 0, "%s: must be a version %d or %d object of version, run and seeds",
+                          SP_STAGED_FILE, STAGED_VERSION_V1, STAGED_VERSION);
   if (run == NULL || sp_bundle_id_check (run, &id_err) < 0)
     return sp_make_error (err, 0, "%s: run: must be a run id", SP_STAGED_FILE);
   if (seeds == NULL || seeds->type != SP_JSON_ARRAY || seeds->u.array.len == 0
@@ -198,12 +269,13 @@ sp_staged_parse (const char *buf, size_t len, struct sp_staged *out, sp_error_t 
     return sp_make_error (err, ENOMEM, "%s", SP_STAGED_FILE);
   for (size_t i = 0; i < seeds->u.array.len; i++)
     {
-      if (load_seed (seeds->u.array.items[i], i, &out->seeds[i], err) < 0)
+      /* Counted first: a seed that fails halfway is released with the rest.  */
+      out->n++;
+      if (load_seed (seeds->u.array.items[i], i, version, &out->seeds[i], err) < 0)
         {
           sp_staged_release (out);
           return -1;
         }
-      out->n++;
       for (size_t j = 0; j < i; j++)
         if (strcmp (out->seeds[j].repo, out->seeds[i].repo) == 0
             || out->seeds[j].index == out->seeds[i].index)
@@ -245,7 +317,10 @@ void
 sp_staged_release (struct sp_staged *staged)
 {
   for (size_t i = 0; i < staged->n; i++)
-    free (staged->seeds[i].repo);
+    {
+      free (staged->seeds[i].repo);
+      sp_seed_omitted_release (&staged->seeds[i]);
+    }
   free (staged->seeds);
   staged->seeds = NULL;
   staged->n = 0;

@@ -7,7 +7,7 @@
      UTF-8 without NUL, whose answer names an outcome and whose other fields
      leave room for a reason always renders;
    - a line is at most SP_AUDIT_LINE_MAX_BYTES, ends in its only newline,
-     and parses with sp_json as an object of the 23 keys in order;
+     and parses with sp_json as an object of the keys below, in order;
    - every string comes back as it went in; the reason whole, or a prefix of
      it (at a character boundary) followed by the cut mark.  */
 #define _GNU_SOURCE
@@ -38,6 +38,7 @@ static const char *const keys[] = {
   "script_sha256",
   "seed_commit",
   "seed_digest",
+  "seed_omitted_submodules",
   "snapshot",
   "sandbox",
   "debited",

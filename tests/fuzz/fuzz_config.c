@@ -1,6 +1,7 @@
 /* libFuzzer harness for the config loader (sp_config_parse, and with it the
    JSON pre-pass, the yajl tree and the repository-name rules).  Beyond "no
-   crash, no leak", it checks what a success promises.  */
+   crash, no leak", it checks what a success promises, a submodule policy
+   for every repository among it.  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,15 +43,17 @@ check_success (const struct sp_config *c)
 
   if (!c->enabled)
     {
-      FUZZ_REQUIRE (c->n_private_repos == 0);
+      FUZZ_REQUIRE (c->n_private_repos == 0 && c->submodules == NULL);
       return;
     }
   FUZZ_REQUIRE (c->n_private_repos >= 1 && c->n_private_repos <= SP_CONFIG_MAX_REPOS);
+  FUZZ_REQUIRE (c->submodules != NULL);
   for (size_t i = 0; i < c->n_private_repos; i++)
     {
       const char *r = c->private_repos[i];
       sp_error_t err = NULL;
 
+      FUZZ_REQUIRE (c->submodules[i] == SP_SUBMODULES_OMIT || c->submodules[i] == SP_SUBMODULES_REJECT);
       FUZZ_REQUIRE (sp_repo_name_check (r, strlen (r), &err) == 0);
       FUZZ_REQUIRE (sp_config_allows_repo (c, (const uint8_t *)r, strlen (r)));
       for (size_t j = 0; j < i; j++)

@@ -3,7 +3,9 @@
    - a failure leaves no seeds and sets a one-line printable message;
    - a success holds 1 to SP_CONFIG_MAX_REPOS seeds and a run id; each seed
      a repository name, an index below SP_CONFIG_MAX_REPOS, a 40 or 64 hex
-     commit and a sha256:<hex> digest; no repository or index twice;
+     commit, a sha256:<hex> digest, and (a local seed's, when known) at most
+     SP_SEED_SUBMODULES_MAX omitted paths as sp_quote_name writes them; no
+     repository or index twice;
    - a success renders (sp_staged_render, what sp_staged_write writes), and
      the rendering parses to the same values and renders to the same bytes.  */
 #include <stdint.h>
@@ -12,6 +14,7 @@
 #include <sealed-probe/bounds.h>
 #include <sealed-probe/bundle.h>
 #include <sealed-probe/cleanup.h>
+#include <sealed-probe/quote.h>
 #include <sealed-probe/repo_name.h>
 #include <sealed-probe/seed_store.h>
 #include <sealed-probe/sha256.h>
@@ -36,6 +39,11 @@ check_seeds (const struct sp_staged *s)
       FUZZ_REQUIRE (strncmp (seed->digest, SP_DIGEST_PREFIX, strlen (SP_DIGEST_PREFIX)) == 0);
       FUZZ_REQUIRE (strlen (hex) == SP_SHA256_HEX && strspn (hex, "0123456789abcdef") == SP_SHA256_HEX);
       FUZZ_REQUIRE (sp_staged_find (s, seed->repo) == seed);
+      FUZZ_REQUIRE (seed->omitted_known || seed->n_omitted == 0);
+      FUZZ_REQUIRE (seed->n_omitted <= SP_SEED_SUBMODULES_MAX);
+      FUZZ_REQUIRE (seed->n_omitted == 0 || seed->source == SP_SEED_LOCAL);
+      for (size_t k = 0; k < seed->n_omitted; k++)
+        FUZZ_REQUIRE (sp_quote_name_ok (seed->omitted[k]));
       for (size_t j = 0; j < i; j++)
         FUZZ_REQUIRE (s->seeds[j].index != seed->index);
     }
@@ -51,6 +59,9 @@ check_same (const struct sp_staged *a, const struct sp_staged *b)
 
       FUZZ_REQUIRE (strcmp (x->repo, y->repo) == 0 && x->index == y->index && x->source == y->source);
       FUZZ_REQUIRE (strcmp (x->commit, y->commit) == 0 && strcmp (x->digest, y->digest) == 0);
+      FUZZ_REQUIRE (x->omitted_known == y->omitted_known && x->n_omitted == y->n_omitted);
+      for (size_t k = 0; k < x->n_omitted; k++)
+        FUZZ_REQUIRE (strcmp (x->omitted[k], y->omitted[k]) == 0);
     }
 }
 

@@ -30,7 +30,7 @@ ERROR_LINE = '{"result":"ERROR"}\n'
 ERROR_FRAME = b"SPRB\x01\x02\x00\x00\x00\x01\x00"
 OUTCOMES = ("YES", "NO", "UNKNOWN")
 AUDIT_KEYS = ["id", "run", "received", "started", "finished", "repo", "outcomes", "script_sha256", "seed_commit",
-              "seed_digest", "snapshot", "sandbox", "debited", "budget_remaining", "result", "status", "cause",
+              "seed_digest", "seed_omitted_submodules", "snapshot", "sandbox", "debited", "budget_remaining", "result", "status", "cause",
               "reason", "launched",
               "exit", "signal", "oom", "timed_out", "wall_ms", "cpu_ms", "peak_memory_bytes",
               "release", "release_ms", "release_overflow", "bits", "timing_bits", "repo_bits"]
@@ -483,6 +483,9 @@ def audit_key_problems(rec):
         problems.append(f"started {rec['started']!r}")
     if rec["status"] not in AUDIT_STATUSES:
         problems.append(f"status {rec['status']!r}")
+    omitted = rec["seed_omitted_submodules"]
+    if omitted is not None and (type(omitted) is not int or omitted < 0 or rec["seed_commit"] is None):
+        problems.append(f"seed_omitted_submodules {omitted!r} with seed_commit {rec['seed_commit']!r}")
     if not isinstance(rec["debited"], bool) or not isinstance(rec["launched"], bool):
         problems.append("debited/launched not bool")
     if admitted != (rec["cause"] is None) or (not admitted and rec["cause"] not in AUDIT_CAUSES):

@@ -94,9 +94,9 @@ found += os.listdir(hooks) if os.path.isdir(hooks) else []""")) == NO,
     tap.ok(os.path.islink(link) and os.readlink(link) == "/etc/passwd", "the seed keeps the symlink as a symlink")
 
     # ---- rejected local clones: a precise error, and nothing left behind ----
-    def rejected(name, clone, needle, description):
+    def rejected(name, clone, needle, description, **extra):
         s = new_state()
-        cfg = write_config([f"acme/{name}"])
+        cfg = write_config([f"acme/{name}"], **extra)
         res = stage(s, cfg, [(f"acme/{name}", clone)])
         seeds = os.path.join(s, "seeds")
         leftovers = os.listdir(seeds) if os.path.isdir(seeds) else []
@@ -115,8 +115,11 @@ found += os.listdir(hooks) if os.path.isdir(hooks) else []""")) == NO,
     git(main, "worktree", "add", "-q", worktree)
     rejected("worktree", worktree, "gitdir", "a worktree whose .git is a `gitdir:` file")
 
+    # Submodules are omitted by default; under the reject policy, what
+    # declares one is refused (test_stage_submodules.py has real ones).
     sub = make_clone("submodule", {".gitmodules": b'[submodule "lib"]\n\tpath = lib\n\turl = ../other\n'})
-    rejected("submodule", sub, ".gitmodules", "a submodule")
+    rejected("submodule", sub, "`.gitmodules` is present: the commit declares submodules",
+             "a .gitmodules under the reject policy", submodules={"reject": ["acme/submodule"]})
 
     # Only `.git` is copied from a clone (the tree comes from the commit), so
     # these are planted there.

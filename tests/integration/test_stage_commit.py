@@ -403,13 +403,23 @@ with open("/probe/out", "w") as f:
     u = w.unstage(state)
     tap.ok(u.returncode == 0, "unstage after the refused stage exits 0", u.stderr)
 
-    for forged, needle in ((".GIT", ".GIT"), (".gitmodules", ".gitmodules")):
-        clone_f = w.make_clone("forged" + forged.lower(), {"README.md": b"f\n"})
-        plumb_commit(clone_f, {"README.md": b"f\n", forged: {"config": b"[core]\n\tfsmonitor = evil\n"}}
-                     if forged == ".GIT" else {"README.md": b"f\n", forged: b"[submodule \"x\"]\n"})
-        state, config, r = stage_one(clone_f)
-        tap.ok(r.returncode == 1 and f"`{needle}`" in r.stderr and seeds_left(state) == [],
-               f"a commit whose tree holds `{forged}` is refused, naming it, leaving nothing", r.stderr)
+    clone_f = w.make_clone("forged.git", {"README.md": b"f\n"})
+    plumb_commit(clone_f, {"README.md": b"f\n", ".GIT": {"config": b"[core]\n\tfsmonitor = evil\n"}})
+    state, config, r = stage_one(clone_f)
+    tap.ok(r.returncode == 1 and "`.GIT`" in r.stderr and seeds_left(state) == [],
+           "a commit whose tree holds `.GIT` is refused, naming it, leaving nothing", r.stderr)
+    # A top-level `.gitmodules` is the commit's like any file under the
+    # default submodule policy (omit), and refused under reject.
+    clone_m = w.make_clone("forged.gitmodules", {"README.md": b"f\n"})
+    plumb_commit(clone_m, {"README.md": b"f\n", ".gitmodules": b"[submodule \"x\"]\n"})
+    state, config, r = stage_one(clone_m)
+    tap.ok(r.returncode == 0 and w.staged(state)["seeds"][0]["omitted_submodules"] == []
+           and seed_tree(w.seed_dir(state, "acme/app")) == commit_tree(clone_m),
+           "a commit holding a top-level `.gitmodules` and no gitlink stages as it is, omitting nothing", r.stderr)
+    state = w.new_state()
+    r = w.stage(state, w.write_config(["acme/app"], submodules={"reject": ["acme/app"]}), [("acme/app", clone_m)])
+    tap.ok(r.returncode == 1 and "`.gitmodules` is present" in r.stderr and seeds_left(state) == [],
+           "... and is refused under the reject policy, naming it, leaving nothing", r.stderr)
 
     # ---- sizes before bytes ---------------------------------------------------
     sparse = w.make_clone("sparse", {"README.md": b"sparse\n"})

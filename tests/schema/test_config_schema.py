@@ -21,7 +21,8 @@ For each file in $SP_VECTORS/accept and $SP_VECTORS/reject:
       syntax (a trailing comma, a byte order mark, ...) has no twin: it is
       skipped, with the reason printed.
 Accepted vectors also have their effective settings checked against the
-document with the schema's defaults applied, and no output may echo a
+document with the schema's defaults applied (every repository's submodule
+policy listed), and no output may echo a
 canary token or a privateRepos value.  Refused YAML documents with planted
 canaries, and examples/sealed-probes.yaml against its JSON twin, are
 checked too.
@@ -32,7 +33,10 @@ and docs/config.md lists them: duplicate keys anywhere; a number with a
 fraction or exponent is never an integer (30.0, 3e1); NaN and Infinity;
 \\u0000 and unpaired surrogates; a byte order mark and invalid UTF-8;
 whitespace other than space, tab, LF and CR; nesting deeper than 64; and a
-document larger than 1048576 bytes.
+document larger than 1048576 bytes.  One rule compares two keys' values,
+which JSON Schema cannot do either: a name in a `submodules` list must be
+one of privateRepos, and in one list only (beyond_schema, applied after the
+schema's verdict).
 
 TAP on stdout; stdlib, jsonschema and PyYAML (its emitter only).
 """
@@ -151,7 +155,36 @@ def effective(doc, schema):
         "memoryLimitBytes": int(memory[:-1]) * unit,
         "interpreter": get("interpreter"),
         "maxInvocations": get("maxInvocations"),
+        "submodules": {policy: [r for r in block["privateRepos"] if policy_of(block, r) == policy]
+                       for policy in ("omit", "reject")},
     }
+
+
+def policy_of(block, repo):
+    """A repository's submodule policy: the list that names it, else omit."""
+    lists = block.get("submodules", {})
+    return "reject" if repo in lists.get("reject", []) else "omit"
+
+
+def beyond_schema(doc):
+    """The rules between two keys' values, which JSON Schema cannot state and
+    the loader enforces after the block is read (docs/config.md): every name
+    in a submodules list is one of privateRepos, and in one list only.
+    Returns why the document is refused, or None.  Called on a document the
+    schema accepts, so the types are the schema's."""
+    block = doc.get("sealedProbes") if isinstance(doc, dict) else None
+    if not isinstance(block, dict) or "submodules" not in block:
+        return None
+    repos = block.get("privateRepos", [])
+    seen = {}
+    for policy, names in block["submodules"].items():
+        for i, name in enumerate(names):
+            if name not in repos:
+                return f"submodules.{policy}[{i}] is not in privateRepos"
+            if name in seen:
+                return f"submodules.{policy}[{i}] is also in submodules.{seen[name]}"
+            seen[name] = f"{policy}[{i}]"
+    return None
 
 
 # The misspelt block (docs/config.md, "Rules for the whole document"): a
@@ -271,11 +304,15 @@ def run_proxy(proxy, args, stdin_bytes=None):
 
 
 def repo_values(raw):
-    """privateRepos strings worth looking for in output (long enough not to
-    coincide with the fixed message text)."""
+    """privateRepos strings, and the names in submodules lists, worth looking
+    for in output (long enough not to coincide with the fixed message text)."""
     try:
         doc = json.loads(raw.decode("utf-8", "replace"), parse_constant=lambda c: None)
-        repos = doc.get("sealedProbes", {}).get("privateRepos", [])
+        block = doc.get("sealedProbes", {})
+        repos = list(block.get("privateRepos", []))
+        lists = block.get("submodules", {})
+        for names in lists.values() if isinstance(lists, dict) else []:
+            repos += names if isinstance(names, list) else []
         return [r for r in repos if isinstance(r, str) and len(r) >= 8]
     except Exception:
         return []
@@ -416,6 +453,8 @@ def check_vector(tap, proxy, validator, schema, name, raw, expect_accept):
         errors = list(validator.iter_errors(doc))
         schema_accepts = not errors
         why = "; ".join(e.message for e in errors[:3]) or "valid"
+        if schema_accepts and beyond_schema(doc):
+            schema_accepts, why = False, f"beyond the schema: {beyond_schema(doc)}"
     except ParseReject as e:
         doc = None
         schema_accepts = False

@@ -2,8 +2,9 @@
 """`sealed-probe-proxy skill` (docs/skill.md): the agent-facing SKILL.md.
 
 Drives the real binary (env SP_PROXY).  Checks that the file names every
-configured repository and the configured limits, that its worked example
-script really works and answers within the result contract, that stdin and a
+configured repository and the configured limits, that it says submodules
+are empty directories (the same whatever the submodule policy), that its
+worked example script really works and answers within the result contract, that stdin and a
 file give the same bytes, that --out is atomic and 0644, the exit codes, and
 that nothing else of the config document leaks into it.
 
@@ -299,6 +300,23 @@ def help_prints_usage_and_exits_0():
 def skill_is_listed_among_the_verbs():
     p = subprocess.run([PROXY, "--help"], capture_output=True, timeout=RUN_TIMEOUT)
     assert p.returncode == 0 and b"skill" in p.stdout, p.stdout
+
+
+@test
+def submodules_are_said_to_be_empty_the_same_whatever_the_policy():
+    """The agent learns that a submodule's directory is empty and where to
+    look (`.gitmodules`), never which repositories have one or their paths
+    (repository content, docs/skill.md): the text is the same whatever the
+    operator's submodule policy."""
+    text = skill_text()
+    assert "Submodules are not included" in text and "is there but empty" in text, text
+    assert "`.gitmodules`" in text and "couldn't tell" in text
+    doc = json.loads(json.dumps(CONFIG))
+    doc["sealedProbes"]["submodules"] = {"reject": [REPOS[1]], "omit": [REPOS[0]]}
+    with Scratch() as s:
+        p = run(["--config", s.write_config(doc)])
+    assert p.returncode == 0 and p.stdout.decode("utf-8") == text, p.stderr
+    assert "reject" not in text and "omit" not in text
 
 
 @test

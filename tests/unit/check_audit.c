@@ -41,6 +41,9 @@ static const struct sp_run_facts facts = {
   .peak_memory_bytes = 41943040,
 };
 
+/* The seed the good record's probe ran on omits two submodules.  */
+static const size_t two_omitted = 2;
+
 /* 2026-11-30T07:01:02.345678901Z and a second and a half later.  */
 #define T0 1796022062345678901ULL
 
@@ -58,6 +61,7 @@ good_record (void)
     .script_sha256 = "sha256:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
     .seed_commit = "0123456789abcdef0123456789abcdef01234567",
     .seed_digest = "sha256:ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100",
+    .seed_omitted_submodules = &two_omitted,
     .snapshot = "overlay",
     .sandbox = "p3",
     .debited = true,
@@ -132,6 +136,7 @@ START_TEST (fixed_record_renders_exact_line_in_key_order)
       "\"script_sha256\":\"sha256:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\","
       "\"seed_commit\":\"0123456789abcdef0123456789abcdef01234567\","
       "\"seed_digest\":\"sha256:ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100\","
+      "\"seed_omitted_submodules\":2,"
       "\"snapshot\":\"overlay\",\"sandbox\":\"p3\",\"debited\":true,\"budget_remaining\":93,\"result\":"
       "\"NO\","
       "\"status\":\"answered\",\"cause\":\"none\",\"reason\":null,\"launched\":true,\"exit\":0,\"signal\":0,"
@@ -158,17 +163,17 @@ START_TEST (record_without_request_or_launch_renders_nulls)
   };
   cleanup_free char *line = render_ok (&rec, NULL);
 
-  ck_assert_str_eq (
-      line,
-      "{\"id\":\"r1-1\",\"run\":\"r1\",\"received\":\"2026-11-30T07:01:02.345Z\","
-      "\"started\":null,\"finished\":\"2026-11-30T07:01:02.345Z\",\"repo\":null,"
-      "\"outcomes\":null,\"script_sha256\":null,\"seed_commit\":null,\"seed_digest\":null,"
-      "\"snapshot\":null,\"sandbox\":null,\"debited\":false,\"budget_remaining\":0,\"result\":\"ERROR\","
-      "\"status\":\"refused\",\"cause\":\"frame\",\"reason\":\"request: unknown tag "
-      "0x07\",\"launched\":false,"
-      "\"exit\":null,\"signal\":null,\"oom\":null,\"timed_out\":null,\"wall_ms\":null,"
-      "\"cpu_ms\":null,\"peak_memory_bytes\":null,\"release\":\"bucketed\",\"release_ms\":1000,"
-      "\"release_overflow\":false,\"bits\":null,\"timing_bits\":null,\"repo_bits\":null}\n");
+  ck_assert_str_eq (line,
+                    "{\"id\":\"r1-1\",\"run\":\"r1\",\"received\":\"2026-11-30T07:01:02.345Z\","
+                    "\"started\":null,\"finished\":\"2026-11-30T07:01:02.345Z\",\"repo\":null,"
+                    "\"outcomes\":null,\"script_sha256\":null,\"seed_commit\":null,\"seed_digest\":null,"
+                    "\"seed_omitted_submodules\":null,\"snapshot\":null,\"sandbox\":null,\"debited\":false,"
+                    "\"budget_remaining\":0,\"result\":\"ERROR\","
+                    "\"status\":\"refused\",\"cause\":\"frame\",\"reason\":\"request: unknown tag "
+                    "0x07\",\"launched\":false,"
+                    "\"exit\":null,\"signal\":null,\"oom\":null,\"timed_out\":null,\"wall_ms\":null,"
+                    "\"cpu_ms\":null,\"peak_memory_bytes\":null,\"release\":\"bucketed\",\"release_ms\":1000,"
+                    "\"release_overflow\":false,\"bits\":null,\"timing_bits\":null,\"repo_bits\":null}\n");
 }
 END_TEST
 

@@ -12,9 +12,11 @@
 
 #include "sp_check.h"
 
-/* A block, and an enabled block with one repository plus extra members.  */
+/* A block, and an enabled block with one repository (two: REPOS2) plus
+   extra members.  */
 #define BLOCK(members)   "{\"sealedProbes\":{" members "}}"
 #define ENABLED(members) BLOCK ("\"enabled\":true,\"privateRepos\":[\"octo/hello\"]" members)
+#define REPOS2(members)  BLOCK ("\"enabled\":true,\"privateRepos\":[\"a/a\",\"b/b\"]" members)
 
 static struct sp_config *
 parse_ok (const char *doc)
@@ -134,7 +136,28 @@ expect_reject_exact (const char *doc, size_t len, const char *message)
   X (every_key_together_is_accepted,                                                                         \
      ENABLED (",\"runtime\":\"runc\",\"timeout\":60,\"memoryLimit\":\"2g\",\"interpreter\":\"python3\","     \
               "\"maxInvocations\":500"),                                                                     \
-     ck_assert (c->runtime == SP_RUNTIME_RUNC && c->timeout_seconds == 60 && c->max_invocations == 500))
+     ck_assert (c->runtime == SP_RUNTIME_RUNC && c->timeout_seconds == 60 && c->max_invocations == 500))     \
+  X (submodules_default_to_omit, REPOS2 (""),                                                                \
+     ck_assert (c->submodules[0] == SP_SUBMODULES_OMIT && c->submodules[1] == SP_SUBMODULES_OMIT))           \
+  X (submodules_reject_applies_to_the_listed_repository_only,                                                \
+     REPOS2 (",\"submodules\":{\"reject\":[\"b/b\"]}"),                                                      \
+     ck_assert (c->submodules[0] == SP_SUBMODULES_OMIT && c->submodules[1] == SP_SUBMODULES_REJECT))         \
+  X (submodules_omit_may_be_written_out,                                                                     \
+     REPOS2 (",\"submodules\":{\"omit\":[\"a/a\"],\"reject\":[\"b/b\"]}"),                                   \
+     ck_assert (c->submodules[0] == SP_SUBMODULES_OMIT && c->submodules[1] == SP_SUBMODULES_REJECT))         \
+  X (submodules_before_private_repos_in_document_order_are_accepted,                                         \
+     BLOCK ("\"submodules\":{\"reject\":[\"b/b\"]},\"enabled\":true,\"privateRepos\":[\"a/a\",\"b/b\"]"),    \
+     ck_assert (c->submodules[1] == SP_SUBMODULES_REJECT))                                                   \
+  X (submodules_empty_object_is_accepted, REPOS2 (",\"submodules\":{}"),                                     \
+     ck_assert (c->submodules[0] == SP_SUBMODULES_OMIT))                                                     \
+  X (submodules_empty_lists_are_accepted, REPOS2 (",\"submodules\":{\"omit\":[],\"reject\":[]}"),            \
+     ck_assert (c->submodules[0] == SP_SUBMODULES_OMIT && c->submodules[1] == SP_SUBMODULES_OMIT))           \
+  X (submodules_when_disabled_are_checked_then_dropped,                                                      \
+     BLOCK ("\"privateRepos\":[\"a/a\"],\"submodules\":{\"reject\":[\"a/a\"]}"),                             \
+     ck_assert (!c->enabled && c->n_private_repos == 0 && c->submodules == NULL))                            \
+  X (submodule_policy_names_round_trip, ENABLED (""),                                                        \
+     ck_assert (strcmp (sp_submodule_policy_name (SP_SUBMODULES_OMIT), "omit") == 0                          \
+                && strcmp (sp_submodule_policy_name (SP_SUBMODULES_REJECT), "reject") == 0))
 
 #define REPOS(items) BLOCK ("\"enabled\":true,\"privateRepos\":[" items "]")
 #define BAD_TIMEOUT  "sealedProbes.timeout: must be an integer from 1 to 300"
@@ -148,6 +171,9 @@ expect_reject_exact (const char *doc, size_t len, const char *message)
 #define BAD_RUNTIME "sealedProbes.runtime: must be one of \"docker\", \"gvisor\", \"sbx\", \"runc\""
 #define BAD_INTERP  "sealedProbes.interpreter: must be \"python3\""
 #define BAD_ENABLED "sealedProbes.enabled: must be true or false"
+#define BAD_SUBMODULES                                                                                       \
+  "sealedProbes.submodules: must be an object of \"omit\" and \"reject\" lists of \"owner/repo\" strings "   \
+  "(omit: the default)"
 /* The whole message for a misspelt block key (quoted as written).  */
 #define MISSPELT(quoted)                                                                                     \
   "(document): key " quoted " is refused as a misspelling: did you mean \"sealedProbes\"?"
@@ -260,6 +286,47 @@ expect_reject_exact (const char *doc, size_t len, const char *message)
   X (max_invocations_with_fraction_is_rejected, ENABLED (",\"maxInvocations\":100.0"), BAD_INVOKE)           \
   X (max_invocations_string_is_rejected, ENABLED (",\"maxInvocations\":\"100\""), BAD_INVOKE)                \
   X (first_bad_key_in_document_order_is_named, BLOCK ("\"maxInvocations\":0,\"timeout\":0"), BAD_INVOKE)     \
+  X (submodules_array_is_rejected, ENABLED (",\"submodules\":[\"octo/hello\"]"), BAD_SUBMODULES)             \
+  X (submodules_string_is_rejected, ENABLED (",\"submodules\":\"reject\""), BAD_SUBMODULES)                  \
+  X (submodules_null_is_rejected, ENABLED (",\"submodules\":null"), BAD_SUBMODULES)                          \
+  X (submodules_unknown_policy_is_rejected, ENABLED (",\"submodules\":{\"follow\":[\"octo/hello\"]}"),       \
+     "sealedProbes.submodules: key 0: must be \"omit\" or \"reject\", each the key of a list of "            \
+     "\"owner/repo\" strings ({\"reject\": [\"owner/repo\"]})")                                              \
+  X (submodules_uppercase_policy_is_rejected, ENABLED (",\"submodules\":{\"reject\":[],\"Reject\":[]}"),     \
+     "sealedProbes.submodules: key 1: must be \"omit\" or \"reject\"")                                       \
+  X (submodules_repository_as_a_key_is_rejected_unechoed,                                                    \
+     ENABLED (",\"submodules\":{\"https://x:ghp_CANARY@github.com/octo/hello\":\"reject\"}"),                \
+     "sealedProbes.submodules: key 0: must be \"omit\" or \"reject\"")                                       \
+  X (submodules_list_string_is_rejected, ENABLED (",\"submodules\":{\"reject\":\"octo/hello\"}"),            \
+     "sealedProbes.submodules.reject: must be an array of \"owner/repo\" strings")                           \
+  X (submodules_list_item_number_is_rejected, ENABLED (",\"submodules\":{\"omit\":[1]}"),                    \
+     "sealedProbes.submodules.omit[0]: must be a string \"owner/repo\"")                                     \
+  X (submodules_repository_not_in_private_repos_is_rejected,                                                 \
+     ENABLED (",\"submodules\":{\"reject\":[\"octo/hello\",\"octo/other\"]}"),                               \
+     "sealedProbes.submodules.reject[1]: is not in sealedProbes.privateRepos")                               \
+  X (submodules_without_private_repos_are_rejected, BLOCK ("\"submodules\":{\"omit\":[\"octo/hello\"]}"),    \
+     "sealedProbes.submodules.omit[0]: is not in sealedProbes.privateRepos")                                 \
+  X (submodules_unknown_repository_when_disabled_is_rejected,                                                \
+     BLOCK ("\"enabled\":false,\"privateRepos\":[\"a/a\"],\"submodules\":{\"reject\":[\"b/b\"]}"),           \
+     "sealedProbes.submodules.reject[0]: is not in sealedProbes.privateRepos")                               \
+  X (submodules_bad_name_is_named_by_position,                                                               \
+     ENABLED (",\"submodules\":{\"reject\":[\"octo/hello\",\"Octo/x\"]}"),                                   \
+     "sealedProbes.submodules.reject[1]: must be lowercase \"owner/repo\" (found an uppercase letter)")      \
+  X (submodules_credential_url_is_not_echoed,                                                                \
+     ENABLED (",\"submodules\":{\"reject\":[\"https://x:ghp_CANARY@github.com/octo/hello\"]}"),              \
+     "sealedProbes.submodules.reject[0]: must be \"owner/repo\", not a URL with credentials")                \
+  X (submodules_duplicate_in_a_list_is_rejected,                                                             \
+     ENABLED (",\"submodules\":{\"reject\":[\"octo/hello\",\"octo/hello\"]}"),                               \
+     "sealedProbes.submodules.reject[1]: duplicate of sealedProbes.submodules.reject[0]")                    \
+  X (submodules_repository_in_both_lists_is_rejected,                                                        \
+     REPOS2 (",\"submodules\":{\"omit\":[\"a/a\",\"b/b\"],\"reject\":[\"b/b\"]}"),                           \
+     "sealedProbes.submodules.reject[0]: also in sealedProbes.submodules.omit[1]")                           \
+  X (submodules_duplicate_policy_key_is_rejected,                                                            \
+     ENABLED (",\"submodules\":{\"reject\":[],\"reject\":[\"octo/hello\"]}"),                                \
+     "sealedProbes.submodules: duplicate key \"reject\"")                                                    \
+  X (submodules_bad_name_comes_before_an_unknown_repository,                                                 \
+     ENABLED (",\"submodules\":{\"omit\":[\"octo/other\"],\"reject\":[\"Octo/hello\"]}"),                    \
+     "sealedProbes.submodules.reject[0]: must be lowercase")                                                 \
   X (invalid_json_is_rejected, "{\"sealedProbes\":{\"enabled\":true,}}", "sealedProbes: invalid JSON")       \
   X (comment_is_rejected, "{\"sealedProbes\":{} /* x */}", "(document): invalid JSON")                       \
   X (trailing_garbage_is_rejected, "{} {}", "(document): invalid JSON")                                      \
@@ -398,6 +465,43 @@ START_TEST (repos_above_the_maximum_are_rejected)
 {
   cleanup_free char *doc = repos_doc (SP_CONFIG_MAX_REPOS + 1, false);
   expect_reject (doc, strlen (doc), "sealedProbes.privateRepos: must hold at most 256 repositories");
+}
+END_TEST
+
+/* n repositories "o/rK" to reject (privateRepos holds the first 256 of
+   them).  */
+static char *
+submodules_doc (size_t n)
+{
+  size_t cap = 128 + n * 40;
+  char *doc = malloc (cap);
+  size_t used;
+
+  ck_assert_ptr_nonnull (doc);
+  used = (size_t)snprintf (doc, cap, "{\"sealedProbes\":{\"enabled\":true,\"privateRepos\":[");
+  for (size_t i = 0; i < SP_CONFIG_MAX_REPOS; i++)
+    used += (size_t)snprintf (doc + used, cap - used, "%s\"o/r%zu\"", i ? "," : "", i);
+  used += (size_t)snprintf (doc + used, cap - used, "],\"submodules\":{\"reject\":[");
+  for (size_t i = 0; i < n; i++)
+    used += (size_t)snprintf (doc + used, cap - used, "%s\"o/r%zu\"", i ? "," : "", i);
+  snprintf (doc + used, cap - used, "]}}}");
+  return doc;
+}
+
+START_TEST (submodules_for_every_repository_at_the_maximum_are_accepted)
+{
+  cleanup_free char *doc = submodules_doc (SP_CONFIG_MAX_REPOS);
+  cleanup_config struct sp_config *c = parse_ok (doc);
+
+  for (size_t i = 0; i < SP_CONFIG_MAX_REPOS; i++)
+    ck_assert_int_eq (c->submodules[i], SP_SUBMODULES_REJECT);
+}
+END_TEST
+
+START_TEST (submodules_above_the_maximum_are_rejected)
+{
+  cleanup_free char *doc = submodules_doc (SP_CONFIG_MAX_REPOS + 1);
+  expect_reject (doc, strlen (doc), "sealedProbes.submodules.reject: must hold at most 256 repositories");
 }
 END_TEST
 
@@ -557,6 +661,8 @@ make_suite (void)
   tcase_add_test (tc, repos_at_the_maximum_are_accepted);
   tcase_add_test (tc, repos_above_the_maximum_are_rejected);
   tcase_add_test (tc, duplicate_at_the_end_of_the_maximum_is_rejected);
+  tcase_add_test (tc, submodules_for_every_repository_at_the_maximum_are_accepted);
+  tcase_add_test (tc, submodules_above_the_maximum_are_rejected);
   tcase_add_test (tc, nesting_deeper_than_64_is_rejected);
   tcase_add_test (tc, allows_repo_matches_bytes_exactly);
   tcase_add_test (tc, disabled_config_allows_no_repo);

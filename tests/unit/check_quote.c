@@ -123,6 +123,48 @@ START_TEST (null_name_shows_as_none)
 }
 END_TEST
 
+START_TEST (what_sp_quote_name_writes_reads_back_as_quoted)
+{
+  char name[SP_QUOTE_MAX_CHARS * 2];
+
+  for (int c = 1; c < 256; c++)
+    {
+      char one[2] = { (char)c, 0 };
+      ck_assert_msg (sp_quote_name_ok (q (one)), "byte 0x%02x: `%s`", c, q (one));
+    }
+  ck_assert (sp_quote_name_ok (q ("vendor/sha1")));
+  memset (name, '\n', sizeof (name) - 1);
+  name[sizeof (name) - 1] = '\0';
+  ck_assert (sp_quote_name_ok (q (name))); /* cut, with its "..." */
+  memset (name, 'a', sizeof (name) - 1);
+  ck_assert (sp_quote_name_ok (q (name)));
+  name[SP_QUOTE_MAX_CHARS] = '\0';
+  ck_assert (sp_quote_name_ok (q (name))); /* at the limit, whole */
+}
+END_TEST
+
+START_TEST (text_sp_quote_name_cannot_write_is_not_quoted)
+{
+  char longer[SP_QUOTE_MAX_CHARS + 8];
+
+  ck_assert (!sp_quote_name_ok (""));
+  ck_assert (!sp_quote_name_ok (NULL));
+  ck_assert (!sp_quote_name_ok ("a\nb"));        /* a raw control byte */
+  ck_assert (!sp_quote_name_ok ("a`b"));         /* a raw backquote */
+  ck_assert (!sp_quote_name_ok ("a\\b"));        /* a backslash but in \xNN */
+  ck_assert (!sp_quote_name_ok ("a\\x0"));       /* a short escape */
+  ck_assert (!sp_quote_name_ok ("a\\x0A"));      /* upper-case hex */
+  ck_assert (!sp_quote_name_ok ("a\\x41"));      /* 'A' is never escaped */
+  ck_assert (!sp_quote_name_ok ("a\\x00"));      /* no name holds a NUL */
+  ck_assert (!sp_quote_name_ok ("caf\xc3\xa9")); /* raw UTF-8 */
+  memset (longer, 'a', sizeof (longer) - 1);
+  longer[sizeof (longer) - 1] = '\0';
+  ck_assert (!sp_quote_name_ok (longer)); /* past the limit without "..." */
+  memcpy (longer + SP_QUOTE_MAX_CHARS, "...x", 5);
+  ck_assert (!sp_quote_name_ok (longer)); /* something after the "..." */
+}
+END_TEST
+
 static Suite *
 make_suite (void)
 {
@@ -140,6 +182,8 @@ make_suite (void)
   tcase_add_test (tc, worst_case_fills_the_buffer_exactly);
   tcase_add_test (tc, every_byte_quotes_to_printable_ascii);
   tcase_add_test (tc, null_name_shows_as_none);
+  tcase_add_test (tc, what_sp_quote_name_writes_reads_back_as_quoted);
+  tcase_add_test (tc, text_sp_quote_name_cannot_write_is_not_quoted);
   suite_add_tcase (s, tc);
   return s;
 }

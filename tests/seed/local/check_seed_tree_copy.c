@@ -43,7 +43,7 @@ teardown (void)
   fx_teardown ();
 }
 
-static const struct sp_copy_options roomy = { 1 << 20, 1000, 16, false, false, NULL };
+static const struct sp_copy_options roomy = { 1 << 20, 1000, 16, false, false, NULL, NULL };
 
 static int
 copy (const struct sp_copy_options *limits, sp_error_t *err)
@@ -253,7 +253,7 @@ END_TEST
 
 START_TEST (tree_copy_owner_writable_makes_a_read_only_tree_writable)
 {
-  const struct sp_copy_options snapshot = { 1 << 20, 1000, 16, true, false, NULL };
+  const struct sp_copy_options snapshot = { 1 << 20, 1000, 16, true, false, NULL, NULL };
   cleanup_error sp_error_t err = NULL;
 
   fx_put (src, "d/ro", "x", 0444);
@@ -275,8 +275,8 @@ END_TEST
 
 START_TEST (tree_copy_enforces_the_byte_limit)
 {
-  const struct sp_copy_options tight = { 99, 1000, 16, false, false, NULL };
-  const struct sp_copy_options exact = { 100, 1000, 16, false, false, NULL };
+  const struct sp_copy_options tight = { 99, 1000, 16, false, false, NULL, NULL };
+  const struct sp_copy_options exact = { 100, 1000, 16, false, false, NULL, NULL };
   cleanup_error sp_error_t err = NULL;
 
   fx_put (src, "a", "0123456789012345678901234567890123456789", 0644);
@@ -290,8 +290,8 @@ END_TEST
 
 START_TEST (tree_copy_enforces_the_entry_limit)
 {
-  const struct sp_copy_options tight = { 1 << 20, 4, 16, false, false, NULL };
-  const struct sp_copy_options exact = { 1 << 20, 5, 16, false, false, NULL };
+  const struct sp_copy_options tight = { 1 << 20, 4, 16, false, false, NULL, NULL };
+  const struct sp_copy_options exact = { 1 << 20, 5, 16, false, false, NULL, NULL };
   cleanup_error sp_error_t err = NULL;
 
   fx_put (src, "a", "", 0644);
@@ -307,8 +307,8 @@ END_TEST
 
 START_TEST (tree_copy_enforces_the_depth_limit)
 {
-  const struct sp_copy_options tight = { 1 << 20, 1000, 2, false, false, NULL };
-  const struct sp_copy_options exact = { 1 << 20, 1000, 3, false, false, NULL };
+  const struct sp_copy_options tight = { 1 << 20, 1000, 2, false, false, NULL, NULL };
+  const struct sp_copy_options exact = { 1 << 20, 1000, 3, false, false, NULL, NULL };
   cleanup_error sp_error_t err = NULL;
 
   fx_put (src, "a/b/c/file", "x", 0644);
@@ -316,6 +316,31 @@ START_TEST (tree_copy_enforces_the_depth_limit)
   sp_closep (&dst);
   dst = fx_mkdirs (fx_fd, "dst2");
   ck_assert_int_eq (copy (&exact, &err), 0);
+}
+END_TEST
+
+START_TEST (tree_copy_leaves_out_skip_top_unread_and_only_at_the_top)
+{
+  struct sp_copy_options skipping = roomy;
+  cleanup_error sp_error_t err = NULL;
+  cleanup_free char *kept = NULL;
+
+  fx_put (src, "modules/lib/canary", "SKIPPED-CANARY\n", 0644);
+  fx_put (src, "keep/modules/f", "kept\n", 0644);
+  /* Neither a FIFO nor an entry past the limit stops the copy: what is
+     skipped is never looked at, nor counted.  */
+  ck_assert_int_eq (mkfifoat (src, "modules/pipe", 0644), 0);
+  skipping.skip_top = "modules";
+  skipping.max_entries = 3; /* keep, keep/modules, keep/modules/f */
+  if (copy (&skipping, &err) < 0)
+    ck_abort_msg ("sp_tree_copy: %s", sp_error_message (err));
+  ck_assert_int_eq (faccessat (dst, "modules", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+  kept = fx_read (dst, "keep/modules/f");
+  ck_assert_ptr_nonnull (kept);
+  ck_assert_str_eq (kept, "kept\n");
+  /* The control: without skip_top, the same tree is refused at the FIFO.  */
+  ck_assert_int_eq (fx_sh ("rm -rf %s/dst/keep", fx_dir), 0);
+  copy_fails_with (&roomy, "`modules/pipe` is a FIFO", NULL);
 }
 END_TEST
 
@@ -372,6 +397,7 @@ make_suite (void)
   tcase_add_test (tc, tree_copy_enforces_the_byte_limit);
   tcase_add_test (tc, tree_copy_enforces_the_entry_limit);
   tcase_add_test (tc, tree_copy_enforces_the_depth_limit);
+  tcase_add_test (tc, tree_copy_leaves_out_skip_top_unread_and_only_at_the_top);
   tcase_add_test (tc, tree_copy_gives_every_entry_to_uid_and_gid);
   tcase_add_test (tc, tree_copy_quotes_an_unprintable_name_in_its_error);
   suite_add_tcase (s, tc);
