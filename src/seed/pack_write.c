@@ -105,17 +105,16 @@ static int
 open_source (int packdirfd, const char *idx_name, struct source *s, sp_error_t *err)
 {
   cleanup_close int idx_fd = -1;
-  cleanup_free char *pack_name = strdup (idx_name);
+  cleanup_free char *pack_name = NULL;
   unsigned char *bytes = NULL;
   unsigned char head[SP_PACK_HEADER_SIZE];
   struct stat idx_st, pack_st;
   size_t len = 0;
 
   sp_quote_name (idx_name, s->name);
-  if (pack_name == NULL)
+  /* pack-X.idx names pack-X.pack: one byte longer.  */
+  if (asprintf (&pack_name, "%.*s.pack", (int)(strlen (idx_name) - 4), idx_name) < 0)
     return sp_make_error (err, ENOMEM, "`%s`", s->name);
-  strcpy (pack_name + strlen (pack_name) - 4, ".pac");
-  strcat (pack_name, "k");
   idx_fd = open_regular (packdirfd, idx_name, &idx_st, err);
   if (idx_fd < 0)
     return -1;
