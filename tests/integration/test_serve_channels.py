@@ -2,7 +2,7 @@
 (docs/threat-model.md, "Host-wide state").  A writer probe on one
 repository perturbs what every sandbox shares, according to a secret in its
 repository: negative dentries (lookups of missing names in its workspace, in
-/tmp and in the shared rootfs), memory, processes and files.  A reader probe
+/tmp and in the rootfs), memory, processes and files.  A reader probe
 on another repository then tries every host-wide source of a count: the
 /proc/sys counters, the host's /proc files, /sys, sysinfo().  It answers
 BLIND when none gives it a number, SEES when one does, and BROKEN when its
@@ -10,9 +10,9 @@ control (its own /proc/self/status) is not there, so a BLIND cannot come from
 a reader that reads nothing.
 
 The control for the writer: the host's own dentry count, read by the test
-around the secret-1 writer, rises by at least half its lookups in the shared
-rootfs (the ones that outlive the sandbox), so the
-perturbation is real and a reader that could read the counter would see it.
+around the secret-1 writer, rises by at least half its lookups in the
+workspace (the ones that reach the host's filesystem and outlive the
+sandbox), so the perturbation is real and a reader that could read the counter would see it.
 Under gVisor the sentry answers lookups from its own caches and the gofer's,
 so that premise is checked where it holds and said otherwise."""
 
@@ -28,20 +28,29 @@ B = backend()
 require_root_and("git")
 import sp_serve as S  # noqa: E402
 
-LOOKUPS = 40000
-# The third of the lookups made in the shared rootfs: the negative dentries
-# that outlive the sandbox (those under its workspace and /tmp go with them).
-PERSISTING = LOOKUPS // 3
+# Lookups of missing names in the workspace, /tmp and the rootfs's standard
+# library directory (it must exist: a lookup under a missing directory stops
+# there).  /tmp and the rootfs are tmpfs mounts (the rootfs is serve's private
+# copy), where a negative dentry goes as soon as its lookup ends; the
+# workspace's reach the seed below its overlay, on the host's own filesystem,
+# and outlive the sandbox.  Those are many, so that the control below sees
+# them over what other tests on a loaded host make and free meanwhile, and
+# each run of the writer looks up names of its own, so that a second try
+# makes new ones.
+PERSISTING = 60000
+TMPFS_LOOKUPS = 10000
 DONE, BLIND, SEES, BROKEN = S.answer("DONE"), S.answer("BLIND"), S.answer("SEES"), S.answer("BROKEN")
 
 WRITER = f'''
 import json, os
 secret = open("/probe/repo/secret").read().strip()
 if secret == "1":
-    for top in ("/probe/repo", "/tmp", "/usr/lib/python3"):
-        for i in range({LOOKUPS} // 3):
+    run = os.urandom(8).hex()
+    stdlib = os.path.dirname(os.__file__)
+    for top, count in (("/probe/repo", {PERSISTING}), ("/tmp", {TMPFS_LOOKUPS}), (stdlib, {TMPFS_LOOKUPS})):
+        for i in range(count):
             try:
-                os.stat(f"{{top}}/missing-{{i}}")
+                os.stat(f"{{top}}/missing-{{run}}-{{i}}")
             except OSError:
                 pass
     hog = bytearray(32 << 20)
@@ -127,17 +136,18 @@ try:
             before = host_dentries()
             w1 = srv.probe(WRITER, "acme/x1", ("DONE", "NO", "UNKNOWN"))
             rise = host_dentries() - before
+            print(f"# the host's dentry count moved by {rise} around the secret-1 writer", flush=True)
             grown = rise if grown is None else max(grown, rise)
             if w1 != DONE or grown >= PERSISTING // 2:
                 break
         tap.ok(w1 == DONE, "the writer with secret 1 ran on acme/x1", w1)
         if B.gvisor and grown < PERSISTING // 2:
-            B.not_applicable(tap, "control: the host's dentry count rose by at least half the writer's rootfs lookups",
+            B.not_applicable(tap, "control: the host's dentry count rose by at least half the writer's workspace lookups",
                              f"the sentry answered the lookups from its own caches (the host's count rose by "
                              f"{grown}); the reader's blindness below holds regardless")
         else:
             tap.ok(grown >= PERSISTING // 2,
-                   "control: the host's dentry count rose by at least half the writer's rootfs lookups", grown)
+                   "control: the host's dentry count rose by at least half the writer's workspace lookups", grown)
         after1 = [srv.probe(READER, "acme/y", outcomes) for _ in range(2)]
         tap.ok(after1 == [BLIND, BLIND], "after the secret-1 writer, two readers on acme/y read no host-wide count",
                after1)
