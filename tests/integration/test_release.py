@@ -190,16 +190,19 @@ def stalled(srv, state, text, stall_ms):
     return bool(admitted), out, rec_of(state, text)
 
 
-def together(srv, items, stagger=0.0):
+def together(srv, items, stagger=0.0, gates=None):
     """items: [(label, bytes)], sent at once, each from a thread of its own
     (stagger s apart, to fix their acceptance order); their results in
-    order."""
+    order.  gates: {index: callable}, each called (and waited for) before
+    that item is sent."""
     out = [None] * len(items)
 
     def one(i, label, data):
         out[i] = request(srv.socket, data, label)
     threads = []
     for i, (label, data) in enumerate(items):
+        if gates and i in gates:
+            gates[i]()
         th = threading.Thread(target=one, args=(i, label, data), daemon=True)
         th.start()
         threads.append(th)
@@ -671,8 +674,18 @@ try:
     state = work.staged_state(config, clones)
     with serve(config, state, "bucketed", concurrency=2, queue=8) as srv:
         slow1, slow2, queued = sleeper("slow-1", 2.0), sleeper("slow-2", 2.0), script("behind")
+
+        def both_slow_admitted():
+            """The queued request is sent once both slow probes hold a slot
+            (their admission records, written once a slot took them, are in
+            the audit log): a stagger alone did not fix the order on a
+            loaded host, where a thread sent 20 ms after another reached
+            serve 200 ms before it and took its slot."""
+            tags = {S.sha256_tag(slow1), S.sha256_tag(slow2)}
+            S.wait_for(lambda: tags <= {r["script_sha256"] for r in S.audit_lines(state, srv.run, admissions=True)
+                                        if r["status"] == "admitted"}, timeout=60)
         res = together(srv, [("slow 1", frame(ALPHA, slow1)), ("slow 2", frame(BETA, slow2)),
-                             ("queued", frame(ALPHA, queued))], stagger=0.02)
+                             ("queued", frame(ALPHA, queued))], stagger=0.02, gates={2: both_slow_admitted})
         r1, r2, rq = rec_of(state, slow1), rec_of(state, slow2), rec_of(state, queued)
         note(f"queued behind slow probes: {res}")
         waited = waited_ms(rq) if rq else None
