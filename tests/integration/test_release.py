@@ -137,11 +137,6 @@ def script(tag, body=""):
         'with open("/probe/out", "w") as f:\n    json.dump({"result": "YES"}, f)\n'
 
 
-def busy(tag, ms):
-    """Answers YES only after it measured ms of its own busy work."""
-    return script(tag, f"t0 = time.monotonic()\nwhile time.monotonic() - t0 < {ms / 1000}:\n    pass\n")
-
-
 def sleeper(tag, seconds):
     return script(tag, f"time.sleep({seconds})\n")
 
@@ -679,8 +674,9 @@ try:
             """The queued request is sent once both slow probes hold a slot
             (their admission records, written once a slot took them, are in
             the audit log): a stagger alone did not fix the order on a
-            loaded host, where a thread sent 20 ms after another reached
-            serve 200 ms before it and took its slot."""
+            loaded host, where slow 2's thread reached serve 200 ms late,
+            in the same millisecond as the queued one, which took its
+            slot."""
             tags = {S.sha256_tag(slow1), S.sha256_tag(slow2)}
             S.wait_for(lambda: tags <= {r["script_sha256"] for r in S.audit_lines(state, srv.run, admissions=True)
                                         if r["status"] == "admitted"}, timeout=60)
