@@ -192,7 +192,7 @@ class Serve:
         if self.proc is None:
             return
         if self.proc.poll() is None:
-            # Held answers leave at once on SIGTERM (src/serve/release.c).
+            # Held answers leave at once on SIGTERM (src/serve/releaser.c).
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=60)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """How well an observer tells two secret-dependent probes apart from the
 client's latency alone, under each of serve's release modes
-(--release immediate|bucketed|fixed; include/sealed-probe/release.h,
+(--release immediate|bucketed|fixed; src/base/release_ladder.h,
 docs/threat-model.md).  docs/performance.md, "Timing channel", records what
 it measured.
 

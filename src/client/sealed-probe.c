@@ -8,7 +8,7 @@
    Every helper returns -1 on failure without a reason: the only thing the
    client may ever report is ERROR.  */
 #define _GNU_SOURCE
-#include "config.h"
+#include "build_config.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,13 +25,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sealed-probe/answer.h>
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/clock.h>
-#include <sealed-probe/error.h>
-#include <sealed-probe/outcome.h>
-#include <sealed-probe/protocol.h>
+#include "base/answer.h"
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/outcome.h"
+#include "base/protocol.h"
 
 /* Time left to print the answer once the deadline has passed: the ERROR line
    that reports a timeout must still get out, but never block forever.  */

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
-#include "verbs.h"
+#include "build_config.h"
+#include "proxy/verbs.h"
 
 struct verb
 {

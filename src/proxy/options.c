@@ -1,16 +1,16 @@
 /* The verbs' option parser: see options.h.  */
 #define _GNU_SOURCE
-#include "options.h"
+#include "proxy/options.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/bundle.h>
-#include <sealed-probe/cleanup.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "bundle/bundle.h"
 
-#include "verbs.h"
+#include "proxy/verbs.h"
 
 int
 sp_options_usage_error (const char *verb, const char *usage, const char *fmt, ...)

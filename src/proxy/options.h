@@ -1,8 +1,8 @@
 /* The one option parser the verbs share: `--name VALUE` or `--name=VALUE`,
    flags, and repeatable options.  Every value must be non-empty, and a
    single-value option may be given once.  */
-#ifndef SEALED_PROBE_PROXY_OPTIONS_H
-#define SEALED_PROBE_PROXY_OPTIONS_H
+#ifndef SP_PROXY_OPTIONS_H
+#define SP_PROXY_OPTIONS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,15 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/config.h>
-#include <sealed-probe/release.h>
-#include <sealed-probe/runtime.h>
+#include "base/bounds.h"
+#include "base/release_ladder.h"
+#include "runtimes/runtime.h"
+#include "text/config.h"
 
-#include "config.h"
-#include "options.h"
-#include "serve_options.h"
-#include "verbs.h"
+#include "build_config.h"
+#include "proxy/options.h"
+#include "proxy/serve_options.h"
+#include "proxy/verbs.h"
 
 /* A decimal 1..max, with nothing around it.  */
 static int

@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "serve.h"
+#include "serve/serve.h"
 
 /* Parses argv into opt, defaults applied.  with_serving adds the options only
    serve has (socket, readiness, concurrency, queue).  Returns 0, -1 after

@@ -15,23 +15,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/bundle.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/config.h>
-#include <sealed-probe/fileio.h>
-#include <sealed-probe/rootfs.h>
-#include <sealed-probe/rootfs_copy.h>
-#include <sealed-probe/runtime.h>
-#include <sealed-probe/seccomp_profile.h>
-#include <sealed-probe/seed_store.h>
-#include <sealed-probe/sha256.h>
-#include <sealed-probe/tree_copy.h>
-#include <sealed-probe/tree_remove.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/sha256.h"
+#include "bundle/bundle.h"
+#include "os/fileio.h"
+#include "rootfs/copy.h"
+#include "rootfs/verify.h"
+#include "runtimes/runtime.h"
+#include "seccomp/profile.h"
+#include "stage/seed_store.h"
+#include "text/config.h"
+#include "tree/copy.h"
+#include "tree/remove.h"
 
-#include "config.h"
-#include "options.h"
-#include "verbs.h"
+#include "build_config.h"
+#include "proxy/options.h"
+#include "proxy/verbs.h"
 
 #define USAGE                                                                                                \
   "usage: sealed-probe-proxy bundle --dry-run --config PATH|- --repo OWNER/NAME --script PATH|- --out DIR\n" \

@@ -6,16 +6,16 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/config.h>
-#include <sealed-probe/release.h>
-#include <sealed-probe/runtime.h>
-#include <sealed-probe/secret_env.h>
+#include "base/cleanup.h"
+#include "base/release_ladder.h"
+#include "runtimes/runtime.h"
+#include "stage/secret_env.h"
+#include "text/config.h"
 
-#include "options.h"
-#include "serve.h"
-#include "serve_options.h"
-#include "verbs.h"
+#include "proxy/options.h"
+#include "proxy/serve_options.h"
+#include "proxy/verbs.h"
+#include "serve/serve.h"
 
 #define USAGE                                                                                                \
   "usage: sealed-probe-proxy check --config PATH|- [--state DIR] [--rootfs DIR] [--run-dir DIR]\n"           \
@@ -116,7 +116,7 @@ sp_verb_check (int argc, char **argv)
       ret = fflush (stdout) == 0 ? SP_EXIT_OK : fail ("standard output");
     }
   sp_error_release (&err);
-  if (sp_serve_release (&s, &err) < 0)
+  if (sp_serve_teardown (&s, &err) < 0)
     ret = fail ("cleanup: %s", sp_error_message (err));
   return ret;
 }

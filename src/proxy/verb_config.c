@@ -5,12 +5,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/config.h>
-#include <sealed-probe/fileio.h>
-#include <sealed-probe/yajl_util.h>
+#include "base/cleanup.h"
+#include "os/fileio.h"
+#include "text/config.h"
+#include "text/yajl_util.h"
 
-#include "verbs.h"
+#include "proxy/verbs.h"
 
 #define USAGE "usage: sealed-probe-proxy config --config PATH|-"
 

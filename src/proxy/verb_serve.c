@@ -13,16 +13,16 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/config.h>
-#include <sealed-probe/secret_env.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "stage/secret_env.h"
+#include "text/config.h"
 
-#include "config.h"
-#include "options.h"
-#include "serve.h"
-#include "serve_options.h"
-#include "verbs.h"
+#include "build_config.h"
+#include "proxy/options.h"
+#include "proxy/serve_options.h"
+#include "proxy/verbs.h"
+#include "serve/serve.h"
 
 #define USAGE                                                                                                \
   "usage: sealed-probe-proxy serve --config PATH|- [--state DIR] [--rootfs DIR] [--socket PATH]\n"           \
@@ -142,7 +142,7 @@ sp_verb_serve (int argc, char **argv)
   if (opt.ready_file)
     sp_ready_file_remove (opt.ready_file, &ready_owned);
   sp_error_release (&err);
-  if (s.config != NULL && sp_serve_release (&s, &err) < 0)
+  if (s.config != NULL && sp_serve_teardown (&s, &err) < 0)
     ret = fail ("cleanup: %s", sp_error_message (err));
   sp_notify_close (&notify);
   if (ret == SP_EXIT_OK)

@@ -12,13 +12,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/config.h>
-#include <sealed-probe/fileio.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "os/fileio.h"
+#include "text/config.h"
 
-#include "options.h"
-#include "verbs.h"
+#include "proxy/options.h"
+#include "proxy/verbs.h"
 
 #define USAGE "usage: sealed-probe-proxy skill --config PATH|- [--out FILE]"
 

@@ -16,27 +16,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/catalog.h>
-#include <sealed-probe/bundle.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/config.h>
-#include <sealed-probe/runtime.h>
-#include <sealed-probe/git_seed.h>
-#include <sealed-probe/git_stage.h>
-#include <sealed-probe/github_fetch.h>
-#include <sealed-probe/progress.h>
-#include <sealed-probe/secret_cred.h>
-#include <sealed-probe/secret_env.h>
-#include <sealed-probe/seed_store.h>
-#include <sealed-probe/state_lock.h>
-#include <sealed-probe/tree_copy.h>
-#include <sealed-probe/tree_normalize.h>
-#include <sealed-probe/tree_remove.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "bundle/bundle.h"
+#include "os/progress.h"
+#include "os/state_lock.h"
+#include "runtimes/runtime.h"
+#include "seed/git_seed.h"
+#include "seed/git_stage.h"
+#include "seed/github_fetch.h"
+#include "stage/catalog.h"
+#include "stage/secret_cred.h"
+#include "stage/secret_env.h"
+#include "stage/seed_store.h"
+#include "text/config.h"
+#include "tree/copy.h"
+#include "tree/normalize.h"
+#include "tree/remove.h"
 
-#include "config.h"
-#include "options.h"
-#include "verbs.h"
+#include "build_config.h"
+#include "proxy/options.h"
+#include "proxy/verbs.h"
 
 #define USAGE                                                                                                \
   "usage: sealed-probe-proxy stage --config PATH|- [--catalog FILE] [--clone OWNER/NAME=PATH]...\n"          \
@@ -206,7 +206,7 @@ count_and_check (void *ctx, uint64_t bytes, sp_error_t *err)
 }
 
 /* Produces seeds/RUN/INDEX for one repository: a sanitized copy of its local
-   clone, or its GitHub tarball; then the seed policy (tree_normalize.h), which
+   clone, or its GitHub tarball; then the seed policy (tree/normalize.h), which
    gives it to the probe uid.  The read-only mount, not its modes, keeps it
    unchanged.  */
 /* A local clone's seed: its `.git` copied (but the submodules'

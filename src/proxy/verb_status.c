@@ -13,14 +13,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/run_status.h>
-#include <sealed-probe/seed_store.h>
-#include <sealed-probe/state_lock.h>
-#include <sealed-probe/yajl_util.h>
+#include "base/cleanup.h"
+#include "os/state_lock.h"
+#include "stage/seed_store.h"
+#include "status/run_status.h"
+#include "text/yajl_util.h"
 
-#include "options.h"
-#include "verbs.h"
+#include "proxy/options.h"
+#include "proxy/verbs.h"
 
 #define USAGE "usage: sealed-probe-proxy status --state DIR [--json]"
 
@@ -52,7 +52,7 @@ static void
 print_failure (FILE *f, const struct sp_run_failure *x)
 {
   fprintf (f, "  %s  %-20s %-24s %-11s %s", x->time, x->id, x->repo[0] ? x->repo : "-",
-           sp_run_outcome_name (x->status), sp_audit_cause_name (x->cause));
+           sp_run_outcome_name (x->status), sp_cause_name (x->cause));
   if (x->has_exit)
     fprintf (f, " exit=%" PRId64, x->exit_code);
   if (x->has_signal && x->signal != 0)
@@ -207,10 +207,9 @@ print_human (FILE *f, const struct sp_run_status *st, const struct sp_staged *st
   if (st->failures_total == 0)
     return;
   fprintf (f, "%-13s %" PRIu64 " in all:", "failures", st->failures_total);
-  for (int c = 0, n = 0; c < SP_AUDIT_CAUSE_COUNT; c++)
+  for (int c = 0, n = 0; c < SP_CAUSE_COUNT; c++)
     if (st->causes[c] > 0)
-      fprintf (f, "%s %s %" PRIu64, n++ ? "," : "", sp_audit_cause_name ((enum sp_audit_cause)c),
-               st->causes[c]);
+      fprintf (f, "%s %s %" PRIu64, n++ ? "," : "", sp_cause_name ((enum sp_cause)c), st->causes[c]);
   fprintf (f, "; the last %zu:\n", st->n_failures);
   for (size_t i = 0; i < st->n_failures; i++)
     print_failure (f, sp_run_status_failure (st, i));
@@ -266,7 +265,7 @@ gen_failure (yajl_gen g, const struct sp_run_failure *x)
   st |= gen_str (g, "time", x->time) | gen_str (g, "id", x->id)
         | gen_str (g, "repo", x->repo[0] ? x->repo : NULL);
   st |= gen_str (g, "status", sp_run_outcome_name (x->status))
-        | gen_str (g, "cause", sp_audit_cause_name (x->cause));
+        | gen_str (g, "cause", sp_cause_name (x->cause));
   st |= gen_key (g, "exit") | (x->has_exit ? yajl_gen_integer (g, x->exit_code) : yajl_gen_null (g));
   st |= gen_key (g, "signal") | (x->has_signal ? yajl_gen_integer (g, x->signal) : yajl_gen_null (g));
   st |= gen_tristate (g, "oom", x->oom) | gen_tristate (g, "timed_out", x->timed_out);
@@ -376,9 +375,9 @@ render_json (yajl_gen g, const struct sp_run_status *s, const struct sp_staged *
 
   st |= gen_u64 (g, "failures_total", s->failures_total);
   st |= gen_key (g, "failure_causes") | yajl_gen_map_open (g);
-  for (int c = 0; c < SP_AUDIT_CAUSE_COUNT; c++)
+  for (int c = 0; c < SP_CAUSE_COUNT; c++)
     if (s->causes[c] > 0)
-      st |= gen_u64 (g, sp_audit_cause_name ((enum sp_audit_cause)c), s->causes[c]);
+      st |= gen_u64 (g, sp_cause_name ((enum sp_cause)c), s->causes[c]);
   st |= yajl_gen_map_close (g);
   st |= gen_key (g, "failures") | yajl_gen_array_open (g);
   for (size_t i = 0; i < s->n_failures; i++)

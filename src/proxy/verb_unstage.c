@@ -4,14 +4,14 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/progress.h>
-#include <sealed-probe/seed_store.h>
-#include <sealed-probe/state_lock.h>
+#include "base/cleanup.h"
+#include "os/progress.h"
+#include "os/state_lock.h"
+#include "stage/seed_store.h"
 
-#include "config.h"
-#include "options.h"
-#include "verbs.h"
+#include "build_config.h"
+#include "proxy/options.h"
+#include "proxy/verbs.h"
 
 #define USAGE "usage: sealed-probe-proxy unstage [--state DIR]"
 

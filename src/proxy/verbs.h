@@ -1,7 +1,7 @@
 /* One function per sealed-probe-proxy verb, one file per verb, as crun does.
    A verb returns the process exit status: 0 success, 1 failure, 2 bad usage.  */
-#ifndef SEALED_PROBE_PROXY_VERBS_H
-#define SEALED_PROBE_PROXY_VERBS_H
+#ifndef SP_PROXY_VERBS_H
+#define SP_PROXY_VERBS_H
 
 #define SP_EXIT_OK    0
 #define SP_EXIT_FAIL  1

@@ -1,6 +1,6 @@
 /* The rootfs build: see build.h.  */
 #define _GNU_SOURCE
-#include "build.h"
+#include "rootfs/build.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,17 +13,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
-#include <sealed-probe/tree_digest.h>
+#include "base/cleanup.h"
+#include "os/fileio.h"
+#include "tree/digest.h"
 
-#include "deb.h"
-#include "extract.h"
-#include "lock.h"
-#include "pyc.h"
-#include <sealed-probe/tree_normalize.h>
-#include <sealed-probe/tree_remove.h>
-#include "skeleton.h"
+#include "rootfs/deb.h"
+#include "rootfs/extract.h"
+#include "rootfs/lock.h"
+#include "rootfs/pyc.h"
+#include "rootfs/skeleton.h"
+#include "tree/normalize.h"
+#include "tree/remove.h"
 
 /* Debian's name for the architecture this builder runs on; a lock entry must
    be for it or for "all".  */

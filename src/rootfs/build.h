@@ -6,10 +6,10 @@
 #ifndef SP_ROOTFS_BUILD_H
 #define SP_ROOTFS_BUILD_H
 
-#include <sealed-probe/error.h>
-#include <sealed-probe/sha256.h>
+#include "base/error.h"
+#include "base/sha256.h"
 
-/* The layout of DIR, shared with rootfs_verify.c.  */
+/* The layout of DIR, shared with rootfs/verify.c.  */
 #define SP_ROOTFS_ROOT_DIR    "root"
 #define SP_ROOTFS_DIGEST_FILE "digest"
 

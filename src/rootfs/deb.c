@@ -1,6 +1,6 @@
 /* .deb reading: see deb.h.  */
 #define _GNU_SOURCE
-#include "deb.h"
+#include "rootfs/deb.h"
 
 #include <archive_entry.h>
 #include <errno.h>
@@ -9,11 +9,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
+#include "base/cleanup.h"
+#include "os/fileio.h"
 
-#include <sealed-probe/archive_extract.h>
-#include <sealed-probe/bounds.h>
+#include "base/bounds.h"
+#include "os/archive_extract.h"
 
 #define DEBIAN_BINARY "2.0\n"
 

@@ -9,8 +9,8 @@
 #include <archive.h>
 #include <stdint.h>
 
-#include <sealed-probe/error.h>
-#include <sealed-probe/sha256.h>
+#include "base/error.h"
+#include "base/sha256.h"
 
 struct sp_deb;
 

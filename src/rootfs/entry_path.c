@@ -1,6 +1,6 @@
 /* Entry path cleaning: see entry_path.h.  */
 #define _GNU_SOURCE
-#include "entry_path.h"
+#include "rootfs/entry_path.h"
 
 #include <string.h>
 

@@ -4,9 +4,9 @@
 #ifndef SP_ROOTFS_ENTRY_PATH_H
 #define SP_ROOTFS_ENTRY_PATH_H
 
-#include <sealed-probe/error.h>
+#include "base/error.h"
 
-#include <sealed-probe/bounds.h>
+#include "base/bounds.h"
 
 /* Cleans raw (a tar member name such as "./usr/bin/" or a hardlink target)
    into out, which has SP_TREE_PATH_MAX bytes.  The archive root ("." or

@@ -1,6 +1,6 @@
 /* Secure extraction: see extract.h.  */
 #define _GNU_SOURCE
-#include "extract.h"
+#include "rootfs/extract.h"
 
 #include <archive_entry.h>
 #include <errno.h>
@@ -11,14 +11,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/archive_extract.h>
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/open_beneath.h>
-#include <sealed-probe/quote.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/quote.h"
+#include "os/archive_extract.h"
+#include "os/open_beneath.h"
 
-#include "entry_path.h"
-#include "prune.h"
+#include "rootfs/entry_path.h"
+#include "rootfs/prune.h"
 
 #define DISK_OPTIONS                                                                                         \
   (ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS                                         \

@@ -10,7 +10,7 @@
    _SECURE_SYMLINKS, _SECURE_NOABSOLUTEPATHS and _NO_OVERWRITE as a second
    line of defence, and without restoring owners, permissions, times, ACLs,
    xattrs or file flags: owner 0:0, no setuid/setgid/sticky, and writable
-   modes until tree_normalize.h fixes the final ones.
+   modes until tree/normalize.h fixes the final ones.
 
    libarchive's write_disk resolves paths against the current directory, so
    sp_extract_begin() fchdir()s into the tree and sp_extract_end() returns.
@@ -22,7 +22,7 @@
 #include <archive.h>
 #include <stdint.h>
 
-#include <sealed-probe/error.h>
+#include "base/error.h"
 
 struct sp_extract;
 

@@ -1,6 +1,6 @@
 /* rootfs.lock parsing: see lock.h.  */
 #define _GNU_SOURCE
-#include "lock.h"
+#include "rootfs/lock.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
+#include "base/cleanup.h"
+#include "os/fileio.h"
 
 #define LOCK_FIELDS 4
 

@@ -8,10 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <sealed-probe/error.h>
-#include <sealed-probe/sha256.h>
+#include "base/error.h"
+#include "base/sha256.h"
 
-#include <sealed-probe/bounds.h>
+#include "base/bounds.h"
 
 #define SP_LOCK_HEADER "# sealed-probe-rootfs-lock 1"
 

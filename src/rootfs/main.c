@@ -8,12 +8,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "config.h"
+#include "build_config.h"
 
-#include <sealed-probe/error.h>
-#include <sealed-probe/rootfs.h>
+#include "base/error.h"
+#include "rootfs/verify.h"
 
-#include "build.h"
+#include "rootfs/build.h"
 
 #define PROGRAM "sealed-probe-rootfs"
 

@@ -1,13 +1,13 @@
 /* The prune table and the forbidden names: see prune.h.  Extraction skips a
    pruned entry (nothing is extracted and then deleted).  */
 #define _GNU_SOURCE
-#include "prune.h"
+#include "rootfs/prune.h"
 
 #include <fnmatch.h>
 #include <stddef.h>
 #include <string.h>
 
-#include <sealed-probe/bounds.h>
+#include "base/bounds.h"
 
 enum prune_scope
 {

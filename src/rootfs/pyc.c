@@ -1,7 +1,7 @@
 /* The precompiled standard library: see pyc.h.  The compiler is started
    with sp_spawn_with: chrooted into the tree, without capabilities.  */
 #define _GNU_SOURCE
-#include "pyc.h"
+#include "rootfs/pyc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,12 +15,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/clock.h>
-#include <sealed-probe/quote.h>
-#include <sealed-probe/spawn.h>
-#include <sealed-probe/tree_walk.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/quote.h"
+#include "os/spawn.h"
+#include "tree/walk.h"
 
 /* Every regular *.py below argv[1], in byte order of names, __pycache__
    skipped, in one process (a pyc's marshal output may depend on what the

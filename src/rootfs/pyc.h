@@ -7,7 +7,7 @@
 #ifndef SP_ROOTFS_PYC_H
 #define SP_ROOTFS_PYC_H
 
-#include <sealed-probe/error.h>
+#include "base/error.h"
 
 /* The interpreter and the stdlib it compiles, as paths inside the tree; the
    prune rules (prune.c) name the same version.  */

@@ -1,13 +1,13 @@
 /* The skeleton: see skeleton.h.  */
 #define _GNU_SOURCE
-#include "skeleton.h"
+#include "rootfs/skeleton.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
+#include "base/cleanup.h"
 
 /* Parents before children.  */
 const struct sp_skeleton_entry sp_rootfs_skeleton[] = {

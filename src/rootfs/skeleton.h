@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include <sealed-probe/error.h>
+#include "base/error.h"
 
 struct sp_skeleton_entry
 {

@@ -1,8 +1,8 @@
-/* The seccomp profile: see include/sealed-probe/seccomp_profile.h and
+/* The seccomp profile: see src/seccomp/profile.h and
    docs/seccomp.md.  Parsing and validation are pure; only the proof that the
    profile compiles touches the OS, and then only a memfd.  */
 #define _GNU_SOURCE
-#include <sealed-probe/seccomp_profile.h>
+#include "seccomp/profile.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -13,10 +13,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/json.h>
+#include "base/cleanup.h"
+#include "text/json.h"
 
-#include "profile_internal.h"
+#include "seccomp/profile_internal.h"
 
 #define ROOT SP_JSON_ROOT_PATH
 

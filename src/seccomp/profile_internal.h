@@ -1,7 +1,7 @@
 /* Inside the seccomp profile module: the parsed form, its bounds, the
    embedded copy of seccomp/probe.json and compiling to a libseccomp context.
    Shared with tests/seccomp only; the rest of the project uses
-   <sealed-probe/seccomp_profile.h>.  */
+   seccomp/profile.h.  */
 #ifndef SP_SECCOMP_PROFILE_INTERNAL_H
 #define SP_SECCOMP_PROFILE_INTERNAL_H
 
@@ -11,9 +11,9 @@
 
 #include <seccomp.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/error.h>
-#include <sealed-probe/seccomp_profile.h>
+#include "base/bounds.h"
+#include "base/error.h"
+#include "seccomp/profile.h"
 
 enum sp_seccomp_action
 {

@@ -1,5 +1,5 @@
 /* Parsing a commit's, a tree's and a tag's links: see git_object_parse.h.  */
-#include "git_object_parse.h"
+#include "seed/git_object_parse.h"
 
 #include <string.h>
 

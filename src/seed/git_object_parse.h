@@ -2,8 +2,8 @@
    parsed from the object's raw bytes (git's formats), which came from a
    hostile clone: every length is checked.  The caller has checked the bytes
    against their id before.  */
-#ifndef SEALED_PROBE_GIT_OBJECT_PARSE_H
-#define SEALED_PROBE_GIT_OBJECT_PARSE_H
+#ifndef SP_SEED_GIT_OBJECT_PARSE_H
+#define SP_SEED_GIT_OBJECT_PARSE_H
 
 #include <git2.h>
 #include <stddef.h>

@@ -2,15 +2,15 @@
    packed-refs, and the config.  No I/O, so the unit tests and the fuzz
    harnesses (tests/fuzz/fuzz_git_*.c) call them on plain buffers.  Only
    git_seed.c uses them in the product.  */
-#ifndef SP_GIT_PARSE_H
-#define SP_GIT_PARSE_H
+#ifndef SP_SEED_GIT_PARSE_H
+#define SP_SEED_GIT_PARSE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/error.h>
-#include <sealed-probe/git_seed.h>
+#include "base/bounds.h"
+#include "base/error.h"
+#include "seed/git_seed.h"
 
 /* What the config says about the repository's format.  */
 struct sp_git_format

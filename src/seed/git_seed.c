@@ -1,10 +1,10 @@
-/* Git metadata without git: see include/sealed-probe/git_seed.h and
+/* Git metadata without git: see src/seed/git_seed.h and
    docs/staging.md ("Git metadata: what is kept, removed and refused").  Every
    path below the git directory is a constant or a ref name that passed
    sp_git_ref_name_ok, and is opened with sp_open_beneath: never through a
    symlink, never outside.  The pure parsers are declared in git_parse.h.  */
 #define _GNU_SOURCE
-#include <sealed-probe/git_seed.h>
+#include "seed/git_seed.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -17,15 +17,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/dir_names.h>
-#include <sealed-probe/fileio.h>
-#include <sealed-probe/open_beneath.h>
-#include <sealed-probe/quote.h>
-#include <sealed-probe/tree_remove.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/quote.h"
+#include "os/dir_names.h"
+#include "os/fileio.h"
+#include "os/open_beneath.h"
+#include "tree/remove.h"
 
-#include "git_parse.h"
+#include "seed/git_parse.h"
 
 /* ---- Reading the commit ------------------------------------------------ */
 

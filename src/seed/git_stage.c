@@ -1,11 +1,11 @@
-/* Staging a local clone's commit: see include/sealed-probe/git_stage.h and
+/* Staging a local clone's commit: see src/seed/git_stage.h and
    docs/staging.md.  libgit2 opens only the sanitized copy's `.git`, whose
    config staging wrote itself, with every config search path outside the
    repository emptied.  Nothing here asks libgit2 for a checkout, a filter, an
    attribute or a hook: blobs are read raw and written by us, relative to
    directory fds.  */
 #define _GNU_SOURCE
-#include <sealed-probe/git_stage.h>
+#include "seed/git_stage.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,18 +19,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/dir_names.h>
-#include <sealed-probe/fileio.h>
-#include <sealed-probe/progress.h>
-#include <sealed-probe/quote.h>
-#include <sealed-probe/tree_remove.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/quote.h"
+#include "os/dir_names.h"
+#include "os/fileio.h"
+#include "os/progress.h"
+#include "tree/remove.h"
 
-#include "git_object_parse.h"
-#include "pack_index.h"
-#include "pack_item.h"
-#include "pack_write.h"
+#include "seed/git_object_parse.h"
+#include "seed/pack_index.h"
+#include "seed/pack_item.h"
+#include "seed/pack_write.h"
 
 /* The new object store is built beside the old one, then swapped in.  */
 #define NEW_OBJECTS "sp-objects.new"

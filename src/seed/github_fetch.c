@@ -1,7 +1,7 @@
-/* The GitHub tarball source: see include/sealed-probe/github_fetch.h and
+/* The GitHub tarball source: see src/seed/github_fetch.h and
    docs/staging.md, "The GitHub tarball source".  */
 #define _GNU_SOURCE
-#include <sealed-probe/github_fetch.h>
+#include "seed/github_fetch.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -13,13 +13,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "config.h"
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/progress.h>
-#include <sealed-probe/repo_name.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/repo_name.h"
+#include "build_config.h"
+#include "os/progress.h"
 
-#include "tarball.h"
+#include "seed/tarball.h"
 
 #define USER_AGENT  "sealed-probe/" PACKAGE_VERSION
 #define API_VERSION "X-GitHub-Api-Version: 2022-11-28"

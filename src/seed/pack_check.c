@@ -4,7 +4,7 @@
    twice (libgit2's indexer rebuilds each chain from its start, which cost 35
    s of a 500 MB history's 73).  */
 #define _GNU_SOURCE
-#include "pack_check.h"
+#include "seed/pack_check.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -14,10 +14,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
 
-#include "pack_index.h"
+#include "seed/pack_index.h"
 
 /* ---- every object of the new pack, read back and hashed ---- */
 

@@ -2,16 +2,16 @@
    inflated and hashed, deltas resolved from their bases, and each must be
    exactly the object its item names.  Entries must end where the next
    begins, and hold the size their headers give.  See docs/staging.md.  */
-#ifndef SEALED_PROBE_PACK_CHECK_H
-#define SEALED_PROBE_PACK_CHECK_H
+#ifndef SP_SEED_PACK_CHECK_H
+#define SP_SEED_PACK_CHECK_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include <sealed-probe/error.h>
-#include <sealed-probe/progress.h>
+#include "base/error.h"
+#include "os/progress.h"
 
-#include "pack_item.h"
+#include "seed/pack_item.h"
 
 /* fd holds the new pack, its entries at items[i].new_offset in order, the
    trailer at pack_end.  Up to SP_GIT_CHECK_THREADS_MAX threads, one per CPU;

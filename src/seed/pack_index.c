@@ -3,14 +3,14 @@
    version, 256 fanout counts, the sorted ids, a CRC each, a 31-bit offset
    each (or, with the top bit set, the position of a 64-bit offset in the
    table after them), then the pack's and its own checksums.  */
-#include "pack_index.h"
+#include "seed/pack_index.h"
 
 #include <errno.h>
 #include <nettle/sha1.h>
 #include <stdio.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
+#include "base/cleanup.h"
+#include "os/fileio.h"
 
 #include <stdlib.h>
 #include <string.h>

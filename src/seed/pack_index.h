@@ -4,16 +4,16 @@
    checked before it is used.  Nothing here trusts an entry to be what the
    index says: the new pack is indexed by libgit2, which hashes every object
    it holds, and checked against the objects meant to be in it.  */
-#ifndef SEALED_PROBE_PACK_INDEX_H
-#define SEALED_PROBE_PACK_INDEX_H
+#ifndef SP_SEED_PACK_INDEX_H
+#define SP_SEED_PACK_INDEX_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include <sealed-probe/error.h>
+#include "base/error.h"
 
-#include "pack_item.h"
+#include "seed/pack_item.h"
 
 #define SP_PACK_OID_SIZE     20 /* SHA-1: SHA-256 clones are refused before */
 #define SP_PACK_HEADER_SIZE  12 /* "PACK", the version, the object count */

@@ -1,7 +1,7 @@
 /* The seed's pack, object by object: what pack_write.c plans and writes,
    pack_check.c checks and pack_index.c indexes.  */
-#ifndef SEALED_PROBE_PACK_ITEM_H
-#define SEALED_PROBE_PACK_ITEM_H
+#ifndef SP_SEED_PACK_ITEM_H
+#define SP_SEED_PACK_ITEM_H
 
 #include <git2.h>
 #include <stdint.h>

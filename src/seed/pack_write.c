@@ -3,7 +3,7 @@
    history; the clone's entries are reused instead, as git's pack-objects
    reuses them, and only what cannot be reused is read and deflated.  */
 #define _GNU_SOURCE
-#include "pack_write.h"
+#include "seed/pack_write.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,15 +18,15 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/dir_names.h>
-#include <sealed-probe/error.h>
-#include <sealed-probe/fileio.h>
-#include <sealed-probe/quote.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "base/quote.h"
+#include "os/dir_names.h"
+#include "os/fileio.h"
 
-#include "pack_check.h"
-#include "pack_index.h"
+#include "seed/pack_check.h"
+#include "seed/pack_index.h"
 
 #define WRITE_BUF_SIZE (1024 * 1024)
 

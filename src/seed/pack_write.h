@@ -1,15 +1,15 @@
 /* The seed's one pack, written from the clone's own packs: see
    docs/staging.md ("The object store: one pack of what is reachable").  */
-#ifndef SEALED_PROBE_PACK_WRITE_H
-#define SEALED_PROBE_PACK_WRITE_H
+#ifndef SP_SEED_PACK_WRITE_H
+#define SP_SEED_PACK_WRITE_H
 
 #include <git2.h>
 #include <stddef.h>
 
-#include <sealed-probe/error.h>
-#include <sealed-probe/progress.h>
+#include "base/error.h"
+#include "os/progress.h"
 
-#include "pack_item.h"
+#include "seed/pack_item.h"
 
 /* Writes one pack holding exactly the n objects whose ids items hold
    (distinct; the rest of each item is the writer's), with its

@@ -1,6 +1,6 @@
 /* GitHub tarball extraction: see tarball.h.  */
 #define _GNU_SOURCE
-#include "tarball.h"
+#include "seed/tarball.h"
 
 #include <archive_entry.h>
 #include <dirent.h>
@@ -14,12 +14,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/archive_extract.h>
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/open_beneath.h>
-#include <sealed-probe/progress.h>
-#include <sealed-probe/quote.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/quote.h"
+#include "os/archive_extract.h"
+#include "os/open_beneath.h"
+#include "os/progress.h"
 
 #define WRITER_OPTIONS                                                                                       \
   (ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS                                         \

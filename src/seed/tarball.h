@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include <sealed-probe/error.h>
+#include "base/error.h"
 
 struct sp_progress;
 

@@ -18,7 +18,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "serve.h"
+#include "serve/serve.h"
 
 /* A client is named in the epoll set by its worker and its generation, so
    that a report about a connection that has since ended is never taken for

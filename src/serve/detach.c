@@ -12,10 +12,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <sealed-probe/bundle.h>
-#include <sealed-probe/cleanup.h>
+#include "base/cleanup.h"
+#include "bundle/bundle.h"
 
-#include "serve.h"
+#include "serve/serve.h"
 
 /* A new network namespace has `lo` down; bring it up so that the proxy's own
    loopback works, and nothing else exists to reach.  */

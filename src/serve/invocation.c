@@ -18,16 +18,16 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/bundle.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/probe_out.h>
-#include <sealed-probe/protocol.h>
-#include <sealed-probe/request.h>
-#include <sealed-probe/result.h>
-#include <sealed-probe/sha256.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/protocol.h"
+#include "base/request.h"
+#include "base/sha256.h"
+#include "bundle/bundle.h"
+#include "serve/probe_out.h"
+#include "text/result.h"
 
-#include "serve.h"
+#include "serve/serve.h"
 
 /* The canary's worker: it has no client.  */
 #define NO_CLIENT UINT32_MAX
@@ -48,7 +48,7 @@ struct invocation
   unsigned worker; /* whose client it answers (clients.c); NO_CLIENT for the canary */
   int client_fd;   /* that client's connection, or -1 */
   const char *status;
-  enum sp_audit_cause cause;
+  enum sp_cause cause;
 };
 
 static void
@@ -84,7 +84,7 @@ sp_serve_stop (struct sp_serve *s)
 
   pthread_mutex_lock (&s->lock);
   s->stopping = true;
-  /* Answers held for their release go now (release.c).  */
+  /* Answers held for their release go now (releaser.c).  */
   if (s->release_cv_ready)
     pthread_cond_broadcast (&s->release_cv);
   for (unsigned i = 0; i < s->n_slots; i++)
@@ -103,7 +103,7 @@ sp_serve_stop (struct sp_serve *s)
 /* Sets the invocation's verdict and cause, and returns -1 for a caller
    that fails with them.  */
 static int
-verdict (struct invocation *inv, const char *status, enum sp_audit_cause cause)
+verdict (struct invocation *inv, const char *status, enum sp_cause cause)
 {
   inv->status = status;
   inv->cause = cause;
@@ -125,7 +125,7 @@ cancelled (struct invocation *inv, const char *when, sp_error_t *err)
   bool gone = client_gone (inv);
 
   sp_error_release (err);
-  verdict (inv, SP_AUDIT_STATUS_CANCELLED, gone ? SP_AUDIT_CAUSE_CLIENT_GONE : SP_AUDIT_CAUSE_STOPPED);
+  verdict (inv, SP_AUDIT_STATUS_CANCELLED, gone ? SP_CAUSE_CLIENT_GONE : SP_CAUSE_STOPPED);
   return sp_make_error (err, 0, "%s %s", gone ? "the client went away" : "the proxy stopped", when);
 }
 
@@ -146,19 +146,19 @@ classify_failure (struct invocation *inv, const char *rootfs_root, sp_error_t *e
 
   if (e == ENOSPC || e == EDQUOT || e == EROFS || e == EIO)
     {
-      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_AUDIT_CAUSE_ENVIRONMENT);
+      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_CAUSE_ENVIRONMENT);
       return;
     }
-  if (said == SP_AUDIT_CAUSE_ENVIRONMENT || (inv->ran && f->stage == SP_RUN_STAGE_NONE))
+  if (said == SP_CAUSE_ENVIRONMENT || (inv->ran && f->stage == SP_RUN_STAGE_NONE))
     {
       sp_error_wrap (err, "environment: the runtime cannot be reached (its binary cannot be executed, or its "
                           "daemon does not answer)");
-      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_AUDIT_CAUSE_ENVIRONMENT);
+      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_CAUSE_ENVIRONMENT);
       return;
     }
-  if (said == SP_AUDIT_CAUSE_SEED_GONE)
+  if (said == SP_CAUSE_SEED_GONE)
     {
-      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_AUDIT_CAUSE_SEED_GONE);
+      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_CAUSE_SEED_GONE);
       return;
     }
   if (statvfs (inv->s->state_path, &vfs) == 0
@@ -168,19 +168,19 @@ classify_failure (struct invocation *inv, const char *rootfs_root, sp_error_t *e
       sp_error_wrap (err,
                      "environment: the state directory's file system is full (%llu bytes, %llu inodes free)",
                      (unsigned long long)vfs.f_bavail * vfs.f_frsize, (unsigned long long)vfs.f_favail);
-      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_AUDIT_CAUSE_ENVIRONMENT);
+      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_CAUSE_ENVIRONMENT);
       return;
     }
   if (rootfs_root != NULL && (stat (rootfs_root, &st) < 0 || !S_ISDIR (st.st_mode)))
     {
       sp_error_wrap (err, "environment: the rootfs `%s` is gone", rootfs_root);
-      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_AUDIT_CAUSE_ENVIRONMENT);
+      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_CAUSE_ENVIRONMENT);
       return;
     }
-  if (said == SP_AUDIT_CAUSE_RUNTIME || (said == 0 && inv->ran))
-    verdict (inv, SP_AUDIT_STATUS_RUNTIME, SP_AUDIT_CAUSE_RUNTIME);
+  if (said == SP_CAUSE_RUNTIME || (said == 0 && inv->ran))
+    verdict (inv, SP_AUDIT_STATUS_RUNTIME, SP_CAUSE_RUNTIME);
   else
-    verdict (inv, SP_AUDIT_STATUS_INTERNAL, said != 0 ? (enum sp_audit_cause)said : SP_AUDIT_CAUSE_OTHER);
+    verdict (inv, SP_AUDIT_STATUS_INTERNAL, said != 0 ? (enum sp_cause)said : SP_CAUSE_OTHER);
 }
 
 /* Puts the sandbox's container on the list the stop and the cancellation
@@ -245,34 +245,34 @@ run_probe (struct invocation *inv, bool cold, uint8_t *index, struct sp_serve_sa
     return cancelled (inv, "while the probe ran", err);
   /* A seed that changed under the run makes its answer worthless, whatever
      else happened: the host's, said as it is.  */
-  if (ret < 0 && sp_error_cause (*err) == SP_AUDIT_CAUSE_SEED_GONE)
+  if (ret < 0 && sp_error_cause (*err) == SP_CAUSE_SEED_GONE)
     return -1;
   if (ret < 0)
     return sp_error_wrap (err, "runtime");
   if (inv->facts.timed_out)
     {
-      verdict (inv, SP_AUDIT_STATUS_TIMED_OUT, SP_AUDIT_CAUSE_TIMEOUT);
+      verdict (inv, SP_AUDIT_STATUS_TIMED_OUT, SP_CAUSE_TIMEOUT);
       return sp_make_error (err, 0, "the probe ran past the %" PRIu32 " s timeout",
                             s->config->timeout_seconds);
     }
   if (inv->facts.signal != 0)
     {
-      verdict (inv, SP_AUDIT_STATUS_PROBE, SP_AUDIT_CAUSE_PROBE_SIGNAL);
+      verdict (inv, SP_AUDIT_STATUS_PROBE, SP_CAUSE_PROBE_SIGNAL);
       return sp_make_error (err, 0, "the probe died of signal %d%s", inv->facts.signal,
                             inv->facts.oom ? " (out of memory)" : "");
     }
   if (inv->facts.exit_code != 0)
     {
-      verdict (inv, SP_AUDIT_STATUS_PROBE, SP_AUDIT_CAUSE_PROBE_EXIT);
+      verdict (inv, SP_AUDIT_STATUS_PROBE, SP_CAUSE_PROBE_EXIT);
       return sp_make_error (err, 0, "the probe exited with status %d", inv->facts.exit_code);
     }
-  verdict (inv, SP_AUDIT_STATUS_PROBE, SP_AUDIT_CAUSE_PROBE_OUTPUT);
+  verdict (inv, SP_AUDIT_STATUS_PROBE, SP_CAUSE_PROBE_OUTPUT);
   if (sp_probe_out_read (sb->ws.bundle_dirfd, SP_BUNDLE_OUT, out, sizeof (out), &out_len, err) < 0)
     return sp_error_wrap (err, "/probe/out");
   if ((ret = sp_result_validate (out, out_len, inv->outcomes, err)) < 0)
     return sp_error_wrap (err, "/probe/out");
   *index = (uint8_t)ret;
-  verdict (inv, SP_AUDIT_STATUS_ANSWERED, SP_AUDIT_CAUSE_NONE);
+  verdict (inv, SP_AUDIT_STATUS_ANSWERED, SP_CAUSE_NONE);
   return 0;
 }
 
@@ -298,7 +298,7 @@ remove_sandbox (struct invocation *inv, struct sp_serve_sandbox *sb, int ret, ui
       *index = SP_RESPONSE_ERROR;
       if (ret == 0)
         {
-          verdict (inv, SP_AUDIT_STATUS_INTERNAL, SP_AUDIT_CAUSE_CLEANUP);
+          verdict (inv, SP_AUDIT_STATUS_INTERNAL, SP_CAUSE_CLEANUP);
           *err = cleanup_err;
           ret = sp_error_wrap (err, "clean up the workspace");
         }
@@ -445,7 +445,7 @@ audit (struct invocation *inv, const struct audit_facts *a, bool admission, uint
   return 0;
 }
 
-/* The result record, then the answer at its release time (release.c): an
+/* The result record, then the answer at its release time (releaser.c): an
    answer whose record could not be written is ERROR, and so is one ready
    past its last possible release.  The worker, and so its slot, waits,
    whatever ended the invocation: a cancelled one too, so that what queues
@@ -472,12 +472,12 @@ finish (struct invocation *inv, int fd, struct audit_facts *a, uint8_t index, co
       index = SP_RESPONSE_ERROR;
       /* The agent gets ERROR, not the outcome: no longer `answered`.  */
       if (strcmp (inv->status, SP_AUDIT_STATUS_ANSWERED) == 0)
-        verdict (inv, SP_AUDIT_STATUS_INTERNAL, SP_AUDIT_CAUSE_RELEASE_OVERFLOW);
+        verdict (inv, SP_AUDIT_STATUS_INTERNAL, SP_CAUSE_RELEASE_OVERFLOW);
     }
   if (audit (inv, a, false, index, reason, &err) < 0)
     index = SP_RESPONSE_ERROR;
   sp_serve_release_wait (inv->s, &release);
-  if (inv->cause != SP_AUDIT_CAUSE_CLIENT_GONE)
+  if (inv->cause != SP_CAUSE_CLIENT_GONE)
     answer (fd, index);
 }
 
@@ -492,14 +492,14 @@ invocation_init (struct invocation *inv, struct sp_serve *s, unsigned worker, in
   inv->client_fd = client_fd;
   inv->facts.exit_code = -1;
   inv->status = SP_AUDIT_STATUS_REFUSED;
-  inv->cause = SP_AUDIT_CAUSE_OTHER;
+  inv->cause = SP_CAUSE_OTHER;
   snprintf (inv->inv, sizeof (inv->inv), "%" PRIu64, n);
   snprintf (inv->id, sizeof (inv->id), "%s-%s", s->run_id, inv->inv);
 }
 
 void
 sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, uint64_t accepted_ns,
-                 enum sp_audit_cause cause, const char *reason)
+                 enum sp_cause cause, const char *reason)
 {
   cleanup_error sp_error_t err = NULL;
   cleanup_free char *noted = NULL;
@@ -570,25 +570,25 @@ debit (struct invocation *inv, struct audit_facts *a, sp_error_t *err)
   ret = sp_ledger_debit_call (s->ledger, &charge, &a->remaining, &a->repo_millibits, err);
   if (ret == SP_LEDGER_EXHAUSTED)
     {
-      verdict (inv, SP_AUDIT_STATUS_REFUSED, SP_AUDIT_CAUSE_BUDGET_SPENT);
+      verdict (inv, SP_AUDIT_STATUS_REFUSED, SP_CAUSE_BUDGET_SPENT);
       return sp_make_error (err, 0, "the invocation budget is spent");
     }
   if (ret == SP_LEDGER_BITS_EXHAUSTED)
     {
-      verdict (inv, SP_AUDIT_STATUS_REFUSED, SP_AUDIT_CAUSE_BIT_BUDGET_SPENT);
+      verdict (inv, SP_AUDIT_STATUS_REFUSED, SP_CAUSE_BIT_BUDGET_SPENT);
       return sp_make_error (err, 0, "the repository's bit budget is spent");
     }
   if (ret == SP_LEDGER_RUN_BITS_EXHAUSTED)
     {
-      verdict (inv, SP_AUDIT_STATUS_REFUSED, SP_AUDIT_CAUSE_RUN_BIT_BUDGET_SPENT);
+      verdict (inv, SP_AUDIT_STATUS_REFUSED, SP_CAUSE_RUN_BIT_BUDGET_SPENT);
       return sp_make_error (err, 0, "the run's bit budget is spent");
     }
   a->millibits = charge.millibits;
   if (ret < 0)
     {
       classify_failure (inv, NULL, err);
-      if (inv->cause != SP_AUDIT_CAUSE_ENVIRONMENT)
-        verdict (inv, SP_AUDIT_STATUS_INTERNAL, SP_AUDIT_CAUSE_LEDGER_WRITE);
+      if (inv->cause != SP_CAUSE_ENVIRONMENT)
+        verdict (inv, SP_AUDIT_STATUS_INTERNAL, SP_CAUSE_LEDGER_WRITE);
       sp_error_wrap (err, "budget");
       sp_serve_halt (s, sp_error_message (*err));
       return -1;
@@ -630,13 +630,13 @@ sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t st
   a.script_sha256 = script_sha256;
   if (inv.seed == NULL)
     {
-      verdict (&inv, SP_AUDIT_STATUS_REFUSED, SP_AUDIT_CAUSE_NO_SEED);
+      verdict (&inv, SP_AUDIT_STATUS_REFUSED, SP_CAUSE_NO_SEED);
       sp_make_error (&err, 0, "the repository has no staged seed");
       goto done;
     }
   if (halted (s, why, sizeof (why)))
     {
-      verdict (&inv, SP_AUDIT_STATUS_REFUSED, SP_AUDIT_CAUSE_HALTED);
+      verdict (&inv, SP_AUDIT_STATUS_REFUSED, SP_CAUSE_HALTED);
       sp_make_error (&err, 0, "the proxy is halted until the operator restarts it (%s)", why);
       goto done;
     }
@@ -653,10 +653,10 @@ sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t st
      nothing is: no sandbox ever runs unaudited.  */
   if (audit (&inv, &a, true, SP_RESPONSE_ERROR, NULL, &err) < 0)
     {
-      verdict (&inv, SP_AUDIT_STATUS_INTERNAL, SP_AUDIT_CAUSE_AUDIT_WRITE);
+      verdict (&inv, SP_AUDIT_STATUS_INTERNAL, SP_CAUSE_AUDIT_WRITE);
       classify_failure (&inv, NULL, &err);
-      if (inv.cause != SP_AUDIT_CAUSE_ENVIRONMENT)
-        verdict (&inv, SP_AUDIT_STATUS_INTERNAL, SP_AUDIT_CAUSE_AUDIT_WRITE);
+      if (inv.cause != SP_CAUSE_ENVIRONMENT)
+        verdict (&inv, SP_AUDIT_STATUS_INTERNAL, SP_CAUSE_AUDIT_WRITE);
       goto done;
     }
 

@@ -15,10 +15,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
+#include "base/cleanup.h"
+#include "os/fileio.h"
 
-#include "serve.h"
+#include "serve/serve.h"
 
 #define SP_SOCKET_MODE     0660
 #define SP_SOCKET_DIR_MODE 0755

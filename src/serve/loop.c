@@ -18,11 +18,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/request.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/request.h"
 
-#include "serve.h"
+#include "serve/serve.h"
 
 #define SHUTDOWN_KILL_INTERVAL_US (200 * 1000)
 #define NS_PER_MS                 1000000ULL
@@ -84,7 +84,7 @@ worker (void *arg)
 }
 
 static void
-refuse_request (struct sp_serve *s, struct sp_serve_request *r, enum sp_audit_cause cause, const char *reason)
+refuse_request (struct sp_serve *s, struct sp_serve_request *r, enum sp_cause cause, const char *reason)
 {
   sp_serve_refuse (s, r->fd, r->received_ns, r->accepted_ns, cause, reason);
   free (r->frame);
@@ -95,7 +95,7 @@ refuse_request (struct sp_serve *s, struct sp_serve_request *r, enum sp_audit_ca
    every one, when all is true).  Returns the milliseconds until the next one
    would expire, or -1 when none waits.  */
 static int
-expire (struct queue *q, bool all, enum sp_audit_cause cause, const char *reason)
+expire (struct queue *q, bool all, enum sp_cause cause, const char *reason)
 {
   uint64_t limit = (uint64_t)q->s->opt->queue_wait_seconds * 1000000000ULL;
   uint64_t now = sp_monotonic_ns ();
@@ -138,7 +138,7 @@ enqueue (struct queue *q, struct sp_serve_conn *c)
   if (sp_request_decode (p.r.frame, c->len, &p.r.req, &err) < 0)
     {
       sp_error_wrap (&err, "frame");
-      refuse_request (q->s, &p.r, SP_AUDIT_CAUSE_FRAME, sp_error_message (err));
+      refuse_request (q->s, &p.r, SP_CAUSE_FRAME, sp_error_message (err));
       return;
     }
   ret = sp_request_validate (&p.r.req, q->s->config->private_repos, q->s->config->n_private_repos, &err);
@@ -146,8 +146,7 @@ enqueue (struct queue *q, struct sp_serve_conn *c)
     {
       sp_error_wrap (&err, "request");
       refuse_request (q->s, &p.r,
-                      ret == SP_REQUEST_REPO_UNKNOWN ? SP_AUDIT_CAUSE_UNKNOWN_REPOSITORY
-                                                     : SP_AUDIT_CAUSE_BAD_REQUEST,
+                      ret == SP_REQUEST_REPO_UNKNOWN ? SP_CAUSE_UNKNOWN_REPOSITORY : SP_CAUSE_BAD_REQUEST,
                       sp_error_message (err));
       return;
     }
@@ -162,7 +161,7 @@ enqueue (struct queue *q, struct sp_serve_conn *c)
     }
   pthread_mutex_unlock (&q->lock);
   if (!queued)
-    refuse_request (q->s, &p.r, SP_AUDIT_CAUSE_QUEUE_FULL, "the queue is full");
+    refuse_request (q->s, &p.r, SP_CAUSE_QUEUE_FULL, "the queue is full");
 }
 
 static void
@@ -173,7 +172,7 @@ unread_drop (struct unread *u, size_t i)
 
 /* Refuses one unread connection (ERROR, audited) and forgets it.  */
 static void
-unread_refuse (struct queue *q, struct unread *u, size_t i, enum sp_audit_cause cause, const char *reason)
+unread_refuse (struct queue *q, struct unread *u, size_t i, enum sp_cause cause, const char *reason)
 {
   struct sp_serve_conn *c = &u->conns[i];
 
@@ -199,7 +198,7 @@ accept_all (struct queue *q, struct unread *u, int listen_fd)
 
           snprintf (reason, sizeof (reason), "%d connections are still sending their requests",
                     SP_SERVE_UNREAD_MAX);
-          sp_serve_refuse (q->s, fd, received, accepted, SP_AUDIT_CAUSE_TOO_MANY_UNREAD, reason);
+          sp_serve_refuse (q->s, fd, received, accepted, SP_CAUSE_TOO_MANY_UNREAD, reason);
           continue;
         }
       sp_serve_conn_init (&u->conns[u->len++], fd, received, accepted);
@@ -233,7 +232,7 @@ read_ready (struct queue *q, struct unread *u, const struct pollfd *fds, size_t 
       else if (ret < 0)
         {
           sp_error_wrap (&err, "frame");
-          unread_refuse (q, u, i, SP_AUDIT_CAUSE_FRAME, sp_error_message (err));
+          unread_refuse (q, u, i, SP_CAUSE_FRAME, sp_error_message (err));
         }
     }
   now = sp_monotonic_ns ();
@@ -247,7 +246,7 @@ read_ready (struct queue *q, struct unread *u, const struct pollfd *fds, size_t 
 
           snprintf (reason, sizeof (reason), "frame: the request did not arrive within %d s",
                     SP_SERVE_REQUEST_READ_SECONDS);
-          unread_refuse (q, u, i, SP_AUDIT_CAUSE_FRAME, reason);
+          unread_refuse (q, u, i, SP_CAUSE_FRAME, reason);
         }
       else
         {
@@ -322,7 +321,7 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
       struct pollfd fds[SP_SERVE_UNREAD_MAX + 3];
       size_t n = u->len;
       int timeout = min_timeout (
-          expire (&q, false, SP_AUDIT_CAUSE_QUEUE_WAIT, "waited longer than --queue-wait for a slot"),
+          expire (&q, false, SP_CAUSE_QUEUE_WAIT, "waited longer than --queue-wait for a slot"),
           read_timeout);
 
       if (rekill_timeout >= 0)
@@ -362,8 +361,8 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
      requests answered ERROR, then every worker finishes its cleanup.  */
   sp_serve_stop (s);
   while (u->len > 0)
-    unread_refuse (&q, u, u->len - 1, SP_AUDIT_CAUSE_SHUTDOWN, "the proxy is shutting down");
-  expire (&q, true, SP_AUDIT_CAUSE_SHUTDOWN, "the proxy is shutting down");
+    unread_refuse (&q, u, u->len - 1, SP_CAUSE_SHUTDOWN, "the proxy is shutting down");
+  expire (&q, true, SP_CAUSE_SHUTDOWN, "the proxy is shutting down");
   pthread_mutex_lock (&q.lock);
   q.closing = true;
   pthread_cond_broadcast (&q.ready);
@@ -377,7 +376,7 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
   /* The sandboxes made ahead go once no worker can take one.  */
   if (sp_serve_pool_stop (s) < 0 && ret == 0)
     ret = sp_make_error (err, 0, "pool: a sandbox made ahead could not be removed");
-  expire (&q, true, SP_AUDIT_CAUSE_SHUTDOWN, "the proxy is shutting down");
+  expire (&q, true, SP_CAUSE_SHUTDOWN, "the proxy is shutting down");
   sp_serve_releaser_stop (s);
   sp_serve_clients_close (s);
   free (q.items);

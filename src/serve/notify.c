@@ -13,10 +13,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
+#include "base/cleanup.h"
+#include "os/fileio.h"
 
-#include "serve.h"
+#include "serve/serve.h"
 
 int
 sp_notify_open (struct sp_notify *n, sp_error_t *err)

@@ -27,11 +27,11 @@
 #include <string.h>
 #include <time.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/quote.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/quote.h"
 
-#include "serve.h"
+#include "serve/serve.h"
 
 /* After a failed create, the thread waits this long before it tries that
    repository again, doubling up to the maximum: a broken runtime is not
@@ -176,7 +176,7 @@ make_one (struct sp_serve *s, struct sp_serve_pool *p, size_t i)
   if (sb == NULL)
     {
       p->held--;
-      if (!p->stop && !s->stopping && sp_error_cause (err) == SP_AUDIT_CAUSE_SEED_GONE)
+      if (!p->stop && !s->stopping && sp_error_cause (err) == SP_CAUSE_SEED_GONE)
         give_up (s, p, i, err);
       else if (!p->stop && !s->stopping)
         {

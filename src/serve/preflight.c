@@ -16,15 +16,15 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/bundle.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/open_beneath.h>
-#include <sealed-probe/quote.h>
-#include <sealed-probe/state_lock.h>
-#include <sealed-probe/tree_walk.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/quote.h"
+#include "bundle/bundle.h"
+#include "os/open_beneath.h"
+#include "os/state_lock.h"
+#include "tree/walk.h"
 
-#include "serve.h"
+#include "serve/serve.h"
 
 #define TMPFS_PAGE 4096ULL
 
@@ -251,7 +251,7 @@ sp_serve_seed_check (const struct sp_serve *s, size_t seed_index, sp_error_t *er
       "the seed of `%s` is no longer mounted where serve verified it (%s%s): unstaged or unmounted by "
       "hand while serve ran; stage again and restart serve",
       sp_quote_name (s->config->private_repos[seed_index], q), what, where);
-  return sp_error_set_cause (err, SP_AUDIT_CAUSE_SEED_GONE);
+  return sp_error_set_cause (err, SP_CAUSE_SEED_GONE);
 }
 
 /* The id of the mount fd is on, and the inode it names.  */
@@ -644,7 +644,7 @@ sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_e
 }
 
 int
-sp_serve_release (struct sp_serve *s, sp_error_t *err)
+sp_serve_teardown (struct sp_serve *s, sp_error_t *err)
 {
   sp_error_t step = NULL;
   int ret = 0;

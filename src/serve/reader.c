@@ -8,11 +8,11 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/protocol.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/protocol.h"
 
-#include "serve.h"
+#include "serve/serve.h"
 
 void
 sp_serve_conn_init (struct sp_serve_conn *c, int fd, uint64_t received_ns, uint64_t now_ns)

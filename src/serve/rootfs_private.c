@@ -16,11 +16,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/rootfs_copy.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "rootfs/copy.h"
 
-#include "serve.h"
+#include "serve/serve.h"
 
 #define PRIVATE_ROOTFS_DIR "rootfs"
 

@@ -12,11 +12,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/bundle.h>
-#include <sealed-probe/cleanup.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "bundle/bundle.h"
 
-#include "serve.h"
+#include "serve/serve.h"
 
 int
 sp_serve_slot_claim (struct sp_serve *s)
@@ -153,7 +153,7 @@ sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, con
   if (sp_workspace_create (s->work_run_fd, s->work_run_path, name, &limits, &sb->ws, err) < 0)
     {
       sp_error_wrap (err, "workspace");
-      sp_error_set_cause (err, SP_AUDIT_CAUSE_WORKSPACE);
+      sp_error_set_cause (err, SP_CAUSE_WORKSPACE);
       goto fail;
     }
   spec.bundle_dir = sb->ws.bundle_path;
@@ -169,7 +169,7 @@ sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, con
       || (spec.rules.tmp_on_host && sp_bundle_mount_tmp (sb->ws.bundle_dirfd, sb->ws.bundle_path, err) < 0))
     {
       sp_error_wrap (err, "bundle");
-      sp_error_set_cause (err, SP_AUDIT_CAUSE_BUNDLE);
+      sp_error_set_cause (err, SP_CAUSE_BUNDLE);
       goto fail;
     }
   /* Just before the snapshot, and again should it fail: a seed unmounted
@@ -189,7 +189,7 @@ sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, con
       else
         {
           sp_error_wrap (err, "snapshot");
-          sp_error_set_cause (err, SP_AUDIT_CAUSE_SNAPSHOT);
+          sp_error_set_cause (err, SP_CAUSE_SNAPSHOT);
         }
       goto fail;
     }
@@ -206,7 +206,7 @@ sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, con
       if (s->runtime->ops->create (s->runtime, &job, &sb->facts, &sb->handle, err) < 0)
         {
           sp_error_wrap (err, "runtime");
-          sp_error_set_cause (err, SP_AUDIT_CAUSE_RUNTIME);
+          sp_error_set_cause (err, SP_CAUSE_RUNTIME);
           goto fail;
         }
     }
@@ -330,7 +330,7 @@ sp_serve_sandbox_run (struct sp_serve *s, struct sp_serve_sandbox *sb, const voi
     }
   else if ((put = sp_bundle_put_script (sb->ws.bundle_dirfd, script, script_len, err)) < 0)
     {
-      sp_error_set_cause (err, SP_AUDIT_CAUSE_BUNDLE);
+      sp_error_set_cause (err, SP_CAUSE_BUNDLE);
       sp_error_wrap (err, "bundle");
     }
   /* Whether or not the script went in, the sandbox is the request's now.  */

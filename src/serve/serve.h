@@ -2,8 +2,8 @@
    preflight that must pass before it is ready, the invocation path of
    ARCHITECTURE.md, and the accept loop with its bounded queue.  Internal to
    the proxy program.  */
-#ifndef SP_SERVE_H
-#define SP_SERVE_H
+#ifndef SP_SERVE_SERVE_H
+#define SP_SERVE_SERVE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -11,19 +11,19 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <sealed-probe/audit.h>
-#include <sealed-probe/clock.h>
-#include <sealed-probe/config.h>
-#include <sealed-probe/error.h>
-#include <sealed-probe/ledger.h>
-#include <sealed-probe/probe_identity.h>
-#include <sealed-probe/protocol.h>
-#include <sealed-probe/rootfs.h>
-#include <sealed-probe/runtime.h>
-#include <sealed-probe/seccomp_profile.h>
-#include <sealed-probe/seed_store.h>
-#include <sealed-probe/release.h>
-#include <sealed-probe/workspace.h>
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/protocol.h"
+#include "base/release_ladder.h"
+#include "rootfs/verify.h"
+#include "runtimes/runtime.h"
+#include "seccomp/profile.h"
+#include "serve/audit.h"
+#include "serve/ledger.h"
+#include "serve/probe_identity.h"
+#include "serve/workspace.h"
+#include "stage/seed_store.h"
+#include "text/config.h"
 
 /* The operator's choices, from the command line.  */
 struct sp_serve_options
@@ -49,7 +49,7 @@ struct sp_serve_options
   enum sp_snapshot_mode snapshot;
   uint64_t scratch_bytes;
   uint32_t probe_id_base;            /* --probe-ids: the first host id of the probes' range */
-  enum sp_release_mode release;      /* --release: when answers leave (release.h) */
+  enum sp_release_mode release;      /* --release: when answers leave (base/release_ladder.h) */
   uint64_t bit_budget_millibits;     /* --bit-budget, x1000: per repository; 0: none */
   uint64_t run_bit_budget_millibits; /* --run-bit-budget, x1000: the run's, pinned in the ledger; 0: none */
   unsigned pool;                     /* --pool: sandboxes created ahead per repository; 0: none */
@@ -148,7 +148,7 @@ struct sp_serve
   bool halted;
   char halt_reason[256];
 
-  /* Release (release.c): workers wait on release_cv, under lock, until
+  /* Release (releaser.c): workers wait on release_cv, under lock, until
      their answer may leave or the proxy stops; refusals made off the slots
      wait in the releaser.  */
   pthread_cond_t release_cv;
@@ -220,7 +220,7 @@ bool sp_serve_slot_free (struct sp_serve *s, unsigned slot);
    mount (by its id, which serve's open dirfd keeps from being reused), at
    the seed's path in serve's mount namespace, still read-only.  Two system
    calls, no read of mountinfo.  -1 when not, with a reason naming the
-   repository, its cause SP_AUDIT_CAUSE_SEED_GONE: the seed was unmounted,
+   repository, its cause SP_CAUSE_SEED_GONE: the seed was unmounted,
    covered, replaced or removed by hand while serve ran, and no answer
    from it can be trusted.  */
 int sp_serve_seed_check (const struct sp_serve *s, size_t seed_index, sp_error_t *err);
@@ -271,7 +271,7 @@ void sp_serve_pool_refill (struct sp_serve *s);
    something stayed (named on stderr).  */
 int sp_serve_pool_stop (struct sp_serve *s);
 
-/* When one answer leaves (release.h): its release time, on the monotonic
+/* When one answer leaves (base/release_ladder.h): its release time, on the monotonic
    clock and as ms after the request's acceptance, and whether it was ready
    too late for any (then it leaves at once, as ERROR).  */
 struct sp_serve_release
@@ -321,7 +321,7 @@ int sp_serve_rootfs_private (struct sp_serve *s, sp_error_t *err);
 void sp_serve_rootfs_private_release (struct sp_serve *s);
 
 /* detach, preflight, canary: everything before the socket exists.  On
-   failure the caller still calls sp_serve_release.  */
+   failure the caller still calls sp_serve_teardown.  */
 int sp_serve_setup (struct sp_serve *s, const struct sp_serve_options *opt, struct sp_config *config,
                     sp_error_t *err);
 
@@ -330,7 +330,7 @@ int sp_serve_canary (struct sp_serve *s, sp_error_t *err);
 
 /* Removes everything of this run (containers, cgroups, workspaces, the
    runtime's state) and releases s.  Returns -1 when something stayed.  */
-int sp_serve_release (struct sp_serve *s, sp_error_t *err);
+int sp_serve_teardown (struct sp_serve *s, sp_error_t *err);
 
 /* One connection whose request frame is still arriving: the accept loop
    holds up to SP_SERVE_UNREAD_MAX of them and reads each without blocking,
@@ -375,7 +375,7 @@ void sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64
    releaser), a request that never got a slot (a bad frame, queue full,
    waited too long, shutting down), with its cause.  Takes fd.  */
 void sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, uint64_t accepted_ns,
-                      enum sp_audit_cause cause, const char *reason);
+                      enum sp_cause cause, const char *reason);
 
 /* Halts the proxy (see struct sp_serve) and says why on stderr, once.  */
 void sp_serve_halt (struct sp_serve *s, const char *why);

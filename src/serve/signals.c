@@ -17,7 +17,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "serve.h"
+#include "serve/serve.h"
 
 static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
 /* What would otherwise end serve at once; SIGXFSZ blocked turns a write

@@ -1,16 +1,16 @@
 /* The local-clone catalog: see catalog.h.  */
 #define _GNU_SOURCE
-#include <sealed-probe/catalog.h>
+#include "stage/catalog.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
-#include <sealed-probe/repo_name.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/repo_name.h"
+#include "os/fileio.h"
 
 int
 sp_catalog_add (struct sp_catalog *catalog, const struct sp_config *config, const char *spec,

@@ -1,6 +1,6 @@
 /* A credential from systemd's credential directory: see secret_cred.h.  */
 #define _GNU_SOURCE
-#include <sealed-probe/secret_cred.h>
+#include "stage/secret_cred.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/quote.h>
+#include "base/cleanup.h"
+#include "base/quote.h"
 
 /* The read buffer: the whole of it is wiped, not just up to a NUL, since a
    refused value may hold one.  */

@@ -1,6 +1,6 @@
 /* Credentials out of the environment: see secret_env.h.  */
 #define _GNU_SOURCE
-#include <sealed-probe/secret_env.h>
+#include "stage/secret_env.h"
 
 #include <stdlib.h>
 #include <string.h>

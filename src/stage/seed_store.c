@@ -1,6 +1,6 @@
-/* The staged seeds: see include/sealed-probe/seed_store.h.  */
+/* The staged seeds: see src/stage/seed_store.h.  */
 #define _GNU_SOURCE
-#include <sealed-probe/seed_store.h>
+#include "stage/seed_store.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,18 +15,18 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <sealed-probe/bundle.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/dir_names.h>
-#include <sealed-probe/fileio.h>
-#include <sealed-probe/json.h>
-#include <sealed-probe/open_beneath.h>
-#include <sealed-probe/progress.h>
-#include <sealed-probe/repo_name.h>
-#include <sealed-probe/quote.h>
-#include <sealed-probe/tree_digest.h>
-#include <sealed-probe/tree_remove.h>
-#include <sealed-probe/yajl_util.h>
+#include "base/cleanup.h"
+#include "base/quote.h"
+#include "base/repo_name.h"
+#include "bundle/bundle.h"
+#include "os/dir_names.h"
+#include "os/fileio.h"
+#include "os/open_beneath.h"
+#include "os/progress.h"
+#include "text/json.h"
+#include "text/yajl_util.h"
+#include "tree/digest.h"
+#include "tree/remove.h"
 
 /* Version 2 records the submodules each seed omits; version 1, from before
    the submodule policy, is still read (docs/staging.md).  */

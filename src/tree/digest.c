@@ -1,7 +1,7 @@
-/* The tree digest: see include/sealed-probe/tree_digest.h.  The encoding is
+/* The tree digest: see src/tree/digest.h.  The encoding is
    specified in docs/rootfs.md ("Digest encoding"); change both together.  */
 #define _GNU_SOURCE
-#include <sealed-probe/tree_digest.h>
+#include "tree/digest.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,10 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/quote.h>
-#include <sealed-probe/tree_walk.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/quote.h"
+#include "tree/walk.h"
 
 /* Hashed first, so that a future encoding can never collide with this one.  */
 #define TREE_DIGEST_MAGIC "sealed-probe tree digest 1\n"

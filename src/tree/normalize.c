@@ -1,15 +1,15 @@
-/* Normalization: see include/sealed-probe/tree_normalize.h.  */
+/* Normalization: see src/tree/normalize.h.  */
 #define _GNU_SOURCE
-#include <sealed-probe/tree_normalize.h>
+#include "tree/normalize.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/quote.h>
-#include <sealed-probe/tree_walk.h>
+#include "base/bounds.h"
+#include "base/quote.h"
+#include "tree/walk.h"
 
 static const struct timespec fixed_times[2] = {
   { .tv_sec = SP_ROOTFS_MTIME, .tv_nsec = 0 },

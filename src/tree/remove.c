@@ -1,10 +1,10 @@
-/* Tree removal: see include/sealed-probe/tree_remove.h.  It works by fds and
+/* Tree removal: see src/tree/remove.h.  It works by fds and
    holds one directory open at a time: going down it opens a child by the
    name read from its parent, going back up it opens ".." and checks that it
    is the directory it came from.  So neither the length of a path nor the
    depth of the tree limits it; paths are built only for messages.  */
 #define _GNU_SOURCE
-#include <sealed-probe/tree_remove.h>
+#include "tree/remove.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/dir_names.h>
-#include <sealed-probe/quote.h>
+#include "base/cleanup.h"
+#include "base/quote.h"
+#include "os/dir_names.h"
 
 /* One directory on the way down.  */
 struct frame

@@ -1,15 +1,15 @@
-/* The tree walk: see include/sealed-probe/tree_walk.h.  */
+/* The tree walk: see src/tree/walk.h.  */
 #define _GNU_SOURCE
-#include <sealed-probe/tree_walk.h>
+#include "tree/walk.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/dir_names.h>
-#include <sealed-probe/quote.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/quote.h"
+#include "os/dir_names.h"
 
 static int
 walk_dir (int dirfd, char *path, size_t path_len, int depth, sp_tree_walk_fn fn, void *ctx, sp_error_t *err)

@@ -1,7 +1,7 @@
 """A fake sealed-probe proxy for the client contract tests.
 
 It decodes requests with its own implementation of docs/protocol.md, written
-from the document and not from src/protocol.c, so that the client is held to
+from the document and not from src/base/protocol.c, so that the client is held to
 the documented bytes.  Every byte is checked; any deviation is recorded as a
 decode error, which the tests assert is absent.
 

@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sealed-probe/audit.h>
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/json.h>
-#include <sealed-probe/utf8.h>
+#include "base/bounds.h"
+#include "base/utf8.h"
+#include "serve/audit.h"
+#include "text/json.h"
 
 #include "fuzz.h"
 
@@ -209,7 +209,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     .admission = h[3] & 16,
     .status = str[10],
     /* Past the last cause too: the renderer names it "?", never reads past its table.  */
-    .cause = (enum sp_audit_cause) ((h[2] ^ h[3]) % (SP_AUDIT_CAUSE_COUNT + 2)),
+    .cause = (enum sp_cause) ((h[2] ^ h[3]) % (SP_CAUSE_COUNT + 2)),
     .reason = h[1] & 16 ? NULL : reason,
     .facts = h[1] & 32 ? NULL : &facts,
     .release = release_modes[h[1] >> 6 & 3],
@@ -254,7 +254,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       check_string (root, "status", rec.status);
       check_string (root, "snapshot", rec.snapshot);
       check_string (root, "sandbox", rec.sandbox);
-      check_string (root, "cause", rec.admission ? NULL : sp_audit_cause_name (rec.cause));
+      check_string (root, "cause", rec.admission ? NULL : sp_cause_name (rec.cause));
       v = sp_json_object_get (root, "result");
       if (rec.admission)
         FUZZ_REQUIRE (v->type == SP_JSON_NULL);

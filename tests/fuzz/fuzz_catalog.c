@@ -10,11 +10,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/catalog.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/config.h>
-#include <sealed-probe/repo_name.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/repo_name.h"
+#include "stage/catalog.h"
+#include "text/config.h"
 
 #include "fuzz.h"
 

@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/config.h>
-#include <sealed-probe/json.h>
-#include <sealed-probe/repo_name.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/repo_name.h"
+#include "text/config.h"
+#include "text/json.h"
 
 #include "fuzz.h"
 

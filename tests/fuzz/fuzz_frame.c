@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/outcome.h>
-#include <sealed-probe/protocol.h>
-#include <sealed-probe/request.h>
-#include <sealed-probe/utf8.h>
+#include "base/cleanup.h"
+#include "base/outcome.h"
+#include "base/protocol.h"
+#include "base/request.h"
+#include "base/utf8.h"
 
 #include "fuzz.h"
 

@@ -8,11 +8,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
 
 #include "fuzz.h"
-#include "git_parse.h"
+#include "seed/git_parse.h"
 
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)

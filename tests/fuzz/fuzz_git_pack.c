@@ -25,10 +25,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
+#include "base/cleanup.h"
 
 #include "fuzz.h"
-#include "pack_index.h"
+#include "seed/pack_index.h"
 
 /* Enough for an index of some two thousand entries and any header.  */
 #define INPUT_MAX_BYTES (64 * 1024)

@@ -12,12 +12,12 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/git_seed.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "seed/git_seed.h"
 
 #include "fuzz.h"
-#include "git_parse.h"
+#include "seed/git_parse.h"
 
 /* A loose ref file is read up to SP_GIT_REF_FILE_MAX_BYTES; packed-refs may
    be far bigger, but a few KiB of it reach every branch.  */

@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sealed-probe/answer.h>
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/bytes.h>
-#include <sealed-probe/error.h>
-#include <sealed-probe/result.h>
-#include <sealed-probe/utf8.h>
+#include "base/answer.h"
+#include "base/bounds.h"
+#include "base/bytes.h"
+#include "base/error.h"
+#include "base/utf8.h"
+#include "text/result.h"
 
 #include "fuzz.h"
 

@@ -12,9 +12,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/repo_name.h>
-#include <sealed-probe/run_status.h>
+#include "base/cleanup.h"
+#include "base/repo_name.h"
+#include "status/run_status.h"
 
 #include "fuzz.h"
 
@@ -38,7 +38,7 @@ check (const struct sp_run_status *st)
       if (o != SP_RUN_OUTCOME_ANSWERED)
         failures += st->all.outcomes[o];
     }
-  for (int c = 0; c < SP_AUDIT_CAUSE_COUNT; c++)
+  for (int c = 0; c < SP_CAUSE_COUNT; c++)
     causes += st->causes[c];
   FUZZ_REQUIRE (st->records == outcomes + st->all.admitted);
   FUZZ_REQUIRE (st->failures_total == failures && causes == failures);
@@ -62,7 +62,7 @@ check (const struct sp_run_status *st)
       cleanup_error sp_error_t err = NULL;
 
       FUZZ_REQUIRE (f->status < SP_RUN_OUTCOME_COUNT && f->status != SP_RUN_OUTCOME_ANSWERED);
-      FUZZ_REQUIRE (f->cause < SP_AUDIT_CAUSE_COUNT);
+      FUZZ_REQUIRE (f->cause < SP_CAUSE_COUNT);
       FUZZ_REQUIRE (strlen (f->time) == SP_AUDIT_TIME_BYTES - 1 && shaped (f->time, "0123456789-T:.Z", 24));
       FUZZ_REQUIRE (shaped (f->id, "0123456789abcdefghijklmnopqrstuvwxyz-", 2 * SP_ID_MAX_CHARS + 1));
       FUZZ_REQUIRE (f->repo[0] == '\0' || sp_repo_name_check (f->repo, strlen (f->repo), &err) == 0);

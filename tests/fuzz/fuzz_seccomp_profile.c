@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/seccomp_profile.h>
-#include <sealed-probe/yajl_util.h>
+#include "base/cleanup.h"
+#include "seccomp/profile.h"
+#include "text/yajl_util.h"
 
 #include "fuzz.h"
 

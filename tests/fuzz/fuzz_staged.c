@@ -11,13 +11,13 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/bundle.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/quote.h>
-#include <sealed-probe/repo_name.h>
-#include <sealed-probe/seed_store.h>
-#include <sealed-probe/sha256.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/quote.h"
+#include "base/repo_name.h"
+#include "base/sha256.h"
+#include "bundle/bundle.h"
+#include "stage/seed_store.h"
 
 #include "fuzz.h"
 

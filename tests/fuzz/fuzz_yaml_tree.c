@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/config.h>
-#include <sealed-probe/json.h>
-#include <sealed-probe/utf8.h>
-#include <sealed-probe/yaml_tree.h>
+#include "base/bounds.h"
+#include "base/utf8.h"
+#include "text/config.h"
+#include "text/json.h"
+#include "text/yaml_tree.h"
 
 #include "fuzz.h"
 

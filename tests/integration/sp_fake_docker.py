@@ -88,7 +88,7 @@ which must never show in what the client reports of it:
     bad-utf8       200, {"StatusCode":0,"Error":{"Message":"TOKEN <invalid UTF-8>"}}
     not-json       200, a line of text that is no JSON
     huge           200, a valid JSON object of 5 MiB (over the client's 4 MiB,
-                   DOCKER_API_RESPONSE_MAX in runtimes/docker_api.h)
+                   DOCKER_API_RESPONSE_MAX in src/runtimes/docker_api.h)
     status-500     500, {"message":"TOKEN ..."} (Docker's error form)
     dropped        200, a Content-Length the body never reaches: the
                    connection closes mid-answer

@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DOUBLE_SOURCE = os.path.normpath(os.path.join(HERE, "..", "doubles", "sbx", "sbx"))
 # Outside /run/sealed-probe*: a path a probe must never see names those.
 STATE_ROOT = "/run/sp-sbx-double"
-# The proxy's fixed environment for sbx (runtimes/sbx.c): PATH, root's HOME, LC_ALL=C.
+# The proxy's fixed environment for sbx (src/runtimes/sbx.c): PATH, root's HOME, LC_ALL=C.
 PROXY_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
              "LC_ALL": "C"}
 MODES = ("capable", "incapable", "unaudited", "unauthenticated", "hostile-ls", "hanging-create", "unstoppable")

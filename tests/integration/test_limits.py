@@ -1,8 +1,8 @@
 """Every resource limit of the sandbox holds, seen from inside a probe run by
 `serve` through the real client, on the backend SP_BACKEND names (runc by
 default; gvisor).  One probe per limit, answering HELD when the limit
-stopped it where the bundle says (include/sealed-probe/bounds.h,
-src/bundle.c), BROKEN when it got past it, UNKNOWN when it could not tell;
+stopped it where the bundle says (src/base/bounds.h,
+src/bundle/bundle.c), BROKEN when it got past it, UNKNOWN when it could not tell;
 a control beside most, answering FITS for use well below the limit:
 
   memory       sealedProbes.memoryLimit (128m here): MemoryError or killed

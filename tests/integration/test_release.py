@@ -1,5 +1,5 @@
 """`serve --release` and `--bit-budget` (docs/threat-model.md, "Timing: the
-release modes"; include/sealed-probe/release.h), on the backend the test runs
+release modes"; src/base/release_ladder.h), on the backend the test runs
 on.  Every latency here is the client's own, measured around each request
 from connect to the answer's last byte; every check compares it with what
 the audit log says and with the documented ladder, never with an absolute
@@ -48,7 +48,7 @@ tap = Tap()
 work = S.Work("sp-release-")
 
 # The documented ladder and margin (docs/threat-model.md), written here
-# independently of release.h.
+# independently of src/base/release_ladder.h.
 LADDER_MS = [1000 << i for i in range(10)]
 MARGIN_MS = 5000
 CONTENT_BITS = 2.0
@@ -225,7 +225,7 @@ def ready_ms(rec):
 
 def own_boundaries(rec, timeout_s):
     """The boundaries rec may rightly be released at: the first at or after
-    its end.  serve plans the release (release.c) after the audit line's
+    its end.  serve plans the release (src/serve/releaser.c) after the audit line's
     `started` is read and before its `finished` is (invocation.c), and the
     line's times are whole ms: what serve measured is at most 2 ms more than
     the line's ready time, and up to AUDIT_SKEW_MS less.  Near a boundary,

@@ -10,13 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
-#include <sealed-probe/rootfs.h>
+#include "base/cleanup.h"
+#include "os/fileio.h"
+#include "rootfs/verify.h"
 
 #include "rootfs_fixture.h"
 #include "sp_check.h"
-#include <sealed-probe/tree_walk.h>
+#include "tree/walk.h"
 
 #define N(a) (sizeof (a) / sizeof ((a)[0]))
 

@@ -9,11 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/tree_digest.h>
+#include "base/cleanup.h"
+#include "tree/digest.h"
 
-#include <sealed-probe/tree_remove.h>
 #include "sp_check.h"
+#include "tree/remove.h"
 
 static char dir[64];
 static int dirfd_ = -1;

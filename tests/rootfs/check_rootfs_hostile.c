@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
+#include "base/cleanup.h"
 
-#include "lock.h"
+#include "rootfs/lock.h"
 #include "rootfs_fixture.h"
 #include "sp_check.h"
 

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <sealed-probe/cleanup.h>
+#include "base/cleanup.h"
 
-#include "lock.h"
+#include "rootfs/lock.h"
 #include "sp_check.h"
 
 #define HEADER SP_LOCK_HEADER "\n"

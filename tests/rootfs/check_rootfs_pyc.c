@@ -19,16 +19,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
-#include <sealed-probe/rootfs.h>
-#include <sealed-probe/tree_normalize.h>
-#include <sealed-probe/tree_remove.h>
-#include <sealed-probe/tree_walk.h>
+#include "base/cleanup.h"
+#include "os/fileio.h"
+#include "rootfs/verify.h"
+#include "tree/normalize.h"
+#include "tree/remove.h"
+#include "tree/walk.h"
 
-#include "build.h"
-#include "lock.h"
-#include "pyc.h"
+#include "rootfs/build.h"
+#include "rootfs/lock.h"
+#include "rootfs/pyc.h"
 #include "rootfs_fixture.h"
 #include "sp_check.h"
 

@@ -16,14 +16,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
+#include "base/cleanup.h"
+#include "os/fileio.h"
 
-#include "lock.h"
-#include <sealed-probe/tree_remove.h>
+#include "rootfs/lock.h"
 #include "rootfs_fixture.h"
 #include "sp_check.h"
-#include <sealed-probe/tree_walk.h>
+#include "tree/remove.h"
+#include "tree/walk.h"
 
 extern char **environ;
 

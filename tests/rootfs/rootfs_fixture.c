@@ -14,12 +14,12 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
+#include "base/cleanup.h"
+#include "os/fileio.h"
 
-#include "build.h"
-#include "lock.h"
-#include <sealed-probe/tree_remove.h>
+#include "rootfs/build.h"
+#include "rootfs/lock.h"
+#include "tree/remove.h"
 
 #define FX_ARCHIVE_MAX (4 * 1024 * 1024)
 #define FX_VERSION     "1.0"

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include <sealed-probe/sha256.h>
+#include "base/sha256.h"
 
 /* One data.tar member.  type: 'f' regular file (data = content), 'd'
    directory, 'l' symlink (data = target), 'h' hardlink (data = target),

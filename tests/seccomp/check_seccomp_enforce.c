@@ -29,12 +29,12 @@
 
 #include <seccomp.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
-#include <sealed-probe/seccomp_profile.h>
+#include "base/cleanup.h"
+#include "os/fileio.h"
+#include "seccomp/profile.h"
 
 #include "denied.h"
-#include "profile_internal.h"
+#include "seccomp/profile_internal.h"
 #include "sp_check.h"
 
 #define PYTHON "/usr/bin/python3"

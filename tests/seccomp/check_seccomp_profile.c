@@ -1,4 +1,4 @@
-/* The seccomp profile (seccomp_profile.h): the built-in profile's shape, one
+/* The seccomp profile (seccomp/profile.h): the built-in profile's shape, one
    named test per rule of the loader, and the canonical re-emission.  The
    shape is read back from sp_seccomp_profile_gen, so it is asserted on what
    a bundle's config.json would carry.  */
@@ -15,14 +15,14 @@
 
 #include <seccomp.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
-#include <sealed-probe/json.h>
-#include <sealed-probe/seccomp_profile.h>
-#include <sealed-probe/yajl_util.h>
+#include "base/cleanup.h"
+#include "os/fileio.h"
+#include "seccomp/profile.h"
+#include "text/json.h"
+#include "text/yajl_util.h"
 
 #include "denied.h"
-#include "profile_internal.h"
+#include "seccomp/profile_internal.h"
 #include "sp_check.h"
 
 /* ---- helpers ---- */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sealed-probe/archive_extract.h>
+#include "os/archive_extract.h"
 
 #include "sp_check.h"
 #include "sp_tmpdir.h"

@@ -13,11 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/audit.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
-#include <sealed-probe/json.h>
-#include <sealed-probe/utf8.h>
+#include "base/cleanup.h"
+#include "base/utf8.h"
+#include "os/fileio.h"
+#include "serve/audit.h"
+#include "text/json.h"
 
 #include "sp_check.h"
 #include "sp_tmpdir.h"
@@ -156,7 +156,7 @@ START_TEST (record_without_request_or_launch_renders_nulls)
     .budget_remaining = 0,
     .answer = 0,
     .status = SP_AUDIT_STATUS_REFUSED,
-    .cause = SP_AUDIT_CAUSE_FRAME,
+    .cause = SP_CAUSE_FRAME,
     .reason = "request: unknown tag 0x07",
     .release = "bucketed",
     .release_ms = 1000,
@@ -215,7 +215,7 @@ START_TEST (killed_probe_has_null_exit_and_its_signal)
   rec.facts = &killed;
   rec.answer = 0;
   rec.status = SP_AUDIT_STATUS_TIMED_OUT;
-  rec.cause = SP_AUDIT_CAUSE_TIMEOUT;
+  rec.cause = SP_CAUSE_TIMEOUT;
   rec.reason = "timeout after 30 s";
   line = render_ok (&rec, NULL);
   ck_assert_ptr_nonnull (strstr (

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/bundle.h>
-#include <sealed-probe/cleanup.h>
+#include "base/cleanup.h"
+#include "bundle/bundle.h"
 
 #include "sp_check.h"
 

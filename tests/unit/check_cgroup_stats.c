@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sealed-probe/cgroup_stats.h>
-#include <sealed-probe/cleanup.h>
+#include "base/cleanup.h"
+#include "runtimes/cgroup_stats.h"
 
 #include "sp_check.h"
 #include "sp_tmpdir.h"

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/config.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "text/config.h"
 
 #include "sp_check.h"
 

@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/dir_names.h>
+#include "base/cleanup.h"
+#include "os/dir_names.h"
 
 #include "sp_check.h"
 #include "sp_tmpdir.h"

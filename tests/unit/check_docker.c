@@ -1,4 +1,4 @@
-/* The docker backend's create, start and destroy (runtime.h, runtimes/docker.c)
+/* The docker backend's create, start and destroy (runtime.h, src/runtimes/docker.c)
    against the project's real dockerd (scripts/dockerd, SP_DOCKER_SOCKET), as
    root: a container created ahead runs the script bytes written into its
    bound file after the create (serve writes probe.py then: same inode), one
@@ -22,12 +22,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/runtime.h>
+#include "base/cleanup.h"
+#include "runtimes/runtime.h"
 
-#include "../../runtimes/docker_api.h"
 #include "sp_check.h"
 #include "sp_tmpdir.h"
+#include "runtimes/docker_api.h"
 
 #define RUN_ID "checkdocker"
 

@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
+#include "base/cleanup.h"
+#include "os/fileio.h"
 
 #include "sp_check.h"
 #include "sp_tmpdir.h"

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <time.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
-#include <sealed-probe/json.h>
+#include "base/cleanup.h"
+#include "os/fileio.h"
+#include "text/json.h"
 
 #include "sp_check.h"
 

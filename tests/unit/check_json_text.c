@@ -2,10 +2,10 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include <sealed-probe/cleanup.h>
+#include "base/cleanup.h"
 
-#include <sealed-probe/json_text.h>
-#include <sealed-probe/utf8.h>
+#include "base/utf8.h"
+#include "text/json_text.h"
 
 #include "sp_check.h"
 

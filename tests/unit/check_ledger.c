@@ -12,9 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
-#include <sealed-probe/ledger.h>
+#include "base/cleanup.h"
+#include "os/fileio.h"
+#include "serve/ledger.h"
 
 #include "sp_check.h"
 

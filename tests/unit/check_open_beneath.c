@@ -13,8 +13,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/open_beneath.h>
+#include "base/cleanup.h"
+#include "os/open_beneath.h"
 
 #include "sp_check.h"
 #include "sp_tmpdir.h"

@@ -14,9 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/probe_out.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "serve/probe_out.h"
 
 #include "sp_check.h"
 #include "sp_tmpdir.h"

@@ -1,4 +1,4 @@
-/* Staging's progress line (include/sealed-probe/progress.h): number
+/* Staging's progress line (src/os/progress.h): number
    formats, each phase's line, the rate bound, a step drawn as it begins, a
    removal's count, the final line, cutting to the terminal's width,
    clearing, nothing at all when off, and the stop a signal asks for.  The renderer
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sealed-probe/progress.h>
+#include "os/progress.h"
 
 #include "sp_check.h"
 

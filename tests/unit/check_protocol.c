@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/protocol.h>
+#include "base/cleanup.h"
+#include "base/protocol.h"
 
 #include "sp_check.h"
 

@@ -3,8 +3,8 @@
 #define _GNU_SOURCE
 #include <string.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/quote.h>
+#include "base/bounds.h"
+#include "base/quote.h"
 
 #include "sp_check.h"
 

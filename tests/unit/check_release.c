@@ -1,9 +1,9 @@
-/* When answers leave (release.h): the ladder, the fixed offset, the
+/* When answers leave (base/release_ladder.h): the ladder, the fixed offset, the
    overflow, and the bits a call's release can carry.  */
 #include <math.h>
 #include <string.h>
 
-#include <sealed-probe/release.h>
+#include "base/release_ladder.h"
 
 #include "sp_check.h"
 

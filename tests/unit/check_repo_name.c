@@ -3,8 +3,8 @@
 #define _GNU_SOURCE
 #include <string.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/repo_name.h>
+#include "base/bounds.h"
+#include "base/repo_name.h"
 
 #include "sp_check.h"
 

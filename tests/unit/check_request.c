@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/outcome.h>
-#include <sealed-probe/request.h>
+#include "base/cleanup.h"
+#include "base/outcome.h"
+#include "base/request.h"
 
 #include "sp_check.h"
 

@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <sealed-probe/answer.h>
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/error.h>
-#include <sealed-probe/result.h>
+#include "base/answer.h"
+#include "base/bounds.h"
+#include "base/error.h"
+#include "text/result.h"
 
 #define OUTCOME(s)                                                                                           \
   {                                                                                                          \

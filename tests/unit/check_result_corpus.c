@@ -16,10 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/error.h>
-#include <sealed-probe/result.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "text/result.h"
 
 #define CORPUS_ENV        "SP_JSON_TEST_SUITE"
 #define CORPUS_FILE_COUNT 318

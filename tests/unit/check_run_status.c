@@ -13,11 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sealed-probe/audit.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
-#include <sealed-probe/ledger.h>
-#include <sealed-probe/run_status.h>
+#include "base/cleanup.h"
+#include "os/fileio.h"
+#include "serve/audit.h"
+#include "serve/ledger.h"
+#include "status/run_status.h"
 
 #include "sp_check.h"
 #include "sp_tmpdir.h"
@@ -104,7 +104,7 @@ struct rec
   int exit_code; /* -2: not launched; -1: no exit status */
   int signal;
   bool overflow;
-  enum sp_audit_cause cause; /* none unless given */
+  enum sp_cause cause; /* none unless given */
 };
 
 static char *
@@ -165,16 +165,15 @@ append_rec (const struct rec *r)
 /* An invocation that ran: its admission record, then its result.  */
 static void
 append_ran (const char *run, unsigned inv, const char *repo, const char *status, uint8_t answer,
-            int exit_code, enum sp_audit_cause cause, const char *reason)
+            int exit_code, enum sp_cause cause, const char *reason)
 {
-  append_rec (&(struct rec){ run, inv, SP_AUDIT_STATUS_ADMITTED, repo, true, NULL, 0, -2, 0, false,
-                             SP_AUDIT_CAUSE_NONE });
+  append_rec (
+      &(struct rec){ run, inv, SP_AUDIT_STATUS_ADMITTED, repo, true, NULL, 0, -2, 0, false, SP_CAUSE_NONE });
   append_rec (&(struct rec){ run, inv, status, repo, true, reason, answer, exit_code, 0, false, cause });
 }
 
 static void
-append_refused (const char *run, unsigned inv, const char *repo, enum sp_audit_cause cause,
-                const char *reason)
+append_refused (const char *run, unsigned inv, const char *repo, enum sp_cause cause, const char *reason)
 {
   append_rec (
       &(struct rec){ run, inv, SP_AUDIT_STATUS_REFUSED, repo, false, reason, 0, -2, 0, false, cause });
@@ -226,16 +225,16 @@ static void
 typical_state (void)
 {
   make_audit ();
-  append_ran ("aaa", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, SP_AUDIT_CAUSE_NONE, NULL);
-  append_refused ("aaa", 3, NULL, SP_AUDIT_CAUSE_UNKNOWN_REPOSITORY, "request: repo: not in the allowlist");
+  append_ran ("aaa", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, SP_CAUSE_NONE, NULL);
+  append_refused ("aaa", 3, NULL, SP_CAUSE_UNKNOWN_REPOSITORY, "request: repo: not in the allowlist");
   append_rec (&(struct rec){ "aaa", 4, SP_AUDIT_STATUS_ADMITTED, "acme/beta", true, NULL, 0, -2, 0, false,
-                             SP_AUDIT_CAUSE_NONE });
-  append_ran ("bbb", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 2, 0, SP_AUDIT_CAUSE_NONE, NULL);
-  append_ran ("bbb", 3, "acme/beta", SP_AUDIT_STATUS_PROBE, 0, 1, SP_AUDIT_CAUSE_PROBE_EXIT,
+                             SP_CAUSE_NONE });
+  append_ran ("bbb", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 2, 0, SP_CAUSE_NONE, NULL);
+  append_ran ("bbb", 3, "acme/beta", SP_AUDIT_STATUS_PROBE, 0, 1, SP_CAUSE_PROBE_EXIT,
               "the probe exited with status 1");
-  append_ran ("bbb", 4, "acme/alpha", SP_AUDIT_STATUS_TIMED_OUT, 0, -1, SP_AUDIT_CAUSE_TIMEOUT,
+  append_ran ("bbb", 4, "acme/alpha", SP_AUDIT_STATUS_TIMED_OUT, 0, -1, SP_CAUSE_TIMEOUT,
               "the probe ran past the 5 s timeout");
-  append_refused ("bbb", 5, "acme/alpha", SP_AUDIT_CAUSE_BUDGET_SPENT, "the invocation budget is spent");
+  append_refused ("bbb", 5, "acme/alpha", SP_CAUSE_BUDGET_SPENT, "the invocation budget is spent");
   write_ledger ("{\"version\":2,\"limit\":5,\"used\":5,\"repositories\":{\"acme/alpha\":{\"millibits\":6000,"
                 "\"unbounded_calls\":3},\"acme/beta\":{\"millibits\":4000,\"unbounded_calls\":2}}}\n");
 }
@@ -293,23 +292,23 @@ START_TEST (failures_keep_order_cause_and_numbers)
   f = sp_run_status_failure (st, 0);
   ck_assert_str_eq (f->id, "aaa-3");
   ck_assert_str_eq (f->repo, "");
-  ck_assert_int_eq (f->cause, SP_AUDIT_CAUSE_UNKNOWN_REPOSITORY);
+  ck_assert_int_eq (f->cause, SP_CAUSE_UNKNOWN_REPOSITORY);
   f = sp_run_status_failure (st, 1);
   ck_assert_str_eq (f->id, "bbb-3");
   ck_assert_str_eq (f->repo, "acme/beta");
   ck_assert_int_eq (f->status, SP_RUN_OUTCOME_PROBE);
-  ck_assert_int_eq (f->cause, SP_AUDIT_CAUSE_PROBE_EXIT);
+  ck_assert_int_eq (f->cause, SP_CAUSE_PROBE_EXIT);
   ck_assert (f->has_exit);
   ck_assert_int_eq (f->exit_code, 1);
   ck_assert_str_eq (f->time, "2026-11-30T07:01:05.845Z");
   f = sp_run_status_failure (st, 2);
-  ck_assert_int_eq (f->cause, SP_AUDIT_CAUSE_TIMEOUT);
+  ck_assert_int_eq (f->cause, SP_CAUSE_TIMEOUT);
   ck_assert (!f->has_exit);
   f = sp_run_status_failure (st, 3);
-  ck_assert_int_eq (f->cause, SP_AUDIT_CAUSE_BUDGET_SPENT);
+  ck_assert_int_eq (f->cause, SP_CAUSE_BUDGET_SPENT);
   ck_assert_int_eq (f->oom, -1);
-  ck_assert_uint_eq (st->causes[SP_AUDIT_CAUSE_UNKNOWN_REPOSITORY], 1);
-  ck_assert_uint_eq (st->causes[SP_AUDIT_CAUSE_BUDGET_SPENT], 1);
+  ck_assert_uint_eq (st->causes[SP_CAUSE_UNKNOWN_REPOSITORY], 1);
+  ck_assert_uint_eq (st->causes[SP_CAUSE_BUDGET_SPENT], 1);
 }
 END_TEST
 
@@ -319,7 +318,7 @@ START_TEST (only_the_last_failures_are_kept_oldest_first)
 
   make_audit ();
   for (unsigned i = 1; i <= 25; i++)
-    append_refused ("ccc", i, NULL, SP_AUDIT_CAUSE_QUEUE_FULL, "the queue is full");
+    append_refused ("ccc", i, NULL, SP_CAUSE_QUEUE_FULL, "the queue is full");
   st = read_ok ();
   ck_assert_uint_eq (st->failures_total, 25);
   ck_assert_uint_eq (st->n_failures, SP_RUN_STATUS_FAILURES_MAX);
@@ -345,13 +344,13 @@ START_TEST (causes_are_read_as_recorded_never_from_reasons)
 
   make_audit ();
   /* The words say "queue full"; the value says timeout.  */
-  append_ran ("eee", 2, "acme/alpha", SP_AUDIT_STATUS_TIMED_OUT, 0, -1, SP_AUDIT_CAUSE_TIMEOUT,
+  append_ran ("eee", 2, "acme/alpha", SP_AUDIT_STATUS_TIMED_OUT, 0, -1, SP_CAUSE_TIMEOUT,
               "the queue is full");
-  append_ran ("eee", 3, "acme/alpha", SP_AUDIT_STATUS_CANCELLED, 0, -1, SP_AUDIT_CAUSE_CLIENT_GONE,
+  append_ran ("eee", 3, "acme/alpha", SP_AUDIT_STATUS_CANCELLED, 0, -1, SP_CAUSE_CLIENT_GONE,
               "the client went away while the probe ran");
   /* A line written before causes were recorded: no `cause` key.  */
   line = render (&(struct rec){ "eee", 4, SP_AUDIT_STATUS_REFUSED, NULL, false, "the queue is full", 0, -2, 0,
-                                false, SP_AUDIT_CAUSE_QUEUE_FULL },
+                                false, SP_CAUSE_QUEUE_FULL },
                  &len);
   at = strstr (line, ",\"cause\":\"queue_full\"");
   ck_assert_ptr_nonnull (at);
@@ -361,7 +360,7 @@ START_TEST (causes_are_read_as_recorded_never_from_reasons)
   free (line);
   /* A cause a newer serve wrote.  */
   line = render (&(struct rec){ "eee", 5, SP_AUDIT_STATUS_REFUSED, NULL, false, NULL, 0, -2, 0, false,
-                                SP_AUDIT_CAUSE_QUEUE_FULL },
+                                SP_CAUSE_QUEUE_FULL },
                  &len);
   at = strstr (line, "\"queue_full\"");
   ck_assert_ptr_nonnull (at);
@@ -370,11 +369,11 @@ START_TEST (causes_are_read_as_recorded_never_from_reasons)
   write_ledger ("{\"version\":2,\"limit\":9,\"used\":2,\"repositories\":{}}\n");
   st = read_ok ();
   ck_assert_uint_eq (st->failures_total, 4);
-  ck_assert_int_eq (sp_run_status_failure (st, 0)->cause, SP_AUDIT_CAUSE_TIMEOUT);
-  ck_assert_int_eq (sp_run_status_failure (st, 1)->cause, SP_AUDIT_CAUSE_CLIENT_GONE);
+  ck_assert_int_eq (sp_run_status_failure (st, 0)->cause, SP_CAUSE_TIMEOUT);
+  ck_assert_int_eq (sp_run_status_failure (st, 1)->cause, SP_CAUSE_CLIENT_GONE);
   ck_assert_int_eq (sp_run_status_failure (st, 1)->status, SP_RUN_OUTCOME_CANCELLED);
-  ck_assert_int_eq (sp_run_status_failure (st, 2)->cause, SP_AUDIT_CAUSE_UNRECORDED);
-  ck_assert_int_eq (sp_run_status_failure (st, 3)->cause, SP_AUDIT_CAUSE_OTHER);
+  ck_assert_int_eq (sp_run_status_failure (st, 2)->cause, SP_CAUSE_UNRECORDED);
+  ck_assert_int_eq (sp_run_status_failure (st, 3)->cause, SP_CAUSE_OTHER);
   ck_assert_uint_eq (st->all.outcomes[SP_RUN_OUTCOME_CANCELLED], 1);
 }
 END_TEST
@@ -382,17 +381,17 @@ END_TEST
 /* Every cause has a name, and each name reads back as its cause.  */
 START_TEST (every_cause_name_round_trips)
 {
-  for (int c = 0; c < SP_AUDIT_CAUSE_COUNT; c++)
+  for (int c = 0; c < SP_CAUSE_COUNT; c++)
     {
-      const char *name = sp_audit_cause_name ((enum sp_audit_cause)c);
+      const char *name = sp_cause_name ((enum sp_cause)c);
 
       ck_assert_str_ne (name, "?");
-      if (c != SP_AUDIT_CAUSE_UNRECORDED && c != SP_AUDIT_CAUSE_OTHER)
-        ck_assert_int_eq (sp_audit_cause_from_name (name), c);
+      if (c != SP_CAUSE_UNRECORDED && c != SP_CAUSE_OTHER)
+        ck_assert_int_eq (sp_cause_from_name (name), c);
     }
-  ck_assert_int_eq (sp_audit_cause_from_name (NULL), SP_AUDIT_CAUSE_UNRECORDED);
-  ck_assert_int_eq (sp_audit_cause_from_name ("snapshot: x"), SP_AUDIT_CAUSE_OTHER);
-  ck_assert_str_eq (sp_audit_cause_name (SP_AUDIT_CAUSE_COUNT), "?");
+  ck_assert_int_eq (sp_cause_from_name (NULL), SP_CAUSE_UNRECORDED);
+  ck_assert_int_eq (sp_cause_from_name ("snapshot: x"), SP_CAUSE_OTHER);
+  ck_assert_str_eq (sp_cause_name (SP_CAUSE_COUNT), "?");
 }
 END_TEST
 
@@ -403,17 +402,17 @@ START_TEST (summary_keeps_nothing_of_outcomes_or_reasons)
   cleanup_run_status struct sp_run_status *st = NULL;
 
   make_audit ();
-  append_ran ("ddd", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, SP_AUDIT_CAUSE_NONE, NULL);
-  append_ran ("ddd", 3, "acme/alpha", SP_AUDIT_STATUS_PROBE, 0, 0, SP_AUDIT_CAUSE_PROBE_OUTPUT,
+  append_ran ("ddd", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, SP_CAUSE_NONE, NULL);
+  append_ran ("ddd", 3, "acme/alpha", SP_AUDIT_STATUS_PROBE, 0, 0, SP_CAUSE_PROBE_OUTPUT,
               "/probe/out: result: " CANARY);
-  append_refused ("ddd", 4, NULL, SP_AUDIT_CAUSE_BAD_REQUEST, "request: " CANARY);
-  append_refused ("ddd", 5, NULL, SP_AUDIT_CAUSE_FRAME, CANARY);
+  append_refused ("ddd", 4, NULL, SP_CAUSE_BAD_REQUEST, "request: " CANARY);
+  append_refused ("ddd", 5, NULL, SP_CAUSE_FRAME, CANARY);
   write_ledger ("{\"version\":2,\"limit\":9,\"used\":2,\"repositories\":{}}\n");
   st = read_ok ();
   ck_assert_uint_eq (st->failures_total, 3);
   ck_assert_ptr_null (memmem (st, sizeof (*st), "CANARY", 6));
   ck_assert_ptr_null (memmem (st->repos, st->n_repos * sizeof (*st->repos), "CANARY", 6));
-  ck_assert_int_eq (sp_run_status_failure (st, 2)->cause, SP_AUDIT_CAUSE_FRAME);
+  ck_assert_int_eq (sp_run_status_failure (st, 2)->cause, SP_CAUSE_FRAME);
 }
 END_TEST
 
@@ -421,9 +420,9 @@ START_TEST (torn_last_line_is_counted_not_read)
 {
   cleanup_run_status struct sp_run_status *st = NULL;
   size_t len;
-  cleanup_free char *line = render (&(struct rec){ "eee", 9, SP_AUDIT_STATUS_REFUSED, NULL, false, "x", 0, -2,
-                                                   0, false, SP_AUDIT_CAUSE_NONE },
-                                    &len);
+  cleanup_free char *line = render (
+      &(struct rec){ "eee", 9, SP_AUDIT_STATUS_REFUSED, NULL, false, "x", 0, -2, 0, false, SP_CAUSE_NONE },
+      &len);
 
   typical_state ();
   /* A kill -9 (or a read) in the middle of a write: all but its newline.  */
@@ -446,7 +445,7 @@ START_TEST (records_from_before_the_release_modes_are_read)
   size_t len;
   cleanup_free char *line
       = render (&(struct rec){ "fff", 2, SP_AUDIT_STATUS_PROBE, "acme/alpha", true,
-                               "the probe exited with status 1", 0, 1, 0, false, SP_AUDIT_CAUSE_NONE },
+                               "the probe exited with status 1", 0, 1, 0, false, SP_CAUSE_NONE },
                 &len);
   cleanup_free char *wrong = strdup (line);
   char *at = strstr (line, key);
@@ -456,7 +455,7 @@ START_TEST (records_from_before_the_release_modes_are_read)
   memmove (at, at + strlen (key), strlen (at + strlen (key)) + 1);
   make_audit ();
   append_rec (&(struct rec){ "fff", 2, SP_AUDIT_STATUS_ADMITTED, "acme/alpha", true, NULL, 0, -2, 0, false,
-                             SP_AUDIT_CAUSE_NONE });
+                             SP_CAUSE_NONE });
   append_bytes (line, strlen (line));
   write_ledger ("{\"version\":2,\"limit\":5,\"used\":1,\"repositories\":{\"acme/alpha\":{\"millibits\":2000,"
                 "\"unbounded_calls\":1}}}\n");
@@ -512,7 +511,7 @@ START_TEST (version_1_ledger_has_no_bits)
   cleanup_run_status struct sp_run_status *st = NULL;
 
   make_audit ();
-  append_ran ("fff", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, SP_AUDIT_CAUSE_NONE, NULL);
+  append_ran ("fff", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, SP_CAUSE_NONE, NULL);
   write_ledger ("{\"version\":1,\"limit\":10,\"used\":1}\n");
   st = read_ok ();
   ck_assert_int_eq (st->ledger->version, 1);
@@ -530,9 +529,9 @@ assert_line_refused (const char *bad, const char *want)
   cleanup_free char *msg = NULL;
 
   make_audit ();
-  append_ran ("ggg", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, SP_AUDIT_CAUSE_NONE, NULL);
+  append_ran ("ggg", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, SP_CAUSE_NONE, NULL);
   append_text (bad);
-  append_ran ("ggg", 3, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, SP_AUDIT_CAUSE_NONE, NULL);
+  append_ran ("ggg", 3, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, SP_CAUSE_NONE, NULL);
   write_ledger ("{\"version\":2,\"limit\":10,\"used\":2,\"repositories\":{}}\n");
   msg = read_fails ();
   ck_assert_msg (strstr (msg, "audit/audit.jsonl") && strstr (msg, "the line at byte "), "%s", msg);
@@ -552,9 +551,9 @@ START_TEST (unknown_status_is_refused_unquoted)
   size_t len;
   char *p;
 
-  line = render (&(struct rec){ "ggg", 7, SP_AUDIT_STATUS_REFUSED, NULL, false, "x", 0, -2, 0, false,
-                                SP_AUDIT_CAUSE_NONE },
-                 &len);
+  line = render (
+      &(struct rec){ "ggg", 7, SP_AUDIT_STATUS_REFUSED, NULL, false, "x", 0, -2, 0, false, SP_CAUSE_NONE },
+      &len);
   p = strstr (line, "\"status\":\"refused\"");
   ck_assert_ptr_nonnull (p);
   memcpy (p, "\"status\":\"CANARYx\"", 18);
@@ -628,7 +627,7 @@ START_TEST (log_without_ledger_is_refused)
   cleanup_free char *msg = NULL;
 
   make_audit ();
-  append_ran ("hhh", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, SP_AUDIT_CAUSE_NONE, NULL);
+  append_ran ("hhh", 2, "acme/alpha", SP_AUDIT_STATUS_ANSWERED, 1, 0, SP_CAUSE_NONE, NULL);
   msg = read_fails ();
   ck_assert_msg (strstr (msg, "budget is unknown") != NULL, "%s", msg);
 }
@@ -707,12 +706,12 @@ large_state (void)
     {
       size_t n1, n2;
       cleanup_free char *a = render (&(struct rec){ "lll", i, SP_AUDIT_STATUS_ADMITTED, "acme/alpha", true,
-                                                    NULL, 0, -2, 0, false, SP_AUDIT_CAUSE_NONE },
+                                                    NULL, 0, -2, 0, false, SP_CAUSE_NONE },
                                      &n1);
       cleanup_free char *b
           = render (&(struct rec){ "lll", i, i % 4 ? SP_AUDIT_STATUS_ANSWERED : SP_AUDIT_STATUS_PROBE,
                                    "acme/alpha", true, i % 4 ? NULL : "the probe exited with status 3",
-                                   i % 4 ? 1 : 0, i % 4 ? 0 : 3, 0, false, SP_AUDIT_CAUSE_NONE },
+                                   i % 4 ? 1 : 0, i % 4 ? 0 : 3, 0, false, SP_CAUSE_NONE },
                     &n2);
 
       if (len + n1 + n2 > cap)

@@ -1,4 +1,4 @@
-/* The OCI command-line backends (runtime.h, runtimes/oci_cli.c) against the
+/* The OCI command-line backends (runtime.h, src/runtimes/oci_cli.c) against the
    real runc, or the real runsc when SP_BACKEND=gvisor, as root: verify, a
    run's exit, signal and timeout facts, the state and cgroup left after it
    (none), and orphan cleanup of another run.  The bundle is a minimal one:
@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/runtime.h>
+#include "base/cleanup.h"
+#include "runtimes/runtime.h"
 
 #include "sp_check.h"
 #include "sp_tmpdir.h"

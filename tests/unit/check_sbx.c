@@ -1,4 +1,4 @@
-/* The sbx backend's parsers and its command lines (runtimes/sbx.h): what it
+/* The sbx backend's parsers and its command lines (src/runtimes/sbx.h): what it
    reads from the CLI is parsed strictly, and what it execs comes from the
    bundle alone.  */
 #define _GNU_SOURCE
@@ -8,12 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/error.h>
+#include "base/cleanup.h"
+#include "base/error.h"
 
-#include "../../runtimes/sbx.h"
 #include "sp_check.h"
 #include "sp_tmpdir.h"
+#include "runtimes/sbx.h"
 
 #define DIGEST "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 

@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/secret_cred.h>
-#include <sealed-probe/secret_env.h>
+#include "base/cleanup.h"
+#include "stage/secret_cred.h"
+#include "stage/secret_env.h"
 
 #include "sp_check.h"
 #include "sp_tmpdir.h"

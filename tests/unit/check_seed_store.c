@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/quote.h>
-#include <sealed-probe/seed_store.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/quote.h"
+#include "stage/seed_store.h"
 
 #include "sp_check.h"
 

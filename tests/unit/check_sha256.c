@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sealed-probe/sha256.h>
+#include "base/sha256.h"
 
 #include "sp_check.h"
 

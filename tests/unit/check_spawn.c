@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/spawn.h>
+#include "base/cleanup.h"
+#include "os/spawn.h"
 
 #include "sp_check.h"
 

@@ -14,8 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/state_lock.h>
+#include "base/cleanup.h"
+#include "os/state_lock.h"
 
 #include "sp_check.h"
 #include "sp_tmpdir.h"

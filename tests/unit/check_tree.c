@@ -16,13 +16,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/sha256.h>
-#include <sealed-probe/tree_copy.h>
-#include <sealed-probe/tree_digest.h>
-#include <sealed-probe/tree_normalize.h>
-#include <sealed-probe/tree_remove.h>
-#include <sealed-probe/tree_walk.h>
+#include "base/bounds.h"
+#include "base/sha256.h"
+#include "tree/copy.h"
+#include "tree/digest.h"
+#include "tree/normalize.h"
+#include "tree/remove.h"
+#include "tree/walk.h"
 
 #include "sp_check.h"
 #include "sp_tmpdir.h"

@@ -25,12 +25,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/bundle.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/probe_identity.h>
-#include <sealed-probe/tree_digest.h>
-#include <sealed-probe/workspace.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "bundle/bundle.h"
+#include "serve/probe_identity.h"
+#include "serve/workspace.h"
+#include "tree/digest.h"
 
 #include "sp_check.h"
 #include "sp_tmpdir.h"

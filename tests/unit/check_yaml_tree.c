@@ -10,11 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/config.h>
-#include <sealed-probe/json.h>
-#include <sealed-probe/yaml_tree.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "text/config.h"
+#include "text/json.h"
+#include "text/yaml_tree.h"
 
 #include "sp_check.h"
 

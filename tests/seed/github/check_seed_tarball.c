@@ -19,11 +19,11 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/error.h>
+#include "base/cleanup.h"
+#include "base/error.h"
 
+#include "seed/tarball.h"
 #include "sp_check.h"
-#include "tarball.h"
 
 /* One archive member: f file, d directory, l symlink, h hardlink, c char
    device, p FIFO.  text is a file's data or a link's target.  */

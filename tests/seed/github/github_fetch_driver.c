@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/error.h>
-#include <sealed-probe/github_fetch.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "seed/github_fetch.h"
 
 static uint64_t
 number (const char *s)

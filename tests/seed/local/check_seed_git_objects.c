@@ -4,7 +4,7 @@
 #define _GNU_SOURCE
 #include <string.h>
 
-#include "git_object_parse.h"
+#include "seed/git_object_parse.h"
 #include "sp_check.h"
 
 #define T1 "0123456789abcdef0123456789abcdef01234567"

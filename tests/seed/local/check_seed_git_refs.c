@@ -11,11 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/git_seed.h>
-#include <sealed-probe/open_beneath.h>
+#include "base/cleanup.h"
+#include "os/open_beneath.h"
+#include "seed/git_seed.h"
 
-#include "git_parse.h"
+#include "seed/git_parse.h"
 #include "seed_fixture.h"
 #include "sp_check.h"
 

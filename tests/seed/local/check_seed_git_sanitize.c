@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/git_seed.h>
-#include <sealed-probe/tree_copy.h>
+#include "base/cleanup.h"
+#include "seed/git_seed.h"
+#include "tree/copy.h"
 
 #include "seed_fixture.h"
 #include "sp_check.h"

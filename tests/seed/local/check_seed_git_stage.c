@@ -11,10 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sealed-probe/bounds.h>
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/git_seed.h>
-#include <sealed-probe/git_stage.h>
+#include "base/bounds.h"
+#include "base/cleanup.h"
+#include "seed/git_seed.h"
+#include "seed/git_stage.h"
 
 #include "seed_fixture.h"
 #include "sp_check.h"

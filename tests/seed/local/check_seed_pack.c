@@ -19,10 +19,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/fileio.h>
+#include "base/cleanup.h"
+#include "os/fileio.h"
 
-#include "pack_index.h"
+#include "seed/pack_index.h"
 #include "seed_fixture.h"
 #include "sp_check.h"
 

@@ -1,4 +1,4 @@
-/* The safe tree copy (tree_copy.h): what it copies, what it never follows,
+/* The safe tree copy (tree/copy.h): what it copies, what it never follows,
    what it refuses, and its limits.  Needs root for mknod and chown.  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -13,8 +13,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <sealed-probe/cleanup.h>
-#include <sealed-probe/tree_copy.h>
+#include "base/cleanup.h"
+#include "tree/copy.h"
 
 #include "seed_fixture.h"
 #include "sp_check.h"

@@ -16,7 +16,7 @@
 
 #include <check.h>
 
-#include <sealed-probe/cleanup.h>
+#include "base/cleanup.h"
 
 char fx_dir[64];
 int fx_fd = -1;

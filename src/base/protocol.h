@@ -1,0 +1,90 @@
+/* Wire protocol v1 between the client and the proxy: framing only.  Pure;
+   libc only, so that the client links it.  The exact bytes are in
+   docs/protocol.md.
+
+   Every frame starts with a 10-byte header:
+     "SPRB" | version u8 (0x01) | kind u8 | body_length u32 big-endian
+   A request body is exactly five fields, each tag u8 | length u32 BE | value:
+     REPO, OUTCOME, OUTCOME, OUTCOME, SCRIPT.
+   A response body is one byte: 0 for ERROR, or the 1-based outcome index.
+
+   Decoding is structural: it bounds every length and checks the field order,
+   but it does not judge the values; sp_request_validate (request.h) does.  */
+#ifndef SP_BASE_PROTOCOL_H
+#define SP_BASE_PROTOCOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/bounds.h"
+#include "base/bytes.h"
+#include "base/error.h"
+
+#define SP_FRAME_MAGIC         "SPRB"
+#define SP_FRAME_MAGIC_BYTES   4
+#define SP_FRAME_VERSION       0x01
+#define SP_FRAME_KIND_REQUEST  0x01
+#define SP_FRAME_KIND_RESPONSE 0x02
+#define SP_FRAME_HEADER_BYTES  10 /* magic, version, kind, body_length */
+
+#define SP_FIELD_HEADER_BYTES 5 /* tag u8, length u32 BE */
+#define SP_TAG_REPO           0x01
+#define SP_TAG_OUTCOME        0x02
+#define SP_TAG_SCRIPT         0x03
+
+#define SP_REQUEST_FIELD_COUNT (1 + SP_OUTCOME_COUNT + 1)
+
+/* Bounds of a request body, computed from bounds.h: a header may announce
+   nothing outside them, so a server can refuse before allocating.  */
+#define SP_REQUEST_BODY_MIN_BYTES (SP_REQUEST_FIELD_COUNT * (SP_FIELD_HEADER_BYTES + 1))
+#define SP_REQUEST_BODY_MAX_BYTES                                                                            \
+  (SP_REQUEST_FIELD_COUNT * SP_FIELD_HEADER_BYTES + SP_REPO_MAX_BYTES                                        \
+   + SP_OUTCOME_COUNT * SP_OUTCOME_MAX_BYTES + SP_SCRIPT_MAX_BYTES)
+#define SP_REQUEST_FRAME_MAX_BYTES (SP_FRAME_HEADER_BYTES + SP_REQUEST_BODY_MAX_BYTES)
+
+#define SP_RESPONSE_BODY_BYTES  1
+#define SP_RESPONSE_FRAME_BYTES (SP_FRAME_HEADER_BYTES + SP_RESPONSE_BODY_BYTES)
+/* A reader takes one byte more than a response, to tell a long reply apart.  */
+#define SP_RESPONSE_READ_MAX_BYTES (SP_RESPONSE_FRAME_BYTES + 1)
+#define SP_RESPONSE_ERROR          0x00
+
+/* A decoded request.  Every field is a view into the decoded buffer, which
+   must outlive it; values may contain any byte, including NUL.  */
+struct sp_request
+{
+  struct sp_bytes repo;
+  struct sp_bytes outcomes[SP_OUTCOME_COUNT];
+  struct sp_bytes script;
+};
+
+/* Checks a frame header and returns its body length in *body_len.  The
+   magic, version and kind must match, and the body length must be possible
+   for that kind (SP_REQUEST_BODY_MIN_BYTES..SP_REQUEST_BODY_MAX_BYTES for a
+   request, exactly SP_RESPONSE_BODY_BYTES for a response), so that a server
+   can bound its read before it allocates anything.  */
+int sp_frame_header_decode (const uint8_t hdr[SP_FRAME_HEADER_BYTES], uint8_t expected_kind, size_t *body_len,
+                            sp_error_t *err);
+
+/* Decodes a whole request frame, header included: buf[0..len) must be
+   exactly one frame, with no byte missing or left over.  On success *out
+   points into buf.  Messages name tags, positions and lengths, never
+   content.  */
+int sp_request_decode (const uint8_t *buf, size_t len, struct sp_request *out, sp_error_t *err);
+
+/* The frame size of req, or 0 when req breaks a structural rule (a field
+   empty or above its bound) and so cannot be encoded.  */
+size_t sp_request_frame_size (const struct sp_request *req);
+
+/* Encodes req into buf[0..cap) and sets *len.  Refuses what the decoder
+   would refuse, so that decode(encode(r)) == r always holds.  */
+int sp_request_encode (const struct sp_request *req, uint8_t *buf, size_t cap, size_t *len, sp_error_t *err);
+
+/* Encodes a response: index is SP_RESPONSE_ERROR or 1..SP_OUTCOME_COUNT.  */
+int sp_response_encode (uint8_t index, uint8_t buf[SP_RESPONSE_FRAME_BYTES], sp_error_t *err);
+
+/* Decodes a response: buf[0..len) must be exactly SP_RESPONSE_FRAME_BYTES
+   with a valid header and an index of at most SP_OUTCOME_COUNT.  *index is
+   SP_RESPONSE_ERROR or the 1-based outcome index.  */
+int sp_response_decode (const uint8_t *buf, size_t len, uint8_t *index, sp_error_t *err);
+
+#endif

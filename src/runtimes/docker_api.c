@@ -1,0 +1,231 @@
+/* The Docker Engine API over a Unix socket: see docker_api.h.  */
+#define _GNU_SOURCE
+#include "runtimes/docker_api.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/cause.h"
+#include "base/cleanup.h"
+#include "text/json_text.h"
+
+/* The host part of every URL: only the socket decides where a call goes.  */
+#define URL_BASE "http://docker"
+
+struct body
+{
+  char *buf;
+  size_t len;
+  bool overflow;
+};
+
+static size_t
+on_body (char *data, size_t size, size_t nmemb, void *userp)
+{
+  struct body *b = userp;
+  size_t n = size * nmemb;
+  char *grown;
+
+  if (b->len + n > DOCKER_API_RESPONSE_MAX)
+    {
+      b->overflow = true;
+      return 0;
+    }
+  grown = realloc (b->buf, b->len + n + 1);
+  if (grown == NULL)
+    return 0;
+  b->buf = grown;
+  memcpy (b->buf + b->len, data, n);
+  b->len += n;
+  b->buf[b->len] = '\0';
+  return n;
+}
+
+static size_t
+on_upload (char *buf, size_t size, size_t nitems, void *userp)
+{
+  int fd = *(int *)userp;
+  ssize_t n = TEMP_FAILURE_RETRY (read (fd, buf, size * nitems));
+
+  return n < 0 ? CURL_READFUNC_ABORT : (size_t)n;
+}
+
+void
+docker_response_release (struct docker_response *r)
+{
+  free (r->body);
+  r->body = NULL;
+  r->body_len = 0;
+}
+
+static void
+curl_cleanupp (CURL **c)
+{
+  if (*c != NULL)
+    curl_easy_cleanup (*c);
+  *c = NULL;
+}
+
+static void
+slist_freep (struct curl_slist **l)
+{
+  curl_slist_free_all (*l);
+  *l = NULL;
+}
+
+#define SETOPT(curl, opt, value)                                                                             \
+  do                                                                                                         \
+    {                                                                                                        \
+      CURLcode rc_ = curl_easy_setopt (curl, opt, value);                                                    \
+      if (rc_ != CURLE_OK)                                                                                   \
+        return sp_make_error (err, 0, "set up libcurl (" #opt "): %s", curl_easy_strerror (rc_));            \
+    }                                                                                                        \
+  while (0)
+
+int
+docker_api_call (const char *socket_path, const char *method, const char *path, const char *json_body,
+                 int upload_fd, long timeout_ms, struct docker_response *r, sp_error_t *err)
+{
+  CURL *curl __attribute__ ((cleanup (curl_cleanupp))) = curl_easy_init ();
+  struct curl_slist *headers __attribute__ ((cleanup (slist_freep))) = NULL;
+  cleanup_free char *url = NULL;
+  struct body b = { 0 };
+  char errbuf[CURL_ERROR_SIZE] = "";
+  CURLcode rc;
+
+  memset (r, 0, sizeof (*r));
+  if (curl == NULL || asprintf (&url, "%s%s", URL_BASE, path) < 0)
+    {
+      url = NULL;
+      return sp_make_error (err, ENOMEM, "Docker API: allocate");
+    }
+  SETOPT (curl, CURLOPT_ERRORBUFFER, errbuf);
+  SETOPT (curl, CURLOPT_NOSIGNAL, 1L);
+  SETOPT (curl, CURLOPT_UNIX_SOCKET_PATH, socket_path);
+  SETOPT (curl, CURLOPT_URL, url);
+  SETOPT (curl, CURLOPT_PROTOCOLS_STR, "http");
+  SETOPT (curl, CURLOPT_FOLLOWLOCATION, 0L);
+  SETOPT (curl, CURLOPT_PROXY, "");
+  SETOPT (curl, CURLOPT_NOPROXY, "*");
+  SETOPT (curl, CURLOPT_NETRC, (long)CURL_NETRC_IGNORED);
+  SETOPT (curl, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : (long)DOCKER_API_TIMEOUT_MS);
+  SETOPT (curl, CURLOPT_CUSTOMREQUEST, method);
+  SETOPT (curl, CURLOPT_WRITEFUNCTION, on_body);
+  SETOPT (curl, CURLOPT_WRITEDATA, &b);
+  if (upload_fd >= 0)
+    {
+      headers = curl_slist_append (headers, "Content-Type: application/x-tar");
+      SETOPT (curl, CURLOPT_UPLOAD, 1L);
+      SETOPT (curl, CURLOPT_READFUNCTION, on_upload);
+      SETOPT (curl, CURLOPT_READDATA, &upload_fd);
+      /* UPLOAD means PUT to libcurl; the method above still wins.  */
+    }
+  else if (json_body != NULL)
+    {
+      headers = curl_slist_append (headers, "Content-Type: application/json");
+      SETOPT (curl, CURLOPT_POSTFIELDS, json_body);
+      SETOPT (curl, CURLOPT_POSTFIELDSIZE, (long)strlen (json_body));
+    }
+  else if (strcmp (method, "POST") == 0)
+    {
+      SETOPT (curl, CURLOPT_POSTFIELDS, "");
+      SETOPT (curl, CURLOPT_POSTFIELDSIZE, 0L);
+    }
+  if (headers != NULL)
+    SETOPT (curl, CURLOPT_HTTPHEADER, headers);
+
+  rc = curl_easy_perform (curl);
+  if (rc != CURLE_OK)
+    {
+      free (b.buf);
+      if (b.overflow)
+        return sp_make_error (err, 0, "Docker API %s %.*s: the answer is over %u bytes", method,
+                              (int)strcspn (path, "?"), path, DOCKER_API_RESPONSE_MAX);
+      /* errbuf may name the socket's path: only libcurl's code is shown.  */
+      sp_make_error (err, 0, "Docker API %s %.*s: the daemon could not be reached or did not answer (%s)",
+                     method, (int)strcspn (path, "?"), path, curl_easy_strerror (rc));
+      /* The call's own limit ran out (a wait's limit is the probe's
+         timeout); nothing at all reached the daemon; or it broke off.  */
+      return sp_error_set_cause (err, rc == CURLE_OPERATION_TIMEDOUT ? SP_CAUSE_TIMEOUT
+                                      : rc == CURLE_COULDNT_CONNECT  ? SP_CAUSE_ENVIRONMENT
+                                                                     : SP_CAUSE_RUNTIME);
+    }
+  curl_easy_getinfo (curl, CURLINFO_RESPONSE_CODE, &r->status);
+  r->body = b.buf ? b.buf : strdup ("");
+  r->body_len = b.len;
+  if (r->body == NULL)
+    return sp_make_error (err, ENOMEM, "Docker API: allocate");
+  return 0;
+}
+
+int
+docker_api_json (const char *socket_path, const char *method, const char *path, const char *json_body,
+                 const long *expected, long timeout_ms, struct sp_json **json, long *status, sp_error_t *err)
+{
+  struct docker_response r;
+  bool ok = false;
+  sp_error_t why = NULL;
+
+  if (json)
+    *json = NULL;
+  if (docker_api_call (socket_path, method, path, json_body, -1, timeout_ms, &r, err) < 0)
+    return -1;
+  if (status)
+    *status = r.status;
+  for (size_t i = 0; expected[i] != 0; i++)
+    ok = ok || expected[i] == r.status;
+  /* No byte of an answer reaches an error (a reason in the audit log,
+     serve's stderr): not the daemon's own "message", not a key the JSON
+     parser would name in a path or a duplicate.  The text check's words
+     name positions only.  */
+  if (!ok)
+    {
+      docker_response_release (&r);
+      return sp_make_error (err, 0, "Docker API %s %.*s: status %ld", method, (int)strcspn (path, "?"), path,
+                            r.status);
+    }
+  if (json != NULL && r.body_len > 0)
+    {
+      if (sp_json_text_check (r.body, r.body_len, 64, err) < 0)
+        {
+          docker_response_release (&r);
+          return sp_error_wrap (err, "Docker API %s %.*s: its answer", method, (int)strcspn (path, "?"),
+                                path);
+        }
+      if (sp_json_parse (r.body, r.body_len, 64, json, &why) < 0)
+        {
+          size_t len = r.body_len;
+
+          sp_error_release (&why);
+          docker_response_release (&r);
+          return sp_make_error (err, 0,
+                                "Docker API %s %.*s: its answer (%zu bytes) is invalid JSON (a grammar "
+                                "error or a duplicate key)",
+                                method, (int)strcspn (path, "?"), path, len);
+        }
+    }
+  docker_response_release (&r);
+  return 0;
+}
+
+char *
+docker_api_escape (const char *s)
+{
+  char *out = malloc (strlen (s) * 3 + 1);
+  size_t n = 0;
+
+  if (out == NULL)
+    return NULL;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-'
+        || *p == '_' || *p == '.' || *p == '~')
+      out[n++] = (char)*p;
+    else
+      n += (size_t)sprintf (out + n, "%%%02X", *p);
+  out[n] = '\0';
+  return out;
+}

@@ -1,0 +1,120 @@
+"""The layering rule (docs/architecture.md), checked over src/ as TAP.
+
+The folders' order is src/meson.build's `subdir(...)` order, so the build
+and this check read one list.  A file under src/F/ may include:
+  - its own folder's headers and those of folders before F, as "G/name.h"
+    (client/ is the exception that proves the rule: base/ only);
+  - "build_config.h", the build's generated settings;
+  - system headers, except that base/ takes no library beyond libc and
+    nothing of libc's that touches the host (files, processes, mounts).
+Every "G/name.h" must exist, no include climbs with "..", and every header
+sits beside a source of its own name, unless it is listed below as
+header-only, with what it holds."""
+
+import os
+import re
+import sys
+
+ROOT = sys.argv[1]
+SRC = os.path.join(ROOT, "src")
+
+# Headers with no .c of their own name: types, constants and inline helpers,
+# or one folder's shared declarations.
+HEADER_ONLY = {
+    "base/bounds.h": "every bound, as named constants",
+    "base/bytes.h": "a byte string's struct",
+    "base/cleanup.h": "the cleanup attributes' inline helpers",
+    "proxy/verbs.h": "the verb table, one entry per verb_*.c",
+    "runtimes/backends.h": "each backend's open function, one per backend file",
+    "seccomp/profile_internal.h": "profile.c's parser, for tests/seccomp",
+    "seed/git_parse.h": "the git config and refs parsers' shared types",
+    "seed/pack_item.h": "one pack entry's struct",
+    "serve/serve.h": "the daemon's shared state, across serve/*.c",
+}
+# Libraries base/ must not reach, and libc headers that touch the host.
+BASE_FORBIDDEN = re.compile(
+    r"^(yajl/|yaml\.h|archive|curl/|git2|seccomp\.h|nettle/|zlib\.h|pthread\.h|fcntl\.h|"
+    r"sys/(stat|mount|socket|wait|prctl|ioctl|mman|file|statvfs|signalfd|syscall)\.h|poll\.h|spawn\.h)")
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
+
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def ok(self, cond, name, detail=""):
+        self.n += 1
+        if not cond:
+            self.failed += 1
+        print(f"{'ok' if cond else 'not ok'} {self.n} - {name}", flush=True)
+        if detail and not cond:
+            for line in str(detail).splitlines():
+                print(f"# {line}", flush=True)
+
+
+def folder_order():
+    with open(os.path.join(SRC, "meson.build")) as f:
+        return re.findall(r"^subdir\('([a-z_]+)'\)", f.read(), re.M)
+
+
+def main():
+    tap = Tap()
+    order = folder_order()
+    rank = {name: i for i, name in enumerate(order)}
+    on_disk = sorted(d for d in os.listdir(SRC) if os.path.isdir(os.path.join(SRC, d)))
+    tap.ok(sorted(order) == on_disk, "every folder of src/ is a layer of src/meson.build, and every layer a folder",
+           f"layers {order}\nfolders {on_disk}")
+
+    allowed = {}
+    for name in order:
+        allowed[name] = {"base"} if name == "client" else set(order[: rank[name] + 1]) - {"client", "proxy"} | {name}
+
+    sources = []
+    for folder in order:
+        top = os.path.join(SRC, folder)
+        for dirpath, _, files in os.walk(top):
+            for fn in sorted(files):
+                if fn.endswith((".c", ".h")):
+                    sources.append((folder, os.path.relpath(os.path.join(dirpath, fn), SRC)))
+
+    for folder, rel in sources:
+        with open(os.path.join(SRC, rel)) as f:
+            text = f.read()
+        bad = []
+        for kind, name in INCLUDE.findall(text):
+            if kind == '"':
+                if name == "build_config.h":
+                    continue
+                if ".." in name.split("/"):
+                    bad.append(f'"{name}" climbs out of its folder')
+                    continue
+                parts = name.split("/")
+                if len(parts) != 2:
+                    bad.append(f'"{name}" is not "folder/name.h"')
+                elif parts[0] not in allowed[folder]:
+                    bad.append(f'"{name}": {folder}/ may include only {sorted(allowed[folder])}')
+                elif not os.path.isfile(os.path.join(SRC, name)):
+                    bad.append(f'"{name}" does not exist')
+            elif folder == "base" and BASE_FORBIDDEN.match(name):
+                bad.append(f"<{name}>: base/ is libc only and touches nothing outside the process")
+        tap.ok(not bad, f"src/{rel} includes only what its layer may", "\n".join(bad))
+
+    for folder, rel in sources:
+        if not rel.endswith(".h"):
+            continue
+        has_source = os.path.isfile(os.path.join(SRC, rel[:-2] + ".c"))
+        tap.ok(has_source or rel in HEADER_ONLY, f"src/{rel} sits beside the source it is named after",
+               "no .c of its name beside it, and it is not listed as header-only in tests/style/layers.py")
+    for rel in sorted(HEADER_ONLY):
+        tap.ok(os.path.isfile(os.path.join(SRC, rel)), f"header-only src/{rel} still exists")
+
+    stray = [p for p in os.listdir(ROOT) if p in ("include", "runtimes")]
+    tap.ok(not stray, "no code lives outside src/ (no include/, no top-level runtimes/)", stray)
+
+    print(f"1..{tap.n}", flush=True)
+    return 1 if tap.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
