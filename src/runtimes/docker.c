@@ -31,7 +31,9 @@
 #include "os/fileio.h"
 #include "runtimes/cgroup_stats.h"
 
-#include "runtimes/docker.h"
+#include "runtimes/docker_api.h"
+#include "runtimes/docker_create.h"
+#include "runtimes/docker_image.h"
 
 #define DEFAULT_SOCKET "/var/run/docker.sock"
 /* create, start, kill, inspect, remove: each is given this long.  */

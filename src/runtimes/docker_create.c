@@ -4,7 +4,7 @@
    refused with its name: the container never runs weaker than the bundle
    says.  */
 #define _GNU_SOURCE
-#include "runtimes/docker.h"
+#include "runtimes/docker_create.h"
 
 #include <errno.h>
 #include <inttypes.h>

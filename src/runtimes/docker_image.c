@@ -2,7 +2,8 @@
    into the Engine's import endpoint and labelled with its digest, never
    pulled from a registry (docs/runtimes.md, "Docker").  */
 #define _GNU_SOURCE
-#include "runtimes/docker.h"
+#include "runtimes/docker_api.h"
+#include "runtimes/docker_image.h"
 
 #include <archive.h>
 #include <archive_entry.h>

@@ -25,7 +25,8 @@
 #include "text/yajl_util.h"
 
 #include "runtimes/binary_check.h"
-#include "runtimes/sbx.h"
+#include "runtimes/sbx_cli.h"
+#include "runtimes/sbx_plan.h"
 
 /* version, ls and the help texts.  */
 #define QUERY_TIMEOUT_MS (10 * 1000)

@@ -1,7 +1,7 @@
 /* What the sbx backend reads from the sbx CLI, parsed strictly, and the
-   releases it trusts (sbx.h; docs/runtimes.md, "sbx").  */
+   releases it trusts (sbx_cli.h; docs/runtimes.md, "sbx").  */
 #define _GNU_SOURCE
-#include "runtimes/sbx.h"
+#include "runtimes/sbx_cli.h"
 
 #include "runtimes/runtime.h"
 

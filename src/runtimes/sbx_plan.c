@@ -1,11 +1,12 @@
 /* The sbx command lines of one invocation, from the bundle's config.json
-   (sbx.h).  The bundle is the one source of truth: every limit sbx can be
+   (sbx_plan.h).  The bundle is the one source of truth: every limit sbx can be
    told comes from it, and a bundle the backend cannot express exactly is
    refused.  What a microVM gives by being one (its own kernel, so its own
    namespaces, capabilities, syscall filter and /proc) sbx is not told; the
    backend's requirements (docs/runtimes.md) say why that holds.  */
 #define _GNU_SOURCE
-#include "runtimes/sbx.h"
+#include "runtimes/sbx_cli.h"
+#include "runtimes/sbx_plan.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,4 +1,4 @@
-/* The sbx backend's parsers and its command lines (src/runtimes/sbx.h): what it
+/* The sbx backend's parsers and its command lines (src/runtimes/sbx_cli.h, sbx_plan.h): what it
    reads from the CLI is parsed strictly, and what it execs comes from the
    bundle alone.  */
 #define _GNU_SOURCE
@@ -13,7 +13,8 @@
 
 #include "sp_check.h"
 #include "sp_tmpdir.h"
-#include "runtimes/sbx.h"
+#include "runtimes/sbx_cli.h"
+#include "runtimes/sbx_plan.h"
 
 #define DIGEST "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 

@@ -1,26 +1,19 @@
-/* The Docker backend's parts (docs/runtimes.md, "Docker"): docker.c (the
-   vtable and a run's lifecycle), docker_image.c (the image from the
-   verified rootfs), docker_create.c (the container-create body, mapped
-   field by field from the generated bundle).  Private to runtimes/.  */
-#ifndef SP_RUNTIMES_DOCKER_H
-#define SP_RUNTIMES_DOCKER_H
+/* The Docker backend's container-create body (docs/runtimes.md,
+   "Docker"), mapped field by field from the generated bundle
+   (docker_create.c).  Private to runtimes/.  */
+#ifndef SP_RUNTIMES_DOCKER_CREATE_H
+#define SP_RUNTIMES_DOCKER_CREATE_H
 
 #include <stdbool.h>
 
 #include "base/error.h"
 #include "text/json.h"
 
-#include "runtimes/docker_api.h"
-
-#define DOCKER_IMAGE_REPO   "sealed-probe/rootfs"
-#define DOCKER_LABEL_ROOTFS "org.sealed-probe.rootfs.digest"
-#define DOCKER_LABEL_RUN    "org.sealed-probe.run"
+#define DOCKER_LABEL_RUN "org.sealed-probe.run"
 /* Which state directory's proxy a container belongs to: orphan cleanup
    never touches another proxy's containers on a shared daemon.  */
 #define DOCKER_LABEL_STATE   "org.sealed-probe.state"
 #define DOCKER_CGROUP_PARENT "/sealed-probe"
-/* The import of a 35 MB rootfs, on a busy machine.  */
-#define DOCKER_IMPORT_TIMEOUT_MS (120 * 1000)
 
 /* What the container has at /sys/fs/cgroup instead of Docker's cgroup
    hierarchies: an empty, read-only tmpfs (docker_create.c).  */
@@ -37,22 +30,6 @@
   "for i in (0,1,2):os.dup2(fd,i)\n"                                                                         \
   "os.execve(argv[0],argv,dict(v.split('=',1) for v in env))\n"
 extern const char *const docker_wrapper_args[];
-
-/* DOCKER_IMAGE_REPO:<12 hex of digest>, allocated.  */
-int docker_image_name (const char *digest, char **image, sp_error_t *err);
-
-/* The image DOCKER_IMAGE_REPO:<12 hex of digest>, labelled with the
-   digest, whose one layer is the digest of rootfs_root's tar (made the same
-   way every time): imported from rootfs_root when absent, refused when its
-   label or its layer differs.  *image_ref and *layer (the layer's
-   "sha256:<hex>") are allocated.  */
-int docker_image_ensure (const char *socket, const char *rootfs_root, const char *digest, char **image_ref,
-                         char **layer, sp_error_t *err);
-
-/* Image, as it is now, has digest's label and exactly the one layer: the
-   check before every use.  Refusals name the image.  */
-int docker_image_check (const char *socket, const char *image, const char *digest, const char *layer,
-                        sp_error_t *err);
 
 /* Where the daemon finds the proxy's files: paths under state_dir are
    shown to the daemon under daemon_state_dir.  */
