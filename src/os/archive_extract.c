@@ -4,12 +4,34 @@
 #include <archive_entry.h>
 #include <stddef.h>
 
+#include "base/quote.h"
+
 const char *
 sp_archive_message (struct archive *a)
 {
   const char *msg = archive_error_string (a);
 
   return msg != NULL ? msg : "no detail from libarchive";
+}
+
+int
+sp_archive_next (struct archive *in, const char *what, struct archive_entry **entry, sp_error_t *err)
+{
+  int r = archive_read_next_header (in, entry);
+
+  if (r == ARCHIVE_EOF)
+    return 0;
+  if (r != ARCHIVE_OK)
+    return sp_make_error (err, 0, "read %s: %s", what, sp_archive_message (in));
+  return 1;
+}
+
+int
+sp_archive_member_failed (sp_error_t *err, struct archive_entry *entry)
+{
+  char quoted[SP_QUOTE_BUF_SIZE];
+
+  return sp_error_wrap (err, "member `%s`", sp_quote_name (archive_entry_pathname (entry), quoted));
 }
 
 const char *

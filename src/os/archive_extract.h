@@ -1,7 +1,7 @@
 /* What the two libarchive extractors (the rootfs builder's and the GitHub
    tarball source's) share: a cleanup attribute and the error text of a
-   handle, which member types they write at all, and copying one member's
-   data under a byte budget.  */
+   handle, the read loop's steps, which member types they write at all, and
+   copying one member's data under a byte budget.  */
 #ifndef SP_OS_ARCHIVE_EXTRACT_H
 #define SP_OS_ARCHIVE_EXTRACT_H
 
@@ -29,6 +29,14 @@ const char *sp_archive_message (struct archive *a);
    caller's message: "a device node", "a FIFO", "a socket" or "an unknown
    file type".  */
 const char *sp_archive_entry_refused_type (struct archive_entry *entry);
+
+/* Reads the next member's header: 1 with *entry set, 0 at the end of the
+   stream, -1 on a read error, naming what ("data.tar").  */
+int sp_archive_next (struct archive *in, const char *what, struct archive_entry **entry, sp_error_t *err);
+
+/* Wraps the error of a member that failed with its quoted name, "member
+   `x`: ...".  Returns -1.  */
+int sp_archive_member_failed (sp_error_t *err, struct archive_entry *entry);
 
 /* Copies the data of the member just read from in to the entry just written
    to disk, adding its size to *bytes and failing, before writing the block

@@ -201,15 +201,12 @@ sp_extract_archive (struct sp_extract *x, struct archive *in, sp_error_t *err)
   for (;;)
     {
       struct archive_entry *entry;
-      char quoted[SP_QUOTE_BUF_SIZE];
-      int r = archive_read_next_header (in, &entry);
+      int r = sp_archive_next (in, "data.tar", &entry, err);
 
-      if (r == ARCHIVE_EOF)
-        return 0;
-      if (r != ARCHIVE_OK)
-        return sp_make_error (err, 0, "read data.tar: %s", sp_archive_message (in));
+      if (r <= 0)
+        return r;
       if (extract_entry (x, in, entry, err) < 0)
-        return sp_error_wrap (err, "member `%s`", sp_quote_name (archive_entry_pathname (entry), quoted));
+        return sp_archive_member_failed (err, entry);
     }
 }
 

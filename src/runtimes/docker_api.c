@@ -11,6 +11,7 @@
 
 #include "base/cause.h"
 #include "base/cleanup.h"
+#include "os/curl_util.h"
 #include "text/json_text.h"
 
 /* The host part of every URL: only the socket decides where a call goes.  */
@@ -62,36 +63,12 @@ docker_response_release (struct docker_response *r)
   r->body_len = 0;
 }
 
-static void
-curl_cleanupp (CURL **c)
-{
-  if (*c != NULL)
-    curl_easy_cleanup (*c);
-  *c = NULL;
-}
-
-static void
-slist_freep (struct curl_slist **l)
-{
-  curl_slist_free_all (*l);
-  *l = NULL;
-}
-
-#define SETOPT(curl, opt, value)                                                                             \
-  do                                                                                                         \
-    {                                                                                                        \
-      CURLcode rc_ = curl_easy_setopt (curl, opt, value);                                                    \
-      if (rc_ != CURLE_OK)                                                                                   \
-        return sp_make_error (err, 0, "set up libcurl (" #opt "): %s", curl_easy_strerror (rc_));            \
-    }                                                                                                        \
-  while (0)
-
 int
 docker_api_call (const char *socket_path, const char *method, const char *path, const char *json_body,
                  int upload_fd, long timeout_ms, struct docker_response *r, sp_error_t *err)
 {
-  CURL *curl __attribute__ ((cleanup (curl_cleanupp))) = curl_easy_init ();
-  struct curl_slist *headers __attribute__ ((cleanup (slist_freep))) = NULL;
+  cleanup_curl CURL *curl = curl_easy_init ();
+  cleanup_curl_slist struct curl_slist *headers = NULL;
   cleanup_free char *url = NULL;
   struct body b = { 0 };
   char errbuf[CURL_ERROR_SIZE] = "";
@@ -103,40 +80,40 @@ docker_api_call (const char *socket_path, const char *method, const char *path, 
       url = NULL;
       return sp_make_error (err, ENOMEM, "Docker API: allocate");
     }
-  SETOPT (curl, CURLOPT_ERRORBUFFER, errbuf);
-  SETOPT (curl, CURLOPT_NOSIGNAL, 1L);
-  SETOPT (curl, CURLOPT_UNIX_SOCKET_PATH, socket_path);
-  SETOPT (curl, CURLOPT_URL, url);
-  SETOPT (curl, CURLOPT_PROTOCOLS_STR, "http");
-  SETOPT (curl, CURLOPT_FOLLOWLOCATION, 0L);
-  SETOPT (curl, CURLOPT_PROXY, "");
-  SETOPT (curl, CURLOPT_NOPROXY, "*");
-  SETOPT (curl, CURLOPT_NETRC, (long)CURL_NETRC_IGNORED);
-  SETOPT (curl, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : (long)DOCKER_API_TIMEOUT_MS);
-  SETOPT (curl, CURLOPT_CUSTOMREQUEST, method);
-  SETOPT (curl, CURLOPT_WRITEFUNCTION, on_body);
-  SETOPT (curl, CURLOPT_WRITEDATA, &b);
+  SP_CURL_SETOPT (curl, CURLOPT_ERRORBUFFER, errbuf, err);
+  SP_CURL_SETOPT (curl, CURLOPT_NOSIGNAL, 1L, err);
+  SP_CURL_SETOPT (curl, CURLOPT_UNIX_SOCKET_PATH, socket_path, err);
+  SP_CURL_SETOPT (curl, CURLOPT_URL, url, err);
+  SP_CURL_SETOPT (curl, CURLOPT_PROTOCOLS_STR, "http", err);
+  SP_CURL_SETOPT (curl, CURLOPT_FOLLOWLOCATION, 0L, err);
+  SP_CURL_SETOPT (curl, CURLOPT_PROXY, "", err);
+  SP_CURL_SETOPT (curl, CURLOPT_NOPROXY, "*", err);
+  SP_CURL_SETOPT (curl, CURLOPT_NETRC, (long)CURL_NETRC_IGNORED, err);
+  SP_CURL_SETOPT (curl, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : (long)DOCKER_API_TIMEOUT_MS, err);
+  SP_CURL_SETOPT (curl, CURLOPT_CUSTOMREQUEST, method, err);
+  SP_CURL_SETOPT (curl, CURLOPT_WRITEFUNCTION, on_body, err);
+  SP_CURL_SETOPT (curl, CURLOPT_WRITEDATA, &b, err);
   if (upload_fd >= 0)
     {
       headers = curl_slist_append (headers, "Content-Type: application/x-tar");
-      SETOPT (curl, CURLOPT_UPLOAD, 1L);
-      SETOPT (curl, CURLOPT_READFUNCTION, on_upload);
-      SETOPT (curl, CURLOPT_READDATA, &upload_fd);
+      SP_CURL_SETOPT (curl, CURLOPT_UPLOAD, 1L, err);
+      SP_CURL_SETOPT (curl, CURLOPT_READFUNCTION, on_upload, err);
+      SP_CURL_SETOPT (curl, CURLOPT_READDATA, &upload_fd, err);
       /* UPLOAD means PUT to libcurl; the method above still wins.  */
     }
   else if (json_body != NULL)
     {
       headers = curl_slist_append (headers, "Content-Type: application/json");
-      SETOPT (curl, CURLOPT_POSTFIELDS, json_body);
-      SETOPT (curl, CURLOPT_POSTFIELDSIZE, (long)strlen (json_body));
+      SP_CURL_SETOPT (curl, CURLOPT_POSTFIELDS, json_body, err);
+      SP_CURL_SETOPT (curl, CURLOPT_POSTFIELDSIZE, (long)strlen (json_body), err);
     }
   else if (strcmp (method, "POST") == 0)
     {
-      SETOPT (curl, CURLOPT_POSTFIELDS, "");
-      SETOPT (curl, CURLOPT_POSTFIELDSIZE, 0L);
+      SP_CURL_SETOPT (curl, CURLOPT_POSTFIELDS, "", err);
+      SP_CURL_SETOPT (curl, CURLOPT_POSTFIELDSIZE, 0L, err);
     }
   if (headers != NULL)
-    SETOPT (curl, CURLOPT_HTTPHEADER, headers);
+    SP_CURL_SETOPT (curl, CURLOPT_HTTPHEADER, headers, err);
 
   rc = curl_easy_perform (curl);
   if (rc != CURLE_OK)

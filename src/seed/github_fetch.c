@@ -17,6 +17,7 @@
 #include "base/cleanup.h"
 #include "base/repo_name.h"
 #include "build_config.h"
+#include "os/curl_util.h"
 #include "os/progress.h"
 
 #include "seed/tarball.h"
@@ -26,15 +27,6 @@
 #define AUTH_PREFIX "Authorization: Bearer "
 /* A host named in a message: printable ASCII, at most this many bytes.  */
 #define HOST_SHOWN_MAX 100
-
-static void
-sp_curl_cleanupp (CURL **c)
-{
-  if (*c != NULL)
-    curl_easy_cleanup (*c);
-  *c = NULL;
-}
-#define cleanup_curl __attribute__ ((cleanup (sp_curl_cleanupp)))
 
 static void
 sp_curl_urlp (CURLU **u)
@@ -53,18 +45,6 @@ sp_curl_freep (char **p)
   *p = NULL;
 }
 #define cleanup_curl_free __attribute__ ((cleanup (sp_curl_freep)))
-
-/* Header lists may hold the token: every string is wiped before it goes.  */
-static void
-sp_slist_wipep (struct curl_slist **list)
-{
-  for (struct curl_slist *l = *list; l != NULL; l = l->next)
-    if (l->data != NULL)
-      explicit_bzero (l->data, strlen (l->data));
-  curl_slist_free_all (*list);
-  *list = NULL;
-}
-#define cleanup_slist __attribute__ ((cleanup (sp_slist_wipep)))
 
 static void
 sp_secret_freep (char **p)
@@ -161,15 +141,6 @@ on_transfer (void *cookie, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ulto
   return sp_progress_stopped (s->stop) ? 1 : 0;
 }
 
-#define SETOPT(curl, opt, value)                                                                             \
-  do                                                                                                         \
-    {                                                                                                        \
-      CURLcode rc_ = curl_easy_setopt (curl, opt, value);                                                    \
-      if (rc_ != CURLE_OK)                                                                                   \
-        return sp_make_error (err, 0, "set up libcurl (" #opt "): %s", curl_easy_strerror (rc_));            \
-    }                                                                                                        \
-  while (0)
-
 /* Everything every request gets: https only, verified TLS, no redirects
    followed, no proxy, netrc or cookies from anywhere, bounded time and size.  */
 static int
@@ -179,35 +150,35 @@ setup_request (CURL *curl, const struct sp_github_source *source, const char *ur
   curl_off_t max_size
       = (curl_off_t)(sink->limit > SP_GITHUB_DISCARD_BODY_MAX ? sink->limit : SP_GITHUB_DISCARD_BODY_MAX);
 
-  SETOPT (curl, CURLOPT_ERRORBUFFER, errbuf);
-  SETOPT (curl, CURLOPT_VERBOSE, 0L);
-  SETOPT (curl, CURLOPT_NOSIGNAL, 1L);
-  SETOPT (curl, CURLOPT_URL, url);
-  SETOPT (curl, CURLOPT_PROTOCOLS_STR, "https");
-  SETOPT (curl, CURLOPT_REDIR_PROTOCOLS_STR, "https");
-  SETOPT (curl, CURLOPT_FOLLOWLOCATION, 0L);
-  SETOPT (curl, CURLOPT_MAXREDIRS, 0L);
-  SETOPT (curl, CURLOPT_SSL_VERIFYPEER, 1L);
-  SETOPT (curl, CURLOPT_SSL_VERIFYHOST, 2L);
-  SETOPT (curl, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+  SP_CURL_SETOPT (curl, CURLOPT_ERRORBUFFER, errbuf, err);
+  SP_CURL_SETOPT (curl, CURLOPT_VERBOSE, 0L, err);
+  SP_CURL_SETOPT (curl, CURLOPT_NOSIGNAL, 1L, err);
+  SP_CURL_SETOPT (curl, CURLOPT_URL, url, err);
+  SP_CURL_SETOPT (curl, CURLOPT_PROTOCOLS_STR, "https", err);
+  SP_CURL_SETOPT (curl, CURLOPT_REDIR_PROTOCOLS_STR, "https", err);
+  SP_CURL_SETOPT (curl, CURLOPT_FOLLOWLOCATION, 0L, err);
+  SP_CURL_SETOPT (curl, CURLOPT_MAXREDIRS, 0L, err);
+  SP_CURL_SETOPT (curl, CURLOPT_SSL_VERIFYPEER, 1L, err);
+  SP_CURL_SETOPT (curl, CURLOPT_SSL_VERIFYHOST, 2L, err);
+  SP_CURL_SETOPT (curl, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2, err);
   if (source->ca_file != NULL)
-    SETOPT (curl, CURLOPT_CAINFO, source->ca_file);
-  SETOPT (curl, CURLOPT_PROXY, "");
-  SETOPT (curl, CURLOPT_NOPROXY, "*");
-  SETOPT (curl, CURLOPT_NETRC, (long)CURL_NETRC_IGNORED);
-  SETOPT (curl, CURLOPT_COOKIEFILE, NULL);
-  SETOPT (curl, CURLOPT_CONNECTTIMEOUT, (long)SP_GITHUB_CONNECT_TIMEOUT_SECONDS);
-  SETOPT (curl, CURLOPT_LOW_SPEED_LIMIT, (long)SP_GITHUB_LOW_SPEED_BYTES);
-  SETOPT (curl, CURLOPT_LOW_SPEED_TIME, (long)SP_GITHUB_LOW_SPEED_SECONDS);
-  SETOPT (curl, CURLOPT_TIMEOUT, (long)SP_GITHUB_TIMEOUT_SECONDS);
-  SETOPT (curl, CURLOPT_MAXFILESIZE_LARGE, max_size);
-  SETOPT (curl, CURLOPT_USERAGENT, USER_AGENT);
-  SETOPT (curl, CURLOPT_HTTPHEADER, headers);
-  SETOPT (curl, CURLOPT_WRITEFUNCTION, on_body);
-  SETOPT (curl, CURLOPT_WRITEDATA, sink);
-  SETOPT (curl, CURLOPT_XFERINFOFUNCTION, on_transfer);
-  SETOPT (curl, CURLOPT_XFERINFODATA, sink);
-  SETOPT (curl, CURLOPT_NOPROGRESS, 0L);
+    SP_CURL_SETOPT (curl, CURLOPT_CAINFO, source->ca_file, err);
+  SP_CURL_SETOPT (curl, CURLOPT_PROXY, "", err);
+  SP_CURL_SETOPT (curl, CURLOPT_NOPROXY, "*", err);
+  SP_CURL_SETOPT (curl, CURLOPT_NETRC, (long)CURL_NETRC_IGNORED, err);
+  SP_CURL_SETOPT (curl, CURLOPT_COOKIEFILE, NULL, err);
+  SP_CURL_SETOPT (curl, CURLOPT_CONNECTTIMEOUT, (long)SP_GITHUB_CONNECT_TIMEOUT_SECONDS, err);
+  SP_CURL_SETOPT (curl, CURLOPT_LOW_SPEED_LIMIT, (long)SP_GITHUB_LOW_SPEED_BYTES, err);
+  SP_CURL_SETOPT (curl, CURLOPT_LOW_SPEED_TIME, (long)SP_GITHUB_LOW_SPEED_SECONDS, err);
+  SP_CURL_SETOPT (curl, CURLOPT_TIMEOUT, (long)SP_GITHUB_TIMEOUT_SECONDS, err);
+  SP_CURL_SETOPT (curl, CURLOPT_MAXFILESIZE_LARGE, max_size, err);
+  SP_CURL_SETOPT (curl, CURLOPT_USERAGENT, USER_AGENT, err);
+  SP_CURL_SETOPT (curl, CURLOPT_HTTPHEADER, headers, err);
+  SP_CURL_SETOPT (curl, CURLOPT_WRITEFUNCTION, on_body, err);
+  SP_CURL_SETOPT (curl, CURLOPT_WRITEDATA, sink, err);
+  SP_CURL_SETOPT (curl, CURLOPT_XFERINFOFUNCTION, on_transfer, err);
+  SP_CURL_SETOPT (curl, CURLOPT_XFERINFODATA, sink, err);
+  SP_CURL_SETOPT (curl, CURLOPT_NOPROGRESS, 0L, err);
   return 0;
 }
 
@@ -218,7 +189,7 @@ http_get (const struct sp_github_source *source, const char *url, const char *au
           struct sink *sink, long *status, char **location, sp_error_t *err)
 {
   cleanup_curl CURL *curl = curl_easy_init ();
-  cleanup_slist struct curl_slist *headers = NULL;
+  cleanup_curl_slist struct curl_slist *headers = NULL;
   char errbuf[CURL_ERROR_SIZE] = "";
   const char *lines[] = { accept, API_VERSION, auth };
   CURLcode rc;

@@ -338,20 +338,19 @@ extract_all (struct extraction *x, struct archive *in, sp_error_t *err)
   for (;;)
     {
       struct archive_entry *entry;
-      char buf[SP_QUOTE_BUF_SIZE];
-      int r = archive_read_next_header (in, &entry);
+      int r = sp_archive_next (in, "the tar stream", &entry, err);
 
-      if (r == ARCHIVE_EOF)
+      if (r < 0)
+        return -1;
+      if (r == 0)
         break;
-      if (r != ARCHIVE_OK)
-        return sp_make_error (err, 0, "read the tar stream: %s", sp_archive_message (in));
       if (sp_progress_check (x->limits->progress, err) < 0)
         return -1;
       if (x->entries == 0
           && (archive_filter_count (in) != 2 || archive_filter_code (in, 0) != ARCHIVE_FILTER_GZIP))
         return sp_make_error (err, 0, "not a gzip tar");
       if (extract_member (x, in, entry, err) < 0)
-        return sp_error_wrap (err, "member `%s`", sp_quote_name (archive_entry_pathname (entry), buf));
+        return sp_archive_member_failed (err, entry);
     }
   if (x->entries == 0)
     return sp_make_error (err, 0, "the tarball holds no member");

@@ -54,15 +54,7 @@ builtin (void)
 static void
 expect_reject (const char *doc, size_t len, const char *fragment)
 {
-  sp_error_t err = NULL;
-  struct sp_seccomp_profile *p = (struct sp_seccomp_profile *)1;
-  const char *msg;
-
-  ck_assert_int_eq (sp_seccomp_profile_load (doc, len, &p, &err), -1);
-  ck_assert_ptr_null (p);
-  msg = sp_error_message (err);
-  ck_assert_msg (strstr (msg, fragment) != NULL, "message \"%s\" lacks \"%s\"", msg, fragment);
-  sp_error_release (&err);
+  SP_CHECK_PARSE_REFUSED (sp_seccomp_profile_load, struct sp_seccomp_profile, doc, len, fragment, NULL);
 }
 
 /* The profile as sp_seccomp_profile_gen writes it; wrap puts it where a

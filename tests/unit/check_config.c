@@ -33,16 +33,7 @@ parse_ok (const char *doc)
 static void
 expect_reject (const char *doc, size_t len, const char *fragment)
 {
-  sp_error_t err = NULL;
-  struct sp_config *c = (struct sp_config *)1;
-  const char *msg;
-
-  ck_assert_int_eq (sp_config_parse (doc, len, &c, &err), -1);
-  ck_assert_ptr_null (c);
-  msg = sp_error_message (err);
-  ck_assert_msg (strstr (msg, fragment) != NULL, "message \"%s\" lacks \"%s\"", msg, fragment);
-  ck_assert_msg (strstr (msg, "CANARY") == NULL, "message echoes a value: %s", msg);
-  sp_error_release (&err);
+  SP_CHECK_PARSE_REFUSED (sp_config_parse, struct sp_config, doc, len, fragment, "CANARY");
 }
 
 static void

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/error.h"
+
 static inline int
 sp_check_run (Suite *suite)
 {
@@ -38,6 +40,37 @@ sp_check_data_path (const char *rel)
   snprintf (path, size, "%s/%s", data, rel);
   return path;
 }
+
+/* A parser's refusal, as the unit tests check it: ret is -1, the parser
+   left its output NULL, and the message holds fragment and, when absent is
+   not NULL, does not hold absent (a value the message must not echo).
+   Releases *err.  */
+static inline void
+sp_check_refused (int ret, const void *out, sp_error_t *err, const char *fragment, const char *absent)
+{
+  const char *msg;
+
+  ck_assert_int_eq (ret, -1);
+  ck_assert_ptr_null (out);
+  msg = sp_error_message (*err);
+  ck_assert_msg (strstr (msg, fragment) != NULL, "message \"%s\" lacks \"%s\"", msg, fragment);
+  if (absent != NULL)
+    ck_assert_msg (strstr (msg, absent) == NULL, "message echoes a value: %s", msg);
+  sp_error_release (err);
+}
+
+/* parse (doc, len, &out, &err), a parser of type *, must refuse doc: see
+   sp_check_refused.  out starts non-NULL, so that a parser that fails
+   without resetting it is caught.  */
+#define SP_CHECK_PARSE_REFUSED(parse, type, doc, len, fragment, absent)                                      \
+  do                                                                                                         \
+    {                                                                                                        \
+      sp_error_t err_ = NULL;                                                                                \
+      type *out_ = (type *)1;                                                                                \
+      int ret_ = parse (doc, len, &out_, &err_);                                                             \
+      sp_check_refused (ret_, out_, &err_, fragment, absent);                                                \
+    }                                                                                                        \
+  while (0)
 
 #define SP_CHECK_MAIN(make_suite)                                                                            \
   int main (void)                                                                                            \
