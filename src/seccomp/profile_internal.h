@@ -61,7 +61,7 @@ struct sp_seccomp_profile
   size_t n_rules;
 };
 
-/* seccomp/probe.json, as bytes; written by src/seccomp/embed.py at build time.  */
+/* seccomp/probe.json, as bytes; written by src/embed.py at build time.  */
 extern const unsigned char sp_seccomp_builtin_json[];
 extern const size_t sp_seccomp_builtin_json_len;
 

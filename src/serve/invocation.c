@@ -1,10 +1,21 @@
-/* One invocation, in the order of ARCHITECTURE.md: debit, a sandbox (made
-   ahead, or now), the script put in, the run, /probe/out read and checked,
-   the sandbox removed, the result record, the answer at its release time.
+/* One invocation, in the order of ARCHITECTURE.md's "One invocation, in
+   order" (sp_serve_invocation, one call a step):
+     1, 2. the frame decoded and the request validated, off the slots
+           (loop.c, reader.c);
+     3. the debit, then the admission record (admit);
+     4. a sandbox, made ahead for the repository or made now (take_sandbox);
+     5. the script put in, the probe started under its timeout (run_script);
+     6. how it ended, and /probe/out read and checked (read_answer);
+     7. the result record (finish, audit);
+     8. the answer at the time the release mode allows (finish), and the
+        sandbox removed: before the answer where the release time covers
+        it, after it otherwise (remove_sandbox, remove_after_answer).
    Every failure answers the same ERROR bytes; the audit record keeps its
    status, its cause as a value set where it happened, and its reason.  A
    client that goes away before its answer cancels the invocation
-   (clients.c): its probe is killed and its sandbox removed at once.  */
+   (clients.c): its probe is killed and its sandbox removed at once.  The
+   canary runs the same steps; a refusal off the slots (refuse.c) is
+   recorded here too.  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -51,8 +62,8 @@ struct invocation
   enum sp_cause cause;
 };
 
-static void
-answer (int fd, uint8_t index)
+void
+sp_serve_answer (int fd, uint8_t index)
 {
   uint8_t frame[SP_RESPONSE_FRAME_BYTES];
   sp_error_t err = NULL;
@@ -64,40 +75,6 @@ answer (int fd, uint8_t index)
     }
   /* The client may be gone; its answer is then lost, never retried.  */
   (void)send (fd, frame, sizeof (frame), MSG_NOSIGNAL | MSG_DONTWAIT);
-}
-
-static bool
-proxy_stopping (struct sp_serve *s)
-{
-  bool stopping;
-
-  pthread_mutex_lock (&s->lock);
-  stopping = s->stopping;
-  pthread_mutex_unlock (&s->lock);
-  return stopping;
-}
-
-unsigned
-sp_serve_stop (struct sp_serve *s)
-{
-  unsigned running = 0;
-
-  pthread_mutex_lock (&s->lock);
-  s->stopping = true;
-  /* Answers held for their release go now (releaser.c).  */
-  if (s->release_cv_ready)
-    pthread_cond_broadcast (&s->release_cv);
-  for (unsigned i = 0; i < s->n_slots; i++)
-    if (s->active[i] != NULL)
-      {
-        sp_error_t err = NULL;
-
-        running++;
-        if (s->runtime->ops->kill (s->runtime, s->active[i], &err) < 0)
-          sp_error_release (&err);
-      }
-  pthread_mutex_unlock (&s->lock);
-  return running;
 }
 
 /* Sets the invocation's verdict and cause, and returns -1 for a caller
@@ -193,90 +170,7 @@ activate (struct invocation *inv, struct sp_serve_sandbox *sb)
   return sp_serve_client_activate (inv->s, inv->worker, sb);
 }
 
-/* Steps 4 to 8: a sandbox for the repository (one made ahead, or one made
-   now), the script put in, the run, /probe/out read and checked.  Returns 0
-   with *index set (0 for ERROR) and inv->status and cause, or -1 with the
-   reason and inv->status and cause set where known (classify_failure
-   finishes the rest).  *sandbox is what is left to remove
-   (remove_sandbox), or NULL.  */
-static int
-run_probe (struct invocation *inv, bool cold, uint8_t *index, struct sp_serve_sandbox **sandbox,
-           sp_error_t *err)
-{
-  struct sp_serve *s = inv->s;
-  size_t seed_index = (size_t)(inv->seed - s->seeds);
-  char out[SP_RESULT_MAX_BYTES + 1];
-  struct sp_serve_sandbox *sb = NULL;
-  size_t out_len = 0;
-  int ret;
-
-  *index = SP_RESPONSE_ERROR;
-  *sandbox = NULL;
-  inv->status = NULL; /* classify_failure's to say, unless a step below does */
-  if (!cold)
-    sb = sp_serve_pool_take (s, seed_index);
-  if (sb == NULL)
-    {
-      /* The slot first: it decides who the probe is on the host.  */
-      int slot = sp_serve_slot_claim (s);
-
-      if (slot < 0)
-        return cancelled (inv, "before its sandbox was made", err);
-      if (sp_serve_sandbox_make (s, seed_index, (unsigned)slot, inv->inv, &sb, &inv->ran, &inv->facts, err)
-          < 0)
-        {
-          sp_serve_slot_free (s, (unsigned)slot);
-          if (proxy_stopping (s))
-            return cancelled (inv, "while its sandbox was made", err);
-          return -1;
-        }
-    }
-  *sandbox = sb;
-  snprintf (inv->sandbox, sizeof (inv->sandbox), "%s", sb->name);
-  inv->ran = true;
-  inv->facts = sb->facts;
-  if (!activate (inv, sb))
-    return cancelled (inv, "before its probe started", err);
-
-  ret = sp_serve_sandbox_run (s, sb, inv->script, inv->script_len, s->config->timeout_seconds, err);
-  inv->facts = sb->facts;
-  /* A kill, not the runtime or the probe, ended it.  */
-  if (client_gone (inv) || proxy_stopping (s))
-    return cancelled (inv, "while the probe ran", err);
-  /* A seed that changed under the run makes its answer worthless, whatever
-     else happened: the host's, said as it is.  */
-  if (ret < 0 && sp_error_cause (*err) == SP_CAUSE_SEED_GONE)
-    return -1;
-  if (ret < 0)
-    return sp_error_wrap (err, "runtime");
-  if (inv->facts.timed_out)
-    {
-      verdict (inv, SP_AUDIT_STATUS_TIMED_OUT, SP_CAUSE_TIMEOUT);
-      return sp_make_error (err, 0, "the probe ran past the %" PRIu32 " s timeout",
-                            s->config->timeout_seconds);
-    }
-  if (inv->facts.signal != 0)
-    {
-      verdict (inv, SP_AUDIT_STATUS_PROBE, SP_CAUSE_PROBE_SIGNAL);
-      return sp_make_error (err, 0, "the probe died of signal %d%s", inv->facts.signal,
-                            inv->facts.oom ? " (out of memory)" : "");
-    }
-  if (inv->facts.exit_code != 0)
-    {
-      verdict (inv, SP_AUDIT_STATUS_PROBE, SP_CAUSE_PROBE_EXIT);
-      return sp_make_error (err, 0, "the probe exited with status %d", inv->facts.exit_code);
-    }
-  verdict (inv, SP_AUDIT_STATUS_PROBE, SP_CAUSE_PROBE_OUTPUT);
-  if (sp_probe_out_read (sb->ws.bundle_dirfd, SP_BUNDLE_OUT, out, sizeof (out), &out_len, err) < 0)
-    return sp_error_wrap (err, "/probe/out");
-  if ((ret = sp_result_validate (out, out_len, inv->outcomes, err)) < 0)
-    return sp_error_wrap (err, "/probe/out");
-  *index = (uint8_t)ret;
-  verdict (inv, SP_AUDIT_STATUS_ANSWERED, SP_CAUSE_NONE);
-  return 0;
-}
-
-/* Whose a failure of run_probe's is, when its step did not say.  */
+/* Whose a failure of steps 4 to 6 is, when its step did not say.  */
 static void
 classify (struct invocation *inv, int ret, sp_error_t *err)
 {
@@ -284,10 +178,11 @@ classify (struct invocation *inv, int ret, sp_error_t *err)
     classify_failure (inv, inv->s->rootfs.root_path, err);
 }
 
-/* Step 9, for run_probe's result ret: nothing of the invocation may outlive
-   its answer (in immediate release, its answer may leave first: see
-   sp_serve_invocation), and a failure to remove it is itself a failure.
-   Returns the invocation's result.  */
+/* Step 8, before the answer, for the result ret of steps 4 to 6: nothing
+   of the invocation may outlive its answer (in immediate release, an
+   answered probe's sandbox goes after it: remove_after_answer), and a
+   failure to remove it is itself a failure.  Returns the invocation's
+   result.  */
 static int
 remove_sandbox (struct invocation *inv, struct sp_serve_sandbox *sb, int ret, uint8_t *index, sp_error_t *err)
 {
@@ -309,7 +204,8 @@ remove_sandbox (struct invocation *inv, struct sp_serve_sandbox *sb, int ret, ui
   return ret;
 }
 
-/* Immediate release only: the answer has left, and the sandbox goes now.
+/* Step 8, after the answer, in immediate release only: the answer has
+   left, and the sandbox goes now.
    Its answer can no longer turn to ERROR: a sandbox that stays is said on
    stderr, by name, and the run's own removal at stop (or the next start's,
    after a crash) takes it, as it takes any leftover of the run.  Its slot
@@ -327,40 +223,6 @@ remove_after_answer (struct invocation *inv, struct sp_serve_sandbox *sb)
         "sealed-probe-proxy: serve: invocation %s: its sandbox `%s` could not be removed after its answer "
         "left: %s; the run's removal at stop takes it\n",
         inv->id, container, sp_error_message (err));
-}
-
-void
-sp_serve_halt (struct sp_serve *s, const char *why)
-{
-  bool first;
-
-  pthread_mutex_lock (&s->lock);
-  first = !s->halted;
-  if (first)
-    {
-      s->halted = true;
-      snprintf (s->halt_reason, sizeof (s->halt_reason), "%s", why);
-    }
-  pthread_mutex_unlock (&s->lock);
-  if (first)
-    fprintf (stderr,
-             "sealed-probe-proxy: serve: halted: %s: from now on every request gets ERROR and nothing runs; "
-             "fix the cause, then restart serve (docs/operations.md)\n",
-             why);
-}
-
-/* The reason the proxy is halted, into why; false when it is not.  */
-static bool
-halted (struct sp_serve *s, char *why, size_t size)
-{
-  bool h;
-
-  pthread_mutex_lock (&s->lock);
-  h = s->halted;
-  if (h)
-    snprintf (why, size, "%s", s->halt_reason);
-  pthread_mutex_unlock (&s->lock);
-  return h;
 }
 
 /* What an audit record needs beyond the invocation itself.  */
@@ -478,7 +340,7 @@ finish (struct invocation *inv, int fd, struct audit_facts *a, uint8_t index, co
     index = SP_RESPONSE_ERROR;
   sp_serve_release_wait (inv->s, &release);
   if (inv->cause != SP_CAUSE_CLIENT_GONE)
-    answer (fd, index);
+    sp_serve_answer (fd, index);
 }
 
 static void
@@ -495,45 +357,6 @@ invocation_init (struct invocation *inv, struct sp_serve *s, unsigned worker, in
   inv->cause = SP_CAUSE_OTHER;
   snprintf (inv->inv, sizeof (inv->inv), "%" PRIu64, n);
   snprintf (inv->id, sizeof (inv->id), "%s-%s", s->run_id, inv->inv);
-}
-
-void
-sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, uint64_t accepted_ns,
-                 enum sp_cause cause, const char *reason)
-{
-  cleanup_error sp_error_t err = NULL;
-  cleanup_free char *noted = NULL;
-  struct sp_serve_release release;
-  struct invocation inv;
-  struct audit_facts a = {
-    .remaining = sp_ledger_remaining (s->ledger),
-    .received_ns = received_ns,
-    .release_from_ns = accepted_ns,
-    .release = &release,
-  };
-
-  invocation_init (&inv, s, NO_CLIENT, -1);
-  inv.cause = cause;
-  sp_serve_release_plan (s, accepted_ns, &release);
-  /* Refused off the slots: the releaser holds the answer, so the loop
-     never waits.  One it cannot hold goes at once, and the record says so.  */
-  if (release.mode != SP_RELEASE_IMMEDIATE && !release.overflow && !sp_serve_release_room (s))
-    {
-      if (asprintf (&noted, "%s; the releaser holds %d answers already: released at once", reason,
-                    SP_SERVE_RELEASE_HELD_MAX)
-          >= 0)
-        reason = noted;
-      else
-        noted = NULL;
-      release.overflow = true;
-    }
-  (void)audit (&inv, &a, false, SP_RESPONSE_ERROR, reason, &err);
-  if (release.mode == SP_RELEASE_IMMEDIATE || release.overflow
-      || !sp_serve_release_later (s, client_fd, &release))
-    {
-      answer (client_fd, SP_RESPONSE_ERROR);
-      close (client_fd);
-    }
 }
 
 static const struct sp_serve_seed *
@@ -597,6 +420,172 @@ debit (struct invocation *inv, struct audit_facts *a, sp_error_t *err)
   return 0;
 }
 
+/* Steps 1 and 2, decoding the frame and validating the request, were done
+   off the slots (loop.c, reader.c): only a whole, valid request reaches
+   one.  This sets the invocation up, and from here on its client is
+   watched: one that goes away cancels it.  */
+static void
+begin (struct invocation *inv, struct sp_serve *s, const struct sp_request *req, unsigned worker, int fd,
+       struct audit_facts *a, char script_sha256[SP_DIGEST_TEXT_SIZE])
+{
+  uint8_t digest[SP_SHA256_BYTES];
+
+  sp_serve_client_watch (s, worker, fd);
+  invocation_init (inv, s, worker, fd);
+  inv->outcomes = req->outcomes;
+  inv->script = req->script.data;
+  inv->script_len = req->script.len;
+  inv->seed = find_seed (s, &req->repo);
+  sp_sha256 (req->script.data, req->script.len, digest);
+  sp_sha256_digest_text (digest, script_sha256);
+  a->script_sha256 = script_sha256;
+}
+
+/* Step 3: a request for a staged repository, while the proxy is not halted
+   and its client is still there, is debited, and its admission record
+   lands before anything is copied or launched, or nothing is: no sandbox
+   ever runs unpaid or unaudited.  Returns -1 with the verdict set when the
+   request goes no further.  */
+static int
+admit (struct invocation *inv, struct audit_facts *a, sp_error_t *err)
+{
+  char why[sizeof (inv->s->halt_reason)];
+
+  if (inv->seed == NULL)
+    {
+      verdict (inv, SP_AUDIT_STATUS_REFUSED, SP_CAUSE_NO_SEED);
+      return sp_make_error (err, 0, "the repository has no staged seed");
+    }
+  if (sp_serve_halted (inv->s, why, sizeof (why)))
+    {
+      verdict (inv, SP_AUDIT_STATUS_REFUSED, SP_CAUSE_HALTED);
+      return sp_make_error (err, 0, "the proxy is halted until the operator restarts it (%s)", why);
+    }
+  /* Gone while it queued: nothing is spent on it.  */
+  if (client_gone (inv))
+    return cancelled (inv, "before its request was admitted", err);
+  if (debit (inv, a, err) < 0)
+    return -1;
+  if (audit (inv, a, true, SP_RESPONSE_ERROR, NULL, err) < 0)
+    {
+      classify_failure (inv, NULL, err);
+      if (inv->cause != SP_CAUSE_ENVIRONMENT)
+        verdict (inv, SP_AUDIT_STATUS_INTERNAL, SP_CAUSE_AUDIT_WRITE);
+      return -1;
+    }
+  return 0;
+}
+
+/* Step 4: a sandbox for the repository, one made ahead for it (unless
+   cold, as for the canary) or one made now.  *sandbox is what is left to
+   remove, or NULL.  From here until the verdict, a failure whose step does
+   not say whose it is is classify_failure's to say.  */
+static int
+take_sandbox (struct invocation *inv, bool cold, struct sp_serve_sandbox **sandbox, sp_error_t *err)
+{
+  struct sp_serve *s = inv->s;
+  size_t seed_index = (size_t)(inv->seed - s->seeds);
+  struct sp_serve_sandbox *sb = NULL;
+
+  *sandbox = NULL;
+  inv->status = NULL;
+  if (!cold)
+    sb = sp_serve_pool_take (s, seed_index);
+  if (sb == NULL)
+    {
+      /* The slot first: it decides who the probe is on the host.  */
+      int slot = sp_serve_slot_claim (s);
+
+      if (slot < 0)
+        return cancelled (inv, "before its sandbox was made", err);
+      if (sp_serve_sandbox_make (s, seed_index, (unsigned)slot, inv->inv, &sb, &inv->ran, &inv->facts, err)
+          < 0)
+        {
+          sp_serve_slot_free (s, (unsigned)slot);
+          if (sp_serve_stopping (s))
+            return cancelled (inv, "while its sandbox was made", err);
+          return -1;
+        }
+    }
+  *sandbox = sb;
+  snprintf (inv->sandbox, sizeof (inv->sandbox), "%s", sb->name);
+  inv->ran = true;
+  inv->facts = sb->facts;
+  if (!activate (inv, sb))
+    return cancelled (inv, "before its probe started", err);
+  return 0;
+}
+
+/* Step 5: the script in; then the pool is told to make the repository's
+   next sandbox, since the one taken is the request's now whether or not
+   its script went in; then the probe is started and waited for under the
+   timeout, which counts from its start.  */
+static int
+run_script (struct invocation *inv, struct sp_serve_sandbox *sb, sp_error_t *err)
+{
+  struct sp_serve *s = inv->s;
+  int ret = sp_serve_sandbox_put_script (s, sb, inv->script, inv->script_len, err);
+
+  if (sb->refill_owed)
+    {
+      sb->refill_owed = false;
+      sp_serve_pool_refill (s);
+    }
+  if (ret == 0)
+    ret = sp_serve_sandbox_start (s, sb, s->config->timeout_seconds, err);
+  inv->facts = sb->facts;
+  /* A kill, not the runtime or the probe, ended it.  */
+  if (client_gone (inv) || sp_serve_stopping (s))
+    return cancelled (inv, "while the probe ran", err);
+  /* A seed that changed under the run makes its answer worthless, whatever
+     else happened: the host's, said as it is.  */
+  if (ret < 0 && sp_error_cause (*err) == SP_CAUSE_SEED_GONE)
+    return -1;
+  if (ret < 0)
+    return sp_error_wrap (err, "runtime");
+  return 0;
+}
+
+/* Step 6: how the probe ended, then /probe/out, read from the host side
+   and checked strictly against the request's outcomes.  Returns 0 with
+   *index the answer (1-based), or -1 with the verdict set.  */
+static int
+read_answer (struct invocation *inv, struct sp_serve_sandbox *sb, uint8_t *index, sp_error_t *err)
+{
+  char out[SP_RESULT_MAX_BYTES + 1];
+  size_t out_len = 0;
+  int ret;
+
+  if (inv->facts.timed_out)
+    {
+      verdict (inv, SP_AUDIT_STATUS_TIMED_OUT, SP_CAUSE_TIMEOUT);
+      return sp_make_error (err, 0, "the probe ran past the %" PRIu32 " s timeout",
+                            inv->s->config->timeout_seconds);
+    }
+  if (inv->facts.signal != 0)
+    {
+      verdict (inv, SP_AUDIT_STATUS_PROBE, SP_CAUSE_PROBE_SIGNAL);
+      return sp_make_error (err, 0, "the probe died of signal %d%s", inv->facts.signal,
+                            inv->facts.oom ? " (out of memory)" : "");
+    }
+  if (inv->facts.exit_code != 0)
+    {
+      verdict (inv, SP_AUDIT_STATUS_PROBE, SP_CAUSE_PROBE_EXIT);
+      return sp_make_error (err, 0, "the probe exited with status %d", inv->facts.exit_code);
+    }
+  verdict (inv, SP_AUDIT_STATUS_PROBE, SP_CAUSE_PROBE_OUTPUT);
+  if (sp_probe_out_read (sb->ws.bundle_dirfd, SP_BUNDLE_OUT, out, sizeof (out), &out_len, err) < 0)
+    return sp_error_wrap (err, "/probe/out");
+  if ((ret = sp_result_validate (out, out_len, inv->outcomes, err)) < 0)
+    return sp_error_wrap (err, "/probe/out");
+  *index = (uint8_t)ret;
+  verdict (inv, SP_AUDIT_STATUS_ANSWERED, SP_CAUSE_NONE);
+  return 0;
+}
+
+/* The request's steps, in ARCHITECTURE.md's order; every step's failure
+   skips to the ones that must still happen (the removal, the record, the
+   answer).  */
 void
 sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t started_ns, unsigned worker)
 {
@@ -604,7 +593,6 @@ sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t st
   cleanup_free uint8_t *frame = r->frame;
   cleanup_error sp_error_t err = NULL;
   char script_sha256[SP_DIGEST_TEXT_SIZE];
-  uint8_t digest[SP_SHA256_BYTES];
   const struct sp_request req = r->req;
   struct audit_facts a = { .req = &req,
                            .received_ns = r->received_ns,
@@ -612,64 +600,28 @@ sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t st
                            .started_ns = started_ns };
   struct sp_serve_sandbox *sb = NULL;
   struct invocation inv;
-  char why[sizeof (s->halt_reason)];
   uint8_t index = SP_RESPONSE_ERROR;
   int ret;
 
-  /* Steps 1 and 2, reading and validating, were done off the slots
-     (loop.c): nothing reaches a slot that is not a whole, valid request.
-     From here on the client is watched: one that goes away cancels.  */
-  sp_serve_client_watch (s, worker, fd);
-  invocation_init (&inv, s, worker, fd);
-  inv.outcomes = req.outcomes;
-  inv.script = req.script.data;
-  inv.script_len = req.script.len;
-  inv.seed = find_seed (s, &req.repo);
-  sp_sha256 (req.script.data, req.script.len, digest);
-  sp_sha256_digest_text (digest, script_sha256);
-  a.script_sha256 = script_sha256;
-  if (inv.seed == NULL)
-    {
-      verdict (&inv, SP_AUDIT_STATUS_REFUSED, SP_CAUSE_NO_SEED);
-      sp_make_error (&err, 0, "the repository has no staged seed");
-      goto done;
-    }
-  if (halted (s, why, sizeof (why)))
-    {
-      verdict (&inv, SP_AUDIT_STATUS_REFUSED, SP_CAUSE_HALTED);
-      sp_make_error (&err, 0, "the proxy is halted until the operator restarts it (%s)", why);
-      goto done;
-    }
-  /* Gone while it queued: nothing is spent on it.  */
-  if (client_gone (&inv))
-    {
-      cancelled (&inv, "before its request was admitted", &err);
-      goto done;
-    }
-  if (debit (&inv, &a, &err) < 0)
-    goto done;
-
-  /* The admission record lands before anything is copied or launched, or
-     nothing is: no sandbox ever runs unaudited.  */
-  if (audit (&inv, &a, true, SP_RESPONSE_ERROR, NULL, &err) < 0)
-    {
-      verdict (&inv, SP_AUDIT_STATUS_INTERNAL, SP_CAUSE_AUDIT_WRITE);
-      classify_failure (&inv, NULL, &err);
-      if (inv.cause != SP_CAUSE_ENVIRONMENT)
-        verdict (&inv, SP_AUDIT_STATUS_INTERNAL, SP_CAUSE_AUDIT_WRITE);
-      goto done;
-    }
-
-  ret = run_probe (&inv, false, &index, &sb, &err);
-  /* In immediate release the answer's time is the run's own, and it
-     promises nothing about what comes after: an answer's sandbox goes once
-     the answer has left.  A failed or cancelled run's goes first, so that
-     its record says everything that failed, and a cancelled probe's
-     sandbox goes at once.  The other modes release at a time that must
-     cover the removal too (SP_RELEASE_MARGIN_MS), so it stays on the path.  */
-  if (s->opt->release == SP_RELEASE_IMMEDIATE && ret == 0)
-    classify (&inv, ret, &err);
-  else
+  /* 1, 2. Decoded and validated off the slots; the client watched from now.  */
+  begin (&inv, s, &req, worker, fd, &a, script_sha256);
+  /* 3. The debit, then the admission record.  */
+  if (admit (&inv, &a, &err) < 0)
+    goto answer;
+  /* 4. A sandbox made ahead for the repository, or one made now.  */
+  ret = take_sandbox (&inv, false, &sb, &err);
+  /* 5. The script in, the probe started: its timeout counts from here.  */
+  if (ret == 0)
+    ret = run_script (&inv, sb, &err);
+  /* 6. How the probe ended, and /probe/out read and checked.  */
+  if (ret == 0)
+    ret = read_answer (&inv, sb, &index, &err);
+  /* 8, before the answer: the sandbox goes now wherever the release time
+     covers its removal (SP_RELEASE_MARGIN_MS: every mode but immediate),
+     and after any failure, so that the record says everything that failed
+     and a cancelled probe's sandbox goes at once.  In immediate release an
+     answer's time is its run's own, and its sandbox goes after it.  */
+  if (s->opt->release != SP_RELEASE_IMMEDIATE || ret < 0)
     {
       ret = remove_sandbox (&inv, sb, ret, &index, &err);
       sb = NULL;
@@ -677,11 +629,13 @@ sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t st
   if (ret == 0)
     sp_error_release (&err);
 
-done:
+answer:
   if (!a.debited)
     a.remaining = sp_ledger_remaining (s->ledger);
+  /* 7. The result record; 8. the answer, when the release mode allows.  */
   finish (&inv, fd, &a, index, err ? sp_error_message (err) : NULL);
   sp_serve_client_unwatch (s, worker, fd);
+  /* 8, after the answer (immediate release): the sandbox goes.  */
   if (sb != NULL)
     {
       /* The client reads to the end of the stream: it ends now, not after
@@ -691,145 +645,33 @@ done:
     }
 }
 
-/* The confinement canary: the proxy's own probe, run through the same path
-   as any request, that answers CONFINED only when it sees, from inside, every
-   property docs/runtimes.md lists, and KERNEL-MISMATCH when the kernel it
-   runs on is not the one the backend promises (runtime.h,
-   sp_sandbox_kernel): a runc renamed runsc is refused, never used.  The
-   first lines, EXPECT_GVISOR, EXPECT_VM, NO_USER_NS and PROBE_IDS, are set
-   per backend.  */
-static const char canary_body[]
-    = "import os\n"
-      "GVISOR_VERSION = 'Linux version 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016\\n'\n"
-      "def status():\n"
-      "    out = {}\n"
-      "    for line in open('/proc/self/status'):\n"
-      "        k, _, v = line.partition(':')\n"
-      "        out[k] = v.strip()\n"
-      "    return out\n"
-      "def root_mount():\n"
-      "    for line in open('/proc/self/mounts'):\n"
-      "        f = line.split()\n"
-      "        if f[1] == '/':\n"
-      "            return f[2], f[3].split(',')\n"
-      "    return None, []\n"
-      "def kernel_is_gvisor():\n"
-      "    return (open('/proc/version').read() == GVISOR_VERSION\n"
-      "            and os.path.exists('/proc/sentry-meminfo')\n"
-      "            and root_mount()[0] == '9p')\n"
-      "def kernel_is_host():\n"
-      "    return (open('/proc/version').read() != GVISOR_VERSION\n"
-      "            and not os.path.exists('/proc/sentry-meminfo'))\n"
-      "# gVisor shows no NoNewPrivs line, and the profile refuses prctl, so it\n"
-      "# cannot be read there; the bundle sets it, and the verified rootfs holds\n"
-      "# no setuid or setgid file it would guard against (docs/runtimes.md).\n"
-      "def no_new_privs(st):\n"
-      "    if EXPECT_GVISOR and 'NoNewPrivs' not in st:\n"
-      "        return True\n"
-      "    return st.get('NoNewPrivs') == '1'\n"
-      "# clone3 must answer ENOSYS, whoever answers it: the profile under runc, the\n"
-      "# sentry under gVisor, where the profile lets it through (docs/seccomp.md).\n"
-      "def clone3_enosys():\n"
-      "    import ctypes\n"
-      "    libc = ctypes.CDLL(None, use_errno=True)\n"
-      "    return libc.syscall(435, 0, 0) == -1 and ctypes.get_errno() == 38\n"
-      "# The probe is the sandbox's init; in a microVM, `sbx exec` starts it\n"
-      "# beside the VM's own init, and nothing else may run there.\n"
-      "def alone():\n"
-      "    if os.getpid() == 1:\n"
-      "        return True\n"
-      "    pids = {int(p) for p in os.listdir('/proc') if p.isdigit()}\n"
-      "    return EXPECT_VM and pids <= {1, os.getpid()}\n"
-      "# On the host's kernel (runc, docker) the probe gets what the bundle\n"
-      "# gives and nothing else (docs/runtimes.md): every bind nosuid, nodev\n"
-      "# and noexec, the script read-only and not mappable PROT_EXEC; no\n"
-      "# /dev/shm, /dev/pts, openable /dev/ptmx or /dev/mqueue; no cgroup\n"
-      "# hierarchy; no variable beyond the bundle's three; no group but its\n"
-      "# own gid (Docker adds that one: a named gap).\n"
-      "def exactly_the_bundle():\n"
-      "    import mmap\n"
-      "    flags = os.ST_NOSUID | os.ST_NODEV | os.ST_NOEXEC\n"
-      "    for path in ('/probe/repo', '/probe/probe.py', '/probe/out'):\n"
-      "        if os.statvfs(path).f_flag & flags != flags:\n"
-      "            return False\n"
-      "    if not os.statvfs('/probe/probe.py').f_flag & os.ST_RDONLY:\n"
-      "        return False\n"
-      "    with open('/probe/probe.py', 'rb') as f:\n"
-      "        try:\n"
-      "            mmap.mmap(f.fileno(), 1, prot=mmap.PROT_READ | mmap.PROT_EXEC).close()\n"
-      "            return False\n"
-      "        except PermissionError:\n"
-      "            pass\n"
-      "    for path in ('/dev/shm', '/dev/pts', '/dev/mqueue'):\n"
-      "        if os.path.lexists(path):\n"
-      "            return False\n"
-      "    try:\n"
-      "        os.close(os.open('/dev/ptmx', os.O_RDWR | os.O_NOCTTY))\n"
-      "        return False\n"
-      "    except OSError:\n"
-      "        pass\n"
-      "    if os.path.isdir('/sys/fs/cgroup') and os.listdir('/sys/fs/cgroup'):\n"
-      "        return False\n"
-      "    if not set(os.environ) <= {'PATH', 'LANG', 'HOME'}:\n"
-      "        return False\n"
-      "    return set(os.getgroups()) <= {os.getgid()}\n"
-      "def confined():\n"
-      "    st = status()\n"
-      "    uid = os.getuid()\n"
-      "    if not PROBE_IDS[0] <= uid < PROBE_IDS[1] or os.getgid() != uid or os.geteuid() != uid:\n"
-      "        return False\n"
-      "    for cap in ('CapInh', 'CapPrm', 'CapEff', 'CapBnd'):\n"
-      "        if int(st.get(cap, 'f'), 16) != 0:\n"
-      "            return False\n"
-      "    # gVisor shows no CapAmb line: ambient is a subset of permitted and\n"
-      "    # inheritable, both empty above.\n"
-      "    if int(st.get('CapAmb', '0' if EXPECT_GVISOR else 'f'), 16) != 0:\n"
-      "        return False\n"
-      "    if not no_new_privs(st) or st.get('Seccomp') != '2':\n"
-      "        return False\n"
-      "    if not alone() or not clone3_enosys():\n"
-      "        return False\n"
-      "    ifaces = [l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:]]\n"
-      "    if ifaces != ['lo']:\n"
-      "        return False\n"
-      "    if len(open('/proc/net/route').read().splitlines()) > 1:\n"
-      "        return False\n"
-      "    # gVisor's statvfs does not report ST_RDONLY; its mount table does.\n"
-      "    if EXPECT_GVISOR:\n"
-      "        if 'ro' not in root_mount()[1]:\n"
-      "            return False\n"
-      "    elif not os.statvfs('/').f_flag & os.ST_RDONLY:\n"
-      "        return False\n"
-      "    # A loginuid the probe could set once would write an id into the host's\n"
-      "    # audit trail: the runtime must hand it a set one.  serve pins its own,\n"
-      "    # which runc's sandboxes inherit (and a user namespace shows it unmapped,\n"
-      "    # as unset); a Docker daemon must run with one, and without a user\n"
-      "    # namespace it reads as it is.\n"
-      "    if NO_USER_NS and open('/proc/self/loginuid').read() == '4294967295':\n"
-      "        return False\n"
-      "    # No host-wide state (docs/threat-model.md): /proc/sys and /sys are\n"
-      "    # empty, whichever way the runtime hid them, and sysinfo is refused.\n"
-      "    # A microVM's are its own kernel's, one per sandbox.\n"
-      "    if not EXPECT_VM and (os.listdir('/proc/sys') or os.listdir('/sys')):\n"
-      "        return False\n"
-      "    import ctypes\n"
-      "    if not EXPECT_VM and ctypes.CDLL(None).syscall(99, ctypes.create_string_buffer(256)) != -1:\n"
-      "        return False\n"
-      "    if os.access('/probe/probe.py', os.W_OK):\n"
-      "        return False\n"
-      "    if not (EXPECT_GVISOR or EXPECT_VM) and not exactly_the_bundle():\n"
-      "        return False\n"
-      "    probe = os.path.join('/probe/repo', '.sealed-probe-canary')\n"
-      "    with open(probe, 'w') as f:\n"
-      "        f.write('x')\n"
-      "    os.unlink(probe)\n"
-      "    return True\n"
-      "if not (kernel_is_gvisor() if EXPECT_GVISOR else kernel_is_host()):\n"
-      "    answer = 'KERNEL-MISMATCH'\n"
-      "else:\n"
-      "    answer = 'CONFINED' if confined() else 'UNCONFINED'\n"
-      "open('/probe/out', 'w').write('{\"result\":\"%s\"}' % answer)\n";
+void
+sp_serve_record_refusal (struct sp_serve *s, uint64_t received_ns, uint64_t accepted_ns,
+                         const struct sp_serve_release *release, enum sp_cause cause, const char *reason)
+{
+  cleanup_error sp_error_t err = NULL;
+  struct invocation inv;
+  struct audit_facts a = {
+    .remaining = sp_ledger_remaining (s->ledger),
+    .received_ns = received_ns,
+    .release_from_ns = accepted_ns,
+    .release = release,
+  };
 
+  invocation_init (&inv, s, NO_CLIENT, -1);
+  inv.cause = cause;
+  /* A record that cannot be written has halted the proxy (audit).  */
+  (void)audit (&inv, &a, false, SP_RESPONSE_ERROR, reason, &err);
+}
+
+/* The confinement canary (canary.py): the proxy's own probe, run cold
+   through steps 4 to 6 and 8 like any request, before serve is ready.  It
+   answers CONFINED only when it sees, from inside, every property
+   docs/runtimes.md lists, and KERNEL-MISMATCH when the kernel it runs on
+   is not the one the backend promises (runtime.h, sp_sandbox_kernel): a
+   runc renamed runsc is refused, never used.  Its first lines,
+   EXPECT_GVISOR, EXPECT_VM, NO_USER_NS and PROBE_IDS, are set per
+   backend.  */
 int
 sp_serve_canary (struct sp_serve *s, sp_error_t *err)
 {
@@ -842,9 +684,10 @@ sp_serve_canary (struct sp_serve *s, sp_error_t *err)
   bool vm = s->runtime->ops->kernel == SP_SANDBOX_KERNEL_MICROVM;
   uint32_t ids_low = SP_PROBE_UID, ids_high = SP_PROBE_UID + 1;
   cleanup_free char *script = NULL;
+  struct sp_serve_sandbox *sb = NULL;
   struct invocation inv;
   uint8_t index;
-  int len;
+  int len, ret;
 
   if (s->config->n_private_repos == 0)
     return sp_make_error (err, 0, "canary: no repository to snapshot");
@@ -855,11 +698,11 @@ sp_serve_canary (struct sp_serve *s, sp_error_t *err)
       ids_low = s->opt->probe_id_base;
       ids_high = s->opt->probe_id_base + SP_PROBE_ID_RANGE;
     }
-  len = asprintf (&script,
-                  "EXPECT_GVISOR = %s\nEXPECT_VM = %s\nNO_USER_NS = %s\nPROBE_IDS = (%" PRIu32 ", %" PRIu32
-                  ")\n%s",
-                  gvisor ? "True" : "False", vm ? "True" : "False",
-                  ids_low != SP_PROBE_UID ? "True" : "False", ids_low, ids_high, canary_body);
+  len = asprintf (
+      &script,
+      "EXPECT_GVISOR = %s\nEXPECT_VM = %s\nNO_USER_NS = %s\nPROBE_IDS = (%" PRIu32 ", %" PRIu32 ")\n%s",
+      gvisor ? "True" : "False", vm ? "True" : "False", ids_low != SP_PROBE_UID ? "True" : "False", ids_low,
+      ids_high, (const char *)sp_serve_canary_py);
   if (len < 0)
     {
       script = NULL;
@@ -870,13 +713,14 @@ sp_serve_canary (struct sp_serve *s, sp_error_t *err)
   inv.outcomes = outcomes;
   inv.script = script;
   inv.script_len = (size_t)len;
-  {
-    struct sp_serve_sandbox *sb = NULL;
-    int ret = run_probe (&inv, true, &index, &sb, err);
-
-    if (remove_sandbox (&inv, sb, ret, &index, err) < 0)
-      return sp_error_wrap (err, "canary");
-  }
+  index = SP_RESPONSE_ERROR;
+  ret = take_sandbox (&inv, true, &sb, err);
+  if (ret == 0)
+    ret = run_script (&inv, sb, err);
+  if (ret == 0)
+    ret = read_answer (&inv, sb, &index, err);
+  if (remove_sandbox (&inv, sb, ret, &index, err) < 0)
+    return sp_error_wrap (err, "canary");
   /* Answers are numbered from 1 (protocol.h); 0 is ERROR.  */
   if (index == 3)
     return sp_make_error (

@@ -1,7 +1,7 @@
 /* One sandbox from its creation to its removal: the part of an invocation
    that needs no request, so that it can be done ahead of one (pool.c), and
    the part that does (the script, the start).  Nothing a request sent is in
-   a sandbox before sp_serve_sandbox_run.  */
+   a sandbox before sp_serve_sandbox_put_script.  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -316,31 +316,28 @@ seed_still_there (struct sp_serve *s, struct sp_serve_sandbox *sb, int ran, sp_e
 }
 
 int
-sp_serve_sandbox_run (struct sp_serve *s, struct sp_serve_sandbox *sb, const void *script, size_t script_len,
-                      uint32_t timeout_seconds, sp_error_t *err)
+sp_serve_sandbox_put_script (struct sp_serve *s, struct sp_serve_sandbox *sb, const void *script,
+                             size_t script_len, sp_error_t *err)
 {
-  int put;
-
   /* A sandbox made ahead may have waited long: nothing starts on a seed
      that is gone (its answer would be discarded anyway).  */
   if (sp_serve_seed_check (s, sb->seed_index, err) < 0)
     {
       sb->seed_gone = true;
-      put = -1;
+      return -1;
     }
-  else if ((put = sp_bundle_put_script (sb->ws.bundle_dirfd, script, script_len, err)) < 0)
+  if (sp_bundle_put_script (sb->ws.bundle_dirfd, script, script_len, err) < 0)
     {
       sp_error_set_cause (err, SP_CAUSE_BUNDLE);
-      sp_error_wrap (err, "bundle");
+      return sp_error_wrap (err, "bundle");
     }
-  /* Whether or not the script went in, the sandbox is the request's now.  */
-  if (sb->refill_owed)
-    {
-      sb->refill_owed = false;
-      sp_serve_pool_refill (s);
-    }
-  if (put < 0)
-    return -1;
+  return 0;
+}
+
+int
+sp_serve_sandbox_start (struct sp_serve *s, struct sp_serve_sandbox *sb, uint32_t timeout_seconds,
+                        sp_error_t *err)
+{
   return seed_still_there (s, sb, sandbox_start (s, sb, timeout_seconds, err), err);
 }
 

@@ -176,7 +176,7 @@ struct sp_serve
    a probe identity), a workspace with the bundle and the repository's
    snapshot, and the container the runtime created from it (NULL for a
    backend without `create`, which makes it at `run`).  Nothing in it comes
-   from a request until sp_serve_sandbox_run puts the script in.  */
+   from a request until sp_serve_sandbox_put_script puts the script in.  */
 struct sp_serve_sandbox
 {
   size_t seed_index; /* the repository it was made for: s->seeds[seed_index] */
@@ -234,15 +234,21 @@ int sp_serve_seed_check (const struct sp_serve *s, size_t seed_index, sp_error_t
 int sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, const char *name,
                            struct sp_serve_sandbox **out, bool *ran, struct sp_run_facts *facts,
                            sp_error_t *err);
-/* Puts the script in and runs the probe to its end (`start`, or `run` for
-   a backend without `create`): sb->facts say what happened.  The caller has
-   made it active (sp_serve_sandbox_activate).  The seed is checked
-   (sp_serve_seed_check) before the start and again once the runtime
+/* Puts the script in, once the seed is checked (sp_serve_seed_check):
+   found gone, sb->seed_gone is set and it returns -1 with that error.  The
+   sandbox is the request's from then on, whether or not the script went
+   in: a pool sandbox's refill is owed (sb->refill_owed), and the caller
+   asks it (sp_serve_pool_refill), so that sandbox.c never calls the pool.  */
+int sp_serve_sandbox_put_script (struct sp_serve *s, struct sp_serve_sandbox *sb, const void *script,
+                                 size_t script_len, sp_error_t *err);
+/* Runs the probe to its end (`start`, or `run` for a backend without
+   `create`): sb->facts say what happened.  The caller has made it active
+   (sp_serve_sandbox_activate).  The seed is checked again once the runtime
    returned: found gone, sb->seed_gone is set and it returns -1 with that
    error, whatever the probe did, so that no answer of a seed changed under
    it is ever taken.  */
-int sp_serve_sandbox_run (struct sp_serve *s, struct sp_serve_sandbox *sb, const void *script,
-                          size_t script_len, uint32_t timeout_seconds, sp_error_t *err);
+int sp_serve_sandbox_start (struct sp_serve *s, struct sp_serve_sandbox *sb, uint32_t timeout_seconds,
+                            sp_error_t *err);
 /* Looks up the first max_entries entries of sb's overlay snapshot, from
    serve's side, so that the probe finds the overlay's own dentries made
    (a fresh overlay mount has none, and making them costs its first
@@ -262,7 +268,7 @@ int sp_serve_sandbox_destroy (struct sp_serve *s, struct sp_serve_sandbox *sb, s
 int sp_serve_pool_start (struct sp_serve *s, sp_error_t *err);
 /* A sandbox made ahead for seed seed_index, now the caller's, or NULL (none
    ready: the caller makes one cold).  Its replacement is made once
-   sp_serve_sandbox_run has put the script in (sp_serve_pool_refill).  */
+   its script is in (sp_serve_sandbox_put_script, sp_serve_pool_refill).  */
 struct sp_serve_sandbox *sp_serve_pool_take (struct sp_serve *s, size_t seed_index);
 /* Tells the pool's thread that a sandbox taken from it holds its request
    now: at no moment do more than --pool sandboxes wait without one.  */
@@ -327,6 +333,10 @@ int sp_serve_setup (struct sp_serve *s, const struct sp_serve_options *opt, stru
 
 /* Runs the confinement canary through the invocation path.  */
 int sp_serve_canary (struct sp_serve *s, sp_error_t *err);
+/* Its Python, canary.py, compiled in (src/embed.py): NUL-terminated, and
+   sp_serve_canary_py_len long without the NUL.  */
+extern const unsigned char sp_serve_canary_py[];
+extern const size_t sp_serve_canary_py_len;
 
 /* Removes everything of this run (containers, cgroups, workspaces, the
    runtime's state) and releases s.  Returns -1 when something stayed.  */
@@ -377,12 +387,26 @@ void sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64
 void sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, uint64_t accepted_ns,
                       enum sp_cause cause, const char *reason);
 
-/* Halts the proxy (see struct sp_serve) and says why on stderr, once.  */
+/* serve's ends (stop.c).  Halts the proxy (see struct sp_serve) and says
+   why on stderr, once.  */
 void sp_serve_halt (struct sp_serve *s, const char *why);
+/* Whether the proxy is halted; if so, its reason into why.  */
+bool sp_serve_halted (struct sp_serve *s, char *why, size_t size);
 
 /* Kills the running containers and lets no new one start.  Returns how many
    were still running.  */
 unsigned sp_serve_stop (struct sp_serve *s);
+/* Whether sp_serve_stop was called.  */
+bool sp_serve_stopping (struct sp_serve *s);
+
+/* Answers index (SP_RESPONSE_ERROR: ERROR) on fd, once; a client that has
+   gone loses it (invocation.c).  */
+void sp_serve_answer (int fd, uint8_t index);
+/* The result record of a request refused off the slots (refuse.c), with its
+   cause and reason, and the release it will have.  */
+void sp_serve_record_refusal (struct sp_serve *s, uint64_t received_ns, uint64_t accepted_ns,
+                              const struct sp_serve_release *release, enum sp_cause cause,
+                              const char *reason);
 
 /* The accept loop: it accepts, reads every request frame without blocking
    (at most SP_SERVE_UNREAD_MAX connections at once, each within

@@ -37,7 +37,7 @@ MiB = 1 << 20
 
 def bounds():
     """The bounds this test checks, read from bounds.h, never restated."""
-    with open(os.path.join(HERE, "..", "..", "include", "sealed-probe", "bounds.h")) as f:
+    with open(os.path.join(HERE, "..", "..", "src", "base", "bounds.h")) as f:
         text = f.read()
 
     def value(name):

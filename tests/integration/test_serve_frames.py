@@ -23,7 +23,7 @@ tap = Tap()
 work = S.Work("sp-serve-frames-")
 YES = S.answer("YES")
 QUICK = S.answer_script("YES")
-BOUNDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include", "sealed-probe", "bounds.h")
+BOUNDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "base", "bounds.h")
 
 
 def bound(name):
