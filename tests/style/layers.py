@@ -38,19 +38,14 @@ BASE_FORBIDDEN = re.compile(
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 
 
-class Tap:
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def ok(self, cond, name, detail=""):
-        self.n += 1
-        if not cond:
-            self.failed += 1
-        print(f"{'ok' if cond else 'not ok'} {self.n} - {name}", flush=True)
-        if detail and not cond:
-            for line in str(detail).splitlines():
-                print(f"# {line}", flush=True)
+def check(results, cond, name, detail=""):
+    """One TAP line, kept to be printed in order; the plan comes last."""
+    n = len(results) + 1
+    results.append(cond)
+    print(f"{'ok' if cond else 'not ok'} {n} - {name}", flush=True)
+    if detail and not cond:
+        for line in str(detail).splitlines():
+            print(f"# {line}", flush=True)
 
 
 def folder_order():
@@ -59,11 +54,11 @@ def folder_order():
 
 
 def main():
-    tap = Tap()
+    results = []
     order = folder_order()
     rank = {name: i for i, name in enumerate(order)}
     on_disk = sorted(d for d in os.listdir(SRC) if os.path.isdir(os.path.join(SRC, d)))
-    tap.ok(sorted(order) == on_disk, "every folder of src/ is a layer of src/meson.build, and every layer a folder",
+    check(results, sorted(order) == on_disk, "every folder of src/ is a layer of src/meson.build, and every layer a folder",
            f"layers {order}\nfolders {on_disk}")
 
     allowed = {}
@@ -98,22 +93,22 @@ def main():
                     bad.append(f'"{name}" does not exist')
             elif folder == "base" and BASE_FORBIDDEN.match(name):
                 bad.append(f"<{name}>: base/ is libc only and touches nothing outside the process")
-        tap.ok(not bad, f"src/{rel} includes only what its layer may", "\n".join(bad))
+        check(results, not bad, f"src/{rel} includes only what its layer may", "\n".join(bad))
 
     for folder, rel in sources:
         if not rel.endswith(".h"):
             continue
         has_source = os.path.isfile(os.path.join(SRC, rel[:-2] + ".c"))
-        tap.ok(has_source or rel in HEADER_ONLY, f"src/{rel} sits beside the source it is named after",
+        check(results, has_source or rel in HEADER_ONLY, f"src/{rel} sits beside the source it is named after",
                "no .c of its name beside it, and it is not listed as header-only in tests/style/layers.py")
     for rel in sorted(HEADER_ONLY):
-        tap.ok(os.path.isfile(os.path.join(SRC, rel)), f"header-only src/{rel} still exists")
+        check(results, os.path.isfile(os.path.join(SRC, rel)), f"header-only src/{rel} still exists")
 
     stray = [p for p in os.listdir(ROOT) if p in ("include", "runtimes")]
-    tap.ok(not stray, "no code lives outside src/ (no include/, no top-level runtimes/)", stray)
+    check(results, not stray, "no code lives outside src/ (no include/, no top-level runtimes/)", stray)
 
-    print(f"1..{tap.n}", flush=True)
-    return 1 if tap.failed else 0
+    print(f"1..{len(results)}", flush=True)
+    return 0 if all(results) else 1
 
 
 if __name__ == "__main__":
