@@ -89,6 +89,20 @@ def require_root_and(*programs):
             skip_all(f"`{prog}` is not installed (scripts/install-deps --test installs it)")
 
 
+def serve_test(*programs):
+    """The preamble of every test that drives serve, stage or check on the
+    backend matrix: the backend (backend(): the whole file a SKIP, or a
+    failure under CI=true, when it is not selected or not installed), root,
+    git and programs (require_root_and), then sp_serve, imported only once
+    those hold (it reads the environment and the backend when imported).
+    Returns (the backend, sp_serve):
+        B, S = serve_test()            # or serve_test("chattr")"""
+    b = backend()
+    require_root_and("git", *programs)
+    import sp_serve
+    return b, sp_serve
+
+
 def env_path(name):
     value = os.environ.get(name)
     if not value:

@@ -33,11 +33,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, backend, remove_bundle, require_root_and  # noqa: E402
+from sp_harness import Tap, remove_bundle, serve_test  # noqa: E402
 
-B = backend()
-require_root_and("git", "setpriv")
-import sp_serve as S  # noqa: E402
+B, S = serve_test("setpriv")
 
 tap = Tap()
 work = S.Work("sp-serve-identity-")

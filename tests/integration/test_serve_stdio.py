@@ -34,11 +34,9 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, backend, docker_api, docker_shims, docker_state_containers, require_root_and  # noqa: E402
+from sp_harness import Tap, docker_api, docker_shims, docker_state_containers, serve_test  # noqa: E402
 
-B = backend()
-require_root_and("git", "nsenter")
-import sp_serve as S  # noqa: E402
+B, S = serve_test("nsenter")
 
 tap = Tap()
 work = S.Work("sp-serve-stdio-")
