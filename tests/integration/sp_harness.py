@@ -27,6 +27,7 @@ import sys
 import tarfile
 import tempfile
 import threading
+import traceback
 import urllib.parse
 
 
@@ -101,6 +102,27 @@ def serve_test(*programs):
     require_root_and("git", *programs)
     import sp_serve
     return b, sp_serve
+
+
+# What a test function of run_tests returns when the rest of its list needs
+# what it could not set up (its own failing check says why).
+STOP = object()
+
+
+def run_tests(tap, tests, *args):
+    """Runs test functions in order, each as fn(*args), each one named
+    property with its own checks.  An unexpected exception in one is a
+    failing check naming it, with its traceback, and the next one runs; one
+    that returns STOP ends the list.  Returns False when the list was ended
+    so, else True."""
+    for fn in tests:
+        try:
+            if fn(*args) is STOP:
+                return False
+        except Exception:  # noqa: BLE001 (any exception is the test's failure, reported and passed)
+            tap.ok(False, f"{fn.__name__}: runs to its end without an unexpected exception",
+                   traceback.format_exc())
+    return True
 
 
 def env_path(name):
