@@ -67,7 +67,7 @@ def containers_in(root):
 def leftover_containers(state):
     """[root: ids] of every runtime root of state, either backend, that holds a
     container; on docker also the containers labelled with state's key."""
-    out = list(_B.leftover_containers(state)) if _B.containers_by_label else []
+    out = list(_B.leftover_containers(state)) if _B.runtime_is_daemon else []
     for name, _ in _ALL:
         for root in runtime_roots(state, name):
             ids = containers_in(root)
@@ -78,7 +78,7 @@ def leftover_containers(state):
 
 def force_delete(state):
     """Best-effort removal of any container a failed test left in state."""
-    if _B.containers_by_label:
+    if _B.runtime_is_daemon:
         _B.force_delete_state(state)
     for name, binary_name in _ALL:
         binary = real_binary(binary_name)

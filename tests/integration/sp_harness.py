@@ -791,12 +791,23 @@ class Backend:
     # The daemon that resolves the workspaces' mount sources, named for a
     # test's message (None where serve mounts them itself).
     mount_daemon = None
-    # serve itself starts this backend's host processes (runc, runsc, the sbx
-    # CLI); under docker the daemon's containerd starts each shim.
-    serve_starts_runtime_processes = True
-    # Its containers are found by the daemon's label of their state
-    # directory (org.sealed-probe.state), not as entries of a --root.
-    containers_by_label = False
+    # The runtime is a daemon reached through a socket (the option names the
+    # socket): the daemon, not serve, makes the containers (their processes,
+    # namespaces, the create's errors), and finds them by the label of their
+    # state directory (org.sealed-probe.state), not as entries of a --root.
+    runtime_is_daemon = False
+    # The probe runs in a per-sandbox user namespace, root and the probe
+    # each mapped onto a host id of serve's range (docs/runtimes.md, "The
+    # probe's identity").
+    user_namespace = True
+    # The probe runs on gVisor's sentry, a kernel in user space inside
+    # runsc-sandbox: it has no host process of its own, and the sentry
+    # keeps its own accounting (getrusage), UTS namespace and /proc.
+    runs_on_sentry = False
+    # The audit's resource facts (cpu_ms, peak memory, oom) come from the
+    # host's account of the sandbox; a VM's kernel counts them where the
+    # host cannot, and sbx does not report them (docs/runtimes.md).
+    reports_resource_facts = True
 
     def __init__(self, binary_path):
         spec = BACKENDS[self.name]
@@ -814,6 +825,12 @@ class Backend:
 
     def __repr__(self):
         return f"{type(self).__name__}({self.name})"
+
+    @property
+    def create_reason(self):
+        """What the audit's reason for a failed create names: the runtime's
+        create (`runc create`, `sbx create`)."""
+        return f"{self.binary_name} create"
 
     # ---- the proxy's command lines ----
     @property
@@ -1051,6 +1068,7 @@ class GvisorBackend(OciCliBackend):
 
     name = "gvisor"
     gvisor = True
+    runs_on_sentry = True
 
     def container_of(self, name, root=None):
         """The container id an entry of a --root directory belongs to."""
@@ -1114,8 +1132,11 @@ class DockerBackend(HostWorkspacesBackend):
     name = "docker"
     docker = True
     mount_daemon = "dockerd"
-    serve_starts_runtime_processes = False
-    containers_by_label = True
+    runtime_is_daemon = True
+    # userns-remap is daemon-wide: the probe runs as its slot's host probe id.
+    user_namespace = False
+    # The daemon's reason for a failed create (its 409): "docker: create `sp-<run>-<inv>`: ...".
+    create_reason = "docker: create"
 
     def __init__(self, socket_path):
         super().__init__(None)
@@ -1238,6 +1259,7 @@ class SbxBackend(HostWorkspacesBackend):
     sbx = True
     creates_ahead = False  # sbx starts every sandbox cold
     mount_daemon = "sandboxd (sbx's daemon)"
+    reports_resource_facts = False  # the VM's kernel counts them
 
     def __init__(self, double):
         super().__init__(double.path)

@@ -221,10 +221,10 @@ time.sleep(2)
         # What a host process of this serve's backend names in its argv: the
         # state directory (runc, runsc), or on sbx its VMs' name suffix.
         mark = B.process_mark(state)
-        # Where serve starts no runtime process (docker: the daemon's
-        # containerd starts each container's shim), the container's own
-        # processes are sampled instead.
-        by_container = not B.serve_starts_runtime_processes
+        # Where the runtime is a daemon, serve starts no runtime process
+        # (docker: the daemon's containerd starts each container's shim):
+        # the container's own processes are sampled instead.
+        by_container = B.runtime_is_daemon
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and th.is_alive():
             container_side = {p for p, _ in B.host_processes(state)} if by_container else set()
