@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import uuid
 
-from sp_harness import BACKENDS, RUNTIME_SEARCH_PATH, backend, docker_remove, docker_state_containers
+from sp_harness import BACKENDS, RUNTIME_SEARCH_PATH, backend
 
 _B = backend()  # SP_BACKEND, set by tests/meson.build; skips or bails as sp_harness says
 BACKEND = _B.name
@@ -67,7 +67,7 @@ def containers_in(root):
 def leftover_containers(state):
     """[root: ids] of every runtime root of state, either backend, that holds a
     container; on docker also the containers labelled with state's key."""
-    out = list(_B.leftover_containers(state)) if _B.docker else []
+    out = list(_B.leftover_containers(state)) if _B.runtime_is_daemon else []
     for name, _ in _ALL:
         for root in runtime_roots(state, name):
             ids = containers_in(root)
@@ -78,9 +78,8 @@ def leftover_containers(state):
 
 def force_delete(state):
     """Best-effort removal of any container a failed test left in state."""
-    if _B.docker:
-        for cid in docker_state_containers(state, socket_path=_B.socket):
-            docker_remove(cid, _B.socket)
+    if _B.runtime_is_daemon:
+        _B.force_delete_state(state)
     for name, binary_name in _ALL:
         binary = real_binary(binary_name)
         if binary is None:

@@ -6,7 +6,7 @@ for the docker backend a Docker Engine API client over the project's own
 dockerd's socket (docker_api; SP_DOCKER_SOCKET, scripts/dockerd) with the
 replay of a dry-run bundle's requests (docker_replay, the docker `runc run`).
 
-Run as a program, it is that replay's command line (Backend.run_argv,
+Run as a program, it is that replay's command line (DockerBackend.run_argv,
 delete_argv and kill_argv on docker):
     python3 -I sp_harness.py docker-run --socket S --bundle DIR [--name NAME]
     python3 -I sp_harness.py docker-rm --socket S NAME
@@ -27,6 +27,7 @@ import sys
 import tarfile
 import tempfile
 import threading
+import traceback
 import urllib.parse
 
 
@@ -87,6 +88,41 @@ def require_root_and(*programs):
     for prog in programs:
         if not any(os.access(os.path.join(d, prog), os.X_OK) for d in os.environ.get("PATH", "").split(":")):
             skip_all(f"`{prog}` is not installed (scripts/install-deps --test installs it)")
+
+
+def serve_test(*programs):
+    """The preamble of every test that drives serve, stage or check on the
+    backend matrix: the backend (backend(): the whole file a SKIP, or a
+    failure under CI=true, when it is not selected or not installed), root,
+    git and programs (require_root_and), then sp_serve, imported only once
+    those hold (it reads the environment and the backend when imported).
+    Returns (the backend, sp_serve):
+        B, S = serve_test()            # or serve_test("chattr")"""
+    b = backend()
+    require_root_and("git", *programs)
+    import sp_serve
+    return b, sp_serve
+
+
+# What a test function of run_tests returns when the rest of its list needs
+# what it could not set up (its own failing check says why).
+STOP = object()
+
+
+def run_tests(tap, tests, *args):
+    """Runs test functions in order, each as fn(*args), each one named
+    property with its own checks.  An unexpected exception in one is a
+    failing check naming it, with its traceback, and the next one runs; one
+    that returns STOP ends the list.  Returns False when the list was ended
+    so, else True."""
+    for fn in tests:
+        try:
+            if fn(*args) is STOP:
+                return False
+        except Exception:  # noqa: BLE001 (any exception is the test's failure, reported and passed)
+            tap.ok(False, f"{fn.__name__}: runs to its end without an unexpected exception",
+                   traceback.format_exc())
+    return True
 
 
 def env_path(name):
@@ -453,7 +489,7 @@ def _docker_seal_script(bundle):
 
 def docker_replay(bundle, name=None, socket_path=None, out=None, err=None):
     """Runs a dry-run bundle by hand on docker: the docker equivalent of
-    `runc run --bundle BUNDLE NAME` (Backend.run_argv returns the command
+    `runc run --bundle BUNDLE NAME` (DockerBackend.run_argv returns the command
     line that calls this).  It replays the bundle's runtime-commands.json
     requests in order against the daemon (create, start, wait, remove), with
     name (when given) in place of the container name the dry run chose, as a
@@ -582,7 +618,7 @@ def _main(argv):
     """python3 sp_harness.py docker-run --bundle DIR [--name NAME] [--socket PATH]
     python3 sp_harness.py docker-rm [--socket PATH] NAME
     python3 sp_harness.py docker-kill [--socket PATH] NAME [SIGNAL]
-    (what Backend.run_argv, delete_argv and kill_argv return for docker)."""
+    (what DockerBackend.run_argv, delete_argv and kill_argv return for docker)."""
     if not argv:
         print(_main.__doc__, file=sys.stderr)
         return 2
@@ -683,7 +719,7 @@ BACKENDS = {
         "state": "sbx-work",
         # Its host processes, each of whose argv names the VM: the sbx CLI
         # serve runs (`sbx exec` lives as long as the probe; the double is
-        # a script, so its argv[0] is python3: Backend.is_process) and the
+        # a script, so its argv[0] is python3: SbxBackend.is_process) and the
         # double's runc.
         "processes": ("sbx", "runc", "runc:[2:INIT]"),
         "kernel": "microvm",
@@ -724,22 +760,62 @@ class Backend:
     option naming it, where its state lives, which host processes are its,
     and the command lines a test uses to run a dry-run bundle by hand.
 
-    binary_path is the runtime binary for runc and gvisor, and for docker
-    (which has none) the daemon's socket, SP_DOCKER_SOCKET."""
+    One subclass per backend (BACKEND_CLASSES; backend() makes the one of
+    SP_BACKEND), each overriding what it does its own way: RuncBackend and
+    GvisorBackend share OciCliBackend (a runtime command line with a --root
+    per run), DockerBackend and SbxBackend share HostWorkspacesBackend (a
+    daemon that mounts from the host's mount namespace).  A test asks a
+    capability that says why it differs (workspaces_on_host,
+    creates_ahead, ...), not which backend it is.
 
-    def __init__(self, name, binary_path):
-        spec = BACKENDS[name]
-        self.name = name
+    binary_path is the runtime binary for runc and gvisor, the daemon's
+    socket for docker (SP_DOCKER_SOCKET), the installed test double for
+    sbx (sp_sbx.SbxDouble)."""
+
+    name = None
+
+    # Which backend this is.  Kept for the test files not yet asking a
+    # capability instead (docs/testing.md); new code asks a capability.
+    docker = False
+    sbx = False
+    gvisor = False
+
+    # ---- capabilities: what a test may ask, each saying why it differs ----
+    # serve keeps its workspaces under STATE, in the host's mount namespace
+    # (STATE/docker-work, STATE/sbx-work), since the daemon resolves mount
+    # sources there (docs/runtimes.md).
+    workspaces_on_host = False
+    # serve creates a sandbox ahead of its request (a `create` op in the
+    # runtime's vtable), so a pool of waiting sandboxes exists.
+    creates_ahead = True
+    # The daemon that resolves the workspaces' mount sources, named for a
+    # test's message (None where serve mounts them itself).
+    mount_daemon = None
+    # The runtime is a daemon reached through a socket (the option names the
+    # socket): the daemon, not serve, makes the containers (their processes,
+    # namespaces, the create's errors), and finds them by the label of their
+    # state directory (org.sealed-probe.state), not as entries of a --root.
+    runtime_is_daemon = False
+    # The probe runs in a per-sandbox user namespace, root and the probe
+    # each mapped onto a host id of serve's range (docs/runtimes.md, "The
+    # probe's identity").
+    user_namespace = True
+    # The probe runs on gVisor's sentry, a kernel in user space inside
+    # runsc-sandbox: it has no host process of its own, and the sentry
+    # keeps its own accounting (getrusage), UTS namespace and /proc.
+    runs_on_sentry = False
+    # The audit's resource facts (cpu_ms, peak memory, oom) come from the
+    # host's account of the sandbox; a VM's kernel counts them where the
+    # host cannot, and sbx does not report them (docs/runtimes.md).
+    reports_resource_facts = True
+
+    def __init__(self, binary_path):
+        spec = BACKENDS[self.name]
         self.runtime = spec["runtime"]
         self.binary_name = spec["binary"]
-        self.docker = spec["binary"] is None
-        self.sbx = name == "sbx"
-        # sbx: binary_path is the installed test double (sp_sbx.SbxDouble).
-        self.double = binary_path if self.sbx else None
-        if self.sbx:
-            binary_path = self.double.path
-        self.binary = None if self.docker else binary_path
-        self.socket = binary_path if self.docker else None
+        self.binary = binary_path
+        self.socket = None
+        self.double = None
         self.option = spec["option"]
         self.state_subdir = spec["state"]
         self.process_names = tuple(n.encode() for n in spec["processes"])
@@ -748,50 +824,38 @@ class Backend:
         self.old_version = spec["old_version"]
 
     def __repr__(self):
-        return f"Backend({self.name})"
+        return f"{type(self).__name__}({self.name})"
 
     @property
-    def gvisor(self):
-        return self.name == "gvisor"
+    def create_reason(self):
+        """What the audit's reason for a failed create names: the runtime's
+        create (`runc create`, `sbx create`)."""
+        return f"{self.binary_name} create"
 
     # ---- the proxy's command lines ----
     @property
     def option_default(self):
         """The value a test gives the backend's option when it names none:
-        nothing for runc and runsc (serve finds them on its search path);
-        the tests' daemon for docker, so that serve, check and bundle never
-        fall back to the system's /var/run/docker.sock."""
-        if self.sbx:
-            return self.double.path
-        return self.socket if self.docker else None
+        nothing for runc and runsc (serve finds them on its search path)."""
+        return None
 
     def proxy_args(self, given=()):
         """The options every serve, check and bundle of a test carries on this
-        backend: [] for runc and runsc; ["--docker-socket", SOCKET] for docker,
-        unless given (the test's own arguments) names the option already."""
-        if self.sbx:
-            out = [] if self.option in given else [self.option, self.double.path]
-            return out + ([] if "--sbx-template" in given else ["--sbx-template", self.double.template])
+        backend, unless given (the test's own arguments) names the option
+        already: [] for runc and runsc."""
         if self.option_default is None or self.option in given:
             return []
         return [self.option, self.option_default]
 
     @property
     def extra_args(self):
-        """Options beyond the backend's one that serve needs on it: sbx's
-        template."""
-        return ["--sbx-template", self.double.template] if self.sbx else []
-
-    @property
-    def workspaces_on_host(self):
-        """docker and sbx: serve keeps its workspaces under STATE, in the
-        host's mount namespace (STATE/docker-work, STATE/sbx-work)."""
-        return self.docker or self.sbx
+        """Options beyond the backend's one that serve needs on it."""
+        return []
 
     # ---- state ----
     def run_root(self, state, run):
         """serve's --root for one run: STATE/runc/<run> or STATE/runsc/<run>;
-        for docker, the run's workspaces: STATE/docker-work/<run>."""
+        for docker and sbx, the run's workspaces: STATE/docker-work/<run>."""
         return os.path.join(state, self.state_subdir, run or "")
 
     @property
@@ -817,285 +881,50 @@ class Backend:
     def work_dir(self, state):
         """Where serve keeps the workspaces of the state directory state:
         RUN_DIR/work/<device>-<inode> of it, in hex (src/serve/preflight.c),
-        RUN_DIR this process's run_dir; for docker STATE/docker-work, in the
-        host's mount namespace, where dockerd resolves bind sources."""
-        if self.workspaces_on_host:
-            return os.path.join(state, self.state_subdir)
+        RUN_DIR this process's run_dir."""
         st = os.stat(state)
         return f"{self.run_dir}/work/{st.st_dev:x}-{st.st_ino:x}"
 
-    def container_of(self, name, root=None):
-        """The container id an entry of a --root directory belongs to: runc
-        keeps a directory per id; runsc keeps `<id>_sandbox:<id>.state` and
-        `.lock` files.  For docker an entry of STATE/docker-work/<run> (root)
-        is an invocation's workspace, <inv>, of container sp-<run>-<inv>."""
-        if self.workspaces_on_host:
-            if root and name.isdigit():
-                return f"sp-{os.path.basename(os.path.normpath(root))}-{name}"
-            return None
-        if self.gvisor:
-            return name.split("_sandbox:", 1)[0] if "_sandbox:" in name else None
-        return name
-
-    def occupy(self, root, cid):
-        """Makes `create` of container cid in root fail, as a taken id does;
-        returns the path made, which the caller removes (release()).  For
-        docker: a container named cid exists already (made from an empty
-        image, labelled with root's state and run, so that
-        force_delete_state removes it too); the path returned is a marker
-        file in root, and release() removes both."""
-        if self.sbx:
-            import sp_sbx
-            state = os.path.dirname(os.path.dirname(os.path.normpath(root)))
-            name = sp_sbx.vm_name(cid, state)
-            r = self.double.call("create", "shell", "--name", name, "--template", self.double.template, "--quiet",
-                                 "--mount-target", "/probe/repo", "--", "/")
-            if r.returncode != 0:
-                raise RuntimeError(f"occupying {name} failed: {r.stderr.strip()}")
-            path = os.path.join(root, f".occupied-{cid}")
-            with open(path, "w") as f:
-                f.write(name)
-            return path
-        if self.docker:
-            state, run = os.path.dirname(os.path.dirname(os.path.normpath(root))), os.path.basename(root)
-            labels = {"org.sealed-probe.state": docker_state_key(state), "org.sealed-probe.run": run,
-                      "org.sealed-probe.test": "occupy"}
-            status, value = docker_api("POST", f"/containers/create?name={urllib.parse.quote(cid, safe='')}",
-                                       {"Image": self._empty_image(), "Cmd": ["/nonexistent"], "Labels": labels,
-                                        "NetworkDisabled": True, "HostConfig": {"NetworkMode": "none"}},
-                                       socket_path=self.socket)
-            if status != 201:
-                raise DockerError(f"creating {cid} answered {status}: {value!r:.300}")
-            path = os.path.join(root, f".occupied-{cid}")
-            with open(path, "w") as f:
-                f.write(cid)
-            return path
-        if self.gvisor:
-            path = os.path.join(root, f"{cid}_sandbox:{cid}.state")
-            with open(path, "w") as f:
-                f.write("{}")
-            return path
-        path = os.path.join(root, cid)
-        os.mkdir(path, 0o700)
-        return path
-
     def release(self, path):
-        """Undoes occupy(): removes the path it made (and for docker the
-        container it names)."""
-        if self.docker and os.path.isfile(path):
-            with open(path) as f:
-                docker_remove(f.read().strip(), self.socket)
-        if self.sbx and os.path.isfile(path):
-            with open(path) as f:
-                self.double.remove_vm(f.read().strip())
+        """Undoes occupy(): removes the path it made."""
         if os.path.isdir(path):
             os.rmdir(path)
         elif os.path.lexists(path):
             os.unlink(path)
 
-    def _empty_image(self):
-        """A one-file image for containers that are never started (occupy)."""
-        ref = "sealed-probe-test/empty:1"
-        status, _ = docker_api("GET", f"/images/{ref}/json", socket_path=self.socket)
-        if status == 200:
-            return ref
-        with tempfile.TemporaryFile() as tmp:
-            with tarfile.open(fileobj=tmp, mode="w") as tar:
-                info = tarfile.TarInfo("empty")
-                tar.addfile(info)
-            tmp.flush()
-            tmp.seek(0)
-            status, value = docker_api("POST", "/images/create?fromSrc=-&repo=sealed-probe-test/empty&tag=1",
-                                       body=tmp, socket_path=self.socket, content_type="application/x-tar")
-        if status != 200:
-            raise DockerError(f"importing {ref} answered {status}: {value!r:.300}")
-        return ref
-
-    # ---- running a dry-run bundle by hand ----
-    def prefix(self, root, bundle=None):
-        """argv up to the verb: the binary and its global flags, with root as
-        --root.  Taken from the bundle's runtime-commands.json (what serve
-        would exec) when there is one, else from the table above.  (Docker
-        has no command line: run_argv, delete_argv and kill_argv call
-        sp_harness.py's own helpers, _main.)"""
-        if self.docker or self.sbx:
-            raise RuntimeError(f"{self.name} has no OCI runtime command line: use run_argv, delete_argv, kill_argv")
-        commands = os.path.join(bundle, "runtime-commands.json") if bundle else None
-        if commands and os.path.exists(commands):
-            with open(commands) as f:
-                described = json.load(f)
-            if described.get("runtime") != self.runtime:
-                raise RuntimeError(f"{commands} is for runtime {described.get('runtime')!r}, not {self.runtime!r}")
-            create = next(c["argv"] for c in described["commands"] if c["step"] == "create")
-            words = list(create[:create.index("create")])
-            out, i = [words[0]], 1
-            while i < len(words):
-                if words[i] == "--root":
-                    i += 2
-                    continue
-                if words[i].startswith("--root="):
-                    i += 1
-                    continue
-                out.append(words[i])
-                i += 1
-            return [out[0], "--root", root] + out[1:]
-        return [self.binary, "--root", root, *self.flags]
-
-    def _helper(self, verb, *args):
-        if self.sbx:
-            sbx_main = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sp_sbx.py")
-            return [sys.executable, "-I", sbx_main, verb, "--sbx", self.double.path, *args]
-        return [sys.executable, "-I", os.path.abspath(__file__), verb, "--socket", self.socket, *args]
-
-    def _vm(self, root, cid):
-        """The VM of container cid whose workspaces are under root
-        (STATE/sbx-work/<run>), or of a dry-run whose --state is root's."""
-        import sp_sbx
-        state = os.path.dirname(os.path.dirname(os.path.normpath(root))) if root else None
-        return sp_sbx.vm_name(cid, state) if state and os.path.isdir(state) else cid
-
-    def run_argv(self, root, bundle, cid):
-        """runc's and runsc's `run`; for docker the replay of the bundle's
-        runtime-commands.json (docker_replay), root unused."""
-        if self.docker:
-            return self._helper("docker-run", "--bundle", bundle, "--name", cid)
-        if self.sbx:
-            return self._helper("sbx-run", "--bundle", bundle, "--name", cid)
-        return self.prefix(root, bundle) + ["run", "--bundle", bundle, cid]
-
-    def delete_argv(self, root, cid, bundle=None):
-        if self.docker:
-            return self._helper("docker-rm", cid)
-        if self.sbx:
-            return self._helper("sbx-rm", cid)
-        return self.prefix(root, bundle) + ["delete", "--force", cid]
-
-    def kill_argv(self, root, cid, sig="KILL", bundle=None):
-        if self.docker:
-            return self._helper("docker-kill", cid, sig)
-        if self.sbx:
-            return self._helper("sbx-kill", cid)
-        return self.prefix(root, bundle) + ["kill", cid, sig]
-
-    def list_argv(self, root):
-        return self.prefix(root) + ["list", "--quiet"]
-
-    def containers(self, root):
-        """Container ids in one --root: from `list` and from the directory (a
-        half-created container may not list).  For docker, root is
-        STATE/docker-work/<run>: the names of the containers labelled with
-        that state's key and that run."""
-        if self.docker:
-            state, run = os.path.dirname(os.path.dirname(os.path.normpath(root))), os.path.basename(root)
-            return set(docker_state_containers(state, run, self.socket)) if run else set()
-        if self.sbx:
-            state, run = os.path.dirname(os.path.dirname(os.path.normpath(root))), os.path.basename(root)
-            return {n.rsplit(".", 1)[0] for n in self.state_vms(state) if run and n.startswith(f"sp-{run}-")}
-        ids = set()
-        if not os.path.isdir(root):
-            return ids
-        r = subprocess.run(self.list_argv(root), capture_output=True, text=True)
-        ids |= {x for x in r.stdout.split() if x}
-        for n in os.listdir(root):
-            if self.gvisor:
-                # A container is its .state file.  A lone .lock is none: a
-                # `runsc list` that loads a container just as it is deleted
-                # makes its lock file again (runsc opens it with O_CREAT),
-                # and `runsc list` and `delete` ignore it; serve's stop
-                # removes the --root whole.
-                cid = self.container_of(n) if n.endswith(".state") else None
-                if cid:
-                    ids.add(cid)
-            elif os.path.isdir(os.path.join(root, n)):
-                ids.add(n)
-        return ids
-
-    def state_vms(self, state):
-        """sbx: the double's VMs of state (named with its key), whatever their run."""
-        import sp_sbx
-        try:
-            key = sp_sbx.state_key(state)
-        except OSError:
-            return []
-        return [n for n in self.double.vms() if n.endswith("." + key)]
-
-    def force_delete(self, root, cid, bundle=None):
-        if self.docker:
-            docker_remove(cid, self.socket)
-            return
-        if self.sbx:
-            self.double.remove_vm(self._vm(root, cid))
-            return
-        subprocess.run(self.kill_argv(root, cid, bundle=bundle), capture_output=True)
-        subprocess.run(self.delete_argv(root, cid, bundle=bundle), capture_output=True)
-
     def force_delete_all(self, root):
         for cid in self.containers(root):
             self.force_delete(root, cid)
 
-    def force_delete_state(self, state):
-        """Removes every container of a state directory, whatever its run:
-        each --root's (STATE/runc/*, STATE/runsc/*), or for docker every
-        container labelled with the state's key."""
-        if self.docker:
-            for cid in docker_state_containers(state, socket_path=self.socket):
-                docker_remove(cid, self.socket)
-            return
-        if self.sbx:
-            for name in self.state_vms(state):
-                self.double.remove_vm(name)
-            return
-        for root in glob.glob(os.path.join(state, self.state_subdir, "*")):
-            self.force_delete_all(root)
+    # ---- a preflight refusal's runtime ----
+    @contextlib.contextmanager
+    def too_old(self, directory):
+        """(what, value): a value for the backend's option naming a runtime
+        serve refuses as too old (it answers old_version), made in
+        directory, and what it is, for a test's name."""
+        fake = os.path.join(directory, f"fake-{self.binary_name}")
+        with open(fake, "w") as f:
+            f.write("#!/bin/sh\ncat <<'EOF'\n" + self.old_version + "EOF\nexit 0\n")
+        os.chmod(fake, 0o755)
+        yield f"printing version {self.old_version.split()[2]}", fake
 
-    def leftover_containers(self, state, exclude=frozenset()):
-        """What a leak check reports of state's containers: one line per
-        --root holding any; for docker, the containers labelled with the
-        state's key (org.sealed-probe.state), of any run.  Ids in exclude
-        (a live serve's pool) are not reported."""
-        if self.docker:
-            left = sorted(set(docker_state_containers(state, socket_path=self.socket)) - set(exclude))
-            return [f"containers labelled org.sealed-probe.state={docker_state_key(state)}: {sorted(left)}"] \
-                if left else []
-        if self.sbx:
-            left = self.state_vms(state)
-            return [f"sbx VMs of this state directory: {left}"] if left else []
-        found = []
-        for root in glob.glob(os.path.join(state, self.state_subdir, "*")):
-            ids = self.containers(root) - set(exclude)
-            if ids:
-                found.append(f"containers in {root}: {sorted(ids)}")
-        return found
+    def missing(self, directory):
+        """A value for the backend's option naming no file, in directory."""
+        return os.path.join(directory, f"no-{self.binary_name}")
 
     # ---- host processes ----
     def is_process(self, argv):
-        """argv (a list of bytes) is one of this backend's host processes.
-        (sbx: the test double is a Python script, `python3 -I PATH ...`.)"""
-        if not argv:
-            return False
-        if os.path.basename(argv[0]) in self.process_names:
-            return True
-        return self.sbx and self.double.path.encode() in argv[1:3]
+        """argv (a list of bytes) is one of this backend's host processes."""
+        return bool(argv) and os.path.basename(argv[0]) in self.process_names
 
     def process_mark(self, state):
         """What the argv of a host process of state holds (runc, runsc):
-        the state directory; for sbx the suffix of its VMs' names,
-        `.<state key>`.  None when state is gone."""
-        if not self.sbx:
-            return state.encode()
-        try:
-            return ("." + docker_state_key(state)).encode()
-        except OSError:
-            return None
+        the state directory.  None when state is gone."""
+        return state.encode()
 
     def host_processes(self, state):
         """[(pid, argv)] of the backend's host processes that belong to state:
-        runc's and runsc's whose argv names the state directory; for docker
-        the containerd shims of the containers labelled with its key; for
-        sbx the sbx CLI's and the double's runc's whose argv names one of
-        its VMs (process_mark)."""
-        if self.docker:
-            return docker_shims(docker_state_containers(state, socket_path=self.socket).values())
+        those (is_process) whose argv holds process_mark(state)."""
         mark = self.process_mark(state)
         if mark is None:
             return []
@@ -1118,6 +947,425 @@ class Backend:
         `ok N - NAME # SKIP not applicable on BACKEND: REASON`."""
         tap.n += 1
         print(f"ok {tap.n} - {name} # SKIP not applicable on {self.name}: {reason}", flush=True)
+
+
+class OciCliBackend(Backend):
+    """runc and runsc: an OCI runtime command line, with serve's --root for
+    each run at STATE/<runc|runsc>/<run>, one entry per container there."""
+
+    # ---- running a dry-run bundle by hand ----
+    def prefix(self, root, bundle=None):
+        """argv up to the verb: the binary and its global flags, with root as
+        --root.  Taken from the bundle's runtime-commands.json (what serve
+        would exec) when there is one, else from the table above."""
+        commands = os.path.join(bundle, "runtime-commands.json") if bundle else None
+        if commands and os.path.exists(commands):
+            with open(commands) as f:
+                described = json.load(f)
+            if described.get("runtime") != self.runtime:
+                raise RuntimeError(f"{commands} is for runtime {described.get('runtime')!r}, not {self.runtime!r}")
+            create = next(c["argv"] for c in described["commands"] if c["step"] == "create")
+            words = list(create[:create.index("create")])
+            out, i = [words[0]], 1
+            while i < len(words):
+                if words[i] == "--root":
+                    i += 2
+                    continue
+                if words[i].startswith("--root="):
+                    i += 1
+                    continue
+                out.append(words[i])
+                i += 1
+            return [out[0], "--root", root] + out[1:]
+        return [self.binary, "--root", root, *self.flags]
+
+    def run_argv(self, root, bundle, cid):
+        """The runtime's `run`."""
+        return self.prefix(root, bundle) + ["run", "--bundle", bundle, cid]
+
+    def delete_argv(self, root, cid, bundle=None):
+        return self.prefix(root, bundle) + ["delete", "--force", cid]
+
+    def kill_argv(self, root, cid, sig="KILL", bundle=None):
+        return self.prefix(root, bundle) + ["kill", cid, sig]
+
+    def list_argv(self, root):
+        return self.prefix(root) + ["list", "--quiet"]
+
+    def containers(self, root):
+        """Container ids in one --root: from `list` and from the directory (a
+        half-created container may not list)."""
+        ids = set()
+        if not os.path.isdir(root):
+            return ids
+        r = subprocess.run(self.list_argv(root), capture_output=True, text=True)
+        ids |= {x for x in r.stdout.split() if x}
+        for n in os.listdir(root):
+            cid = self._listed_container(root, n)
+            if cid:
+                ids.add(cid)
+        return ids
+
+    def created_containers(self, state, run):
+        """run's containers that the runtime reports as created and not
+        started (`list`'s status column)."""
+        root = self.run_root(state, run)
+        if not os.path.isdir(root):
+            return set()
+        r = subprocess.run(self.prefix(root) + ["list"], capture_output=True, text=True)
+        return {f[0] for f in (ln.split() for ln in r.stdout.splitlines()[1:]) if len(f) >= 3 and f[2] == "created"}
+
+    def create_returned(self, root, cid):
+        """Whether the `create` of container cid in root has returned: runc
+        and runsc report a container created before `create --pid-file` has
+        written its pid file (a dot-named file, then renamed)."""
+        return os.path.exists(os.path.join(root, f"{cid}.pid"))
+
+    def force_delete(self, root, cid, bundle=None):
+        subprocess.run(self.kill_argv(root, cid, bundle=bundle), capture_output=True)
+        subprocess.run(self.delete_argv(root, cid, bundle=bundle), capture_output=True)
+
+    def force_delete_state(self, state):
+        """Removes every container of a state directory, whatever its run:
+        each --root's (STATE/runc/*, STATE/runsc/*)."""
+        for root in glob.glob(os.path.join(state, self.state_subdir, "*")):
+            self.force_delete_all(root)
+
+    def leftover_containers(self, state, exclude=frozenset()):
+        """What a leak check reports of state's containers: one line per
+        --root holding any.  Ids in exclude (a live serve's pool) are not
+        reported."""
+        found = []
+        for root in glob.glob(os.path.join(state, self.state_subdir, "*")):
+            ids = self.containers(root) - set(exclude)
+            if ids:
+                found.append(f"containers in {root}: {sorted(ids)}")
+        return found
+
+
+class RuncBackend(OciCliBackend):
+    """runc: a directory per container in its --root."""
+
+    name = "runc"
+
+    def container_of(self, name, root=None):
+        """The container id an entry of a --root directory belongs to."""
+        return name
+
+    def _listed_container(self, root, name):
+        return name if os.path.isdir(os.path.join(root, name)) else None
+
+    def occupy(self, root, cid):
+        """Makes `create` of container cid in root fail, as a taken id does;
+        returns the path made, which the caller removes (release())."""
+        path = os.path.join(root, cid)
+        os.mkdir(path, 0o700)
+        return path
+
+
+class GvisorBackend(OciCliBackend):
+    """runsc: `<id>_sandbox:<id>.state` and `.lock` files in its --root."""
+
+    name = "gvisor"
+    gvisor = True
+    runs_on_sentry = True
+
+    def container_of(self, name, root=None):
+        """The container id an entry of a --root directory belongs to."""
+        return name.split("_sandbox:", 1)[0] if "_sandbox:" in name else None
+
+    def _listed_container(self, root, name):
+        # A container is its .state file.  A lone .lock is none: a
+        # `runsc list` that loads a container just as it is deleted makes
+        # its lock file again (runsc opens it with O_CREAT), and `runsc
+        # list` and `delete` ignore it; serve's stop removes the --root
+        # whole.
+        return self.container_of(name) if name.endswith(".state") else None
+
+    def occupy(self, root, cid):
+        """Makes `create` of container cid in root fail, as a taken id does;
+        returns the path made, which the caller removes (release())."""
+        path = os.path.join(root, f"{cid}_sandbox:{cid}.state")
+        with open(path, "w") as f:
+            f.write("{}")
+        return path
+
+
+class HostWorkspacesBackend(Backend):
+    """docker and sbx: a daemon resolves the mount sources in the host's
+    mount namespace, so serve unshares none and keeps each invocation's
+    workspace at STATE/<docker-work|sbx-work>/<run>/<inv>, naming its
+    sandbox sp-<run>-<inv>.  There is no OCI command line: run_argv,
+    delete_argv and kill_argv call a helper of the harness's own."""
+
+    workspaces_on_host = True
+
+    def work_dir(self, state):
+        """STATE/docker-work (STATE/sbx-work), in the host's mount namespace,
+        where the daemon resolves bind sources."""
+        return os.path.join(state, self.state_subdir)
+
+    def container_of(self, name, root=None):
+        """An entry of STATE/<state_subdir>/<run> (root) is an invocation's
+        workspace, <inv>, of container sp-<run>-<inv>."""
+        if root and name.isdigit():
+            return f"sp-{os.path.basename(os.path.normpath(root))}-{name}"
+        return None
+
+    def prefix(self, root, bundle=None):
+        raise RuntimeError(f"{self.name} has no OCI runtime command line: use run_argv, delete_argv, kill_argv")
+
+    @staticmethod
+    def _state_and_run(root):
+        return os.path.dirname(os.path.dirname(os.path.normpath(root))), os.path.basename(root)
+
+    def create_returned(self, root, cid):
+        """The daemon reports a container created once its create returned."""
+        return True
+
+
+class DockerBackend(HostWorkspacesBackend):
+    """The Engine API (v1.41) of a dockerd over its Unix socket (binary_path):
+    containers sp-<run>-<inv>, labelled with the run, the invocation and the
+    state directory's key (docker_state_key)."""
+
+    name = "docker"
+    docker = True
+    mount_daemon = "dockerd"
+    runtime_is_daemon = True
+    # userns-remap is daemon-wide: the probe runs as its slot's host probe id.
+    user_namespace = False
+    # The daemon's reason for a failed create (its 409): "docker: create `sp-<run>-<inv>`: ...".
+    create_reason = "docker: create"
+
+    def __init__(self, socket_path):
+        super().__init__(None)
+        self.socket = socket_path
+
+    @property
+    def option_default(self):
+        """The tests' daemon, so that serve, check and bundle never fall back
+        to the system's /var/run/docker.sock."""
+        return self.socket
+
+    @contextlib.contextmanager
+    def too_old(self, directory):
+        """A daemon whose Engine API is too old: the fake Engine API's
+        old-api mode (its /version answers old_version), on a socket of the
+        test's own."""
+        from sp_fake_docker import FakeDocker
+        fake_sock = os.path.join(directory, "fake-docker.sock")
+        with FakeDocker(fake_sock, "old-api", os.path.join(directory, "fake-docker.log")):
+            yield "naming a daemon whose Engine API is 1.40", fake_sock
+
+    def missing(self, directory):
+        return os.path.join(directory, "no-docker.sock")
+
+    def occupy(self, root, cid):
+        """Makes `create` of container cid fail, as a taken name does: a
+        container named cid exists already (made from an empty image,
+        labelled with root's state and run, so that force_delete_state
+        removes it too); the path returned is a marker file in root, and
+        release() removes both."""
+        state, run = self._state_and_run(root)
+        labels = {"org.sealed-probe.state": docker_state_key(state), "org.sealed-probe.run": run,
+                  "org.sealed-probe.test": "occupy"}
+        status, value = docker_api("POST", f"/containers/create?name={urllib.parse.quote(cid, safe='')}",
+                                   {"Image": self._empty_image(), "Cmd": ["/nonexistent"], "Labels": labels,
+                                    "NetworkDisabled": True, "HostConfig": {"NetworkMode": "none"}},
+                                   socket_path=self.socket)
+        if status != 201:
+            raise DockerError(f"creating {cid} answered {status}: {value!r:.300}")
+        path = os.path.join(root, f".occupied-{cid}")
+        with open(path, "w") as f:
+            f.write(cid)
+        return path
+
+    def release(self, path):
+        if os.path.isfile(path):
+            with open(path) as f:
+                docker_remove(f.read().strip(), self.socket)
+        super().release(path)
+
+    def _empty_image(self):
+        """A one-file image for containers that are never started (occupy)."""
+        ref = "sealed-probe-test/empty:1"
+        status, _ = docker_api("GET", f"/images/{ref}/json", socket_path=self.socket)
+        if status == 200:
+            return ref
+        with tempfile.TemporaryFile() as tmp:
+            with tarfile.open(fileobj=tmp, mode="w") as tar:
+                info = tarfile.TarInfo("empty")
+                tar.addfile(info)
+            tmp.flush()
+            tmp.seek(0)
+            status, value = docker_api("POST", "/images/create?fromSrc=-&repo=sealed-probe-test/empty&tag=1",
+                                       body=tmp, socket_path=self.socket, content_type="application/x-tar")
+        if status != 200:
+            raise DockerError(f"importing {ref} answered {status}: {value!r:.300}")
+        return ref
+
+    def _helper(self, verb, *args):
+        return [sys.executable, "-I", os.path.abspath(__file__), verb, "--socket", self.socket, *args]
+
+    def run_argv(self, root, bundle, cid):
+        """The replay of the bundle's runtime-commands.json (docker_replay),
+        root unused."""
+        return self._helper("docker-run", "--bundle", bundle, "--name", cid)
+
+    def delete_argv(self, root, cid, bundle=None):
+        return self._helper("docker-rm", cid)
+
+    def kill_argv(self, root, cid, sig="KILL", bundle=None):
+        return self._helper("docker-kill", cid, sig)
+
+    def containers(self, root):
+        """root is STATE/docker-work/<run>: the names of the containers
+        labelled with that state's key and that run."""
+        state, run = self._state_and_run(root)
+        return set(docker_state_containers(state, run, self.socket)) if run else set()
+
+    def created_containers(self, state, run):
+        """run's containers whose State is "created"."""
+        return {n for n, st in docker_state_statuses(state, run, self.socket).items() if st == "created"}
+
+    def force_delete(self, root, cid, bundle=None):
+        docker_remove(cid, self.socket)
+
+    def force_delete_state(self, state):
+        """Removes every container labelled with the state's key."""
+        for cid in docker_state_containers(state, socket_path=self.socket):
+            docker_remove(cid, self.socket)
+
+    def leftover_containers(self, state, exclude=frozenset()):
+        """The containers labelled with the state's key
+        (org.sealed-probe.state), of any run, but those in exclude."""
+        left = sorted(set(docker_state_containers(state, socket_path=self.socket)) - set(exclude))
+        return [f"containers labelled org.sealed-probe.state={docker_state_key(state)}: {sorted(left)}"] \
+            if left else []
+
+    def host_processes(self, state):
+        """The containerd shims of the containers labelled with state's key."""
+        return docker_shims(docker_state_containers(state, socket_path=self.socket).values())
+
+
+class SbxBackend(HostWorkspacesBackend):
+    """sbx (Docker Sandboxes, a microVM per sandbox), run here against its
+    test double (binary_path: sp_sbx.SbxDouble), which runs each VM's
+    workload under runc.  VMs are named sp-<run>-<inv>.<state key>
+    (sp_sbx.vm_name)."""
+
+    name = "sbx"
+    sbx = True
+    creates_ahead = False  # sbx starts every sandbox cold
+    mount_daemon = "sandboxd (sbx's daemon)"
+    reports_resource_facts = False  # the VM's kernel counts them
+
+    def __init__(self, double):
+        super().__init__(double.path)
+        self.double = double
+
+    @property
+    def option_default(self):
+        return self.double.path
+
+    def proxy_args(self, given=()):
+        """The double as --sbx and its template as --sbx-template, each
+        unless given names it."""
+        out = [] if self.option in given else [self.option, self.double.path]
+        return out + ([] if "--sbx-template" in given else ["--sbx-template", self.double.template])
+
+    @property
+    def extra_args(self):
+        """sbx's template."""
+        return ["--sbx-template", self.double.template]
+
+    def occupy(self, root, cid):
+        """Makes `create` of container cid in root fail, as a taken name does:
+        the double holds a VM of that name; the path returned is a marker
+        file in root, and release() removes both."""
+        import sp_sbx
+        state = self._state_and_run(root)[0]
+        name = sp_sbx.vm_name(cid, state)
+        r = self.double.call("create", "shell", "--name", name, "--template", self.double.template, "--quiet",
+                             "--mount-target", "/probe/repo", "--", "/")
+        if r.returncode != 0:
+            raise RuntimeError(f"occupying {name} failed: {r.stderr.strip()}")
+        path = os.path.join(root, f".occupied-{cid}")
+        with open(path, "w") as f:
+            f.write(name)
+        return path
+
+    def release(self, path):
+        if os.path.isfile(path):
+            with open(path) as f:
+                self.double.remove_vm(f.read().strip())
+        super().release(path)
+
+    def _helper(self, verb, *args):
+        sbx_main = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sp_sbx.py")
+        return [sys.executable, "-I", sbx_main, verb, "--sbx", self.double.path, *args]
+
+    def _vm(self, root, cid):
+        """The VM of container cid whose workspaces are under root
+        (STATE/sbx-work/<run>), or of a dry-run whose --state is root's."""
+        import sp_sbx
+        state = self._state_and_run(root)[0] if root else None
+        return sp_sbx.vm_name(cid, state) if state and os.path.isdir(state) else cid
+
+    def run_argv(self, root, bundle, cid):
+        return self._helper("sbx-run", "--bundle", bundle, "--name", cid)
+
+    def delete_argv(self, root, cid, bundle=None):
+        return self._helper("sbx-rm", cid)
+
+    def kill_argv(self, root, cid, sig="KILL", bundle=None):
+        return self._helper("sbx-kill", cid)
+
+    def containers(self, root):
+        """The VMs of root's state (STATE/sbx-work/<run>) and run, by their
+        container names."""
+        state, run = self._state_and_run(root)
+        return {n.rsplit(".", 1)[0] for n in self.state_vms(state) if run and n.startswith(f"sp-{run}-")}
+
+    def created_containers(self, state, run):
+        """None: sbx creates no sandbox ahead (creates_ahead)."""
+        return set()
+
+    def state_vms(self, state):
+        """The double's VMs of state (named with its key), whatever their run."""
+        import sp_sbx
+        try:
+            key = sp_sbx.state_key(state)
+        except OSError:
+            return []
+        return [n for n in self.double.vms() if n.endswith("." + key)]
+
+    def force_delete(self, root, cid, bundle=None):
+        self.double.remove_vm(self._vm(root, cid))
+
+    def force_delete_state(self, state):
+        for name in self.state_vms(state):
+            self.double.remove_vm(name)
+
+    def leftover_containers(self, state, exclude=frozenset()):
+        left = self.state_vms(state)
+        return [f"sbx VMs of this state directory: {left}"] if left else []
+
+    def is_process(self, argv):
+        """Also the test double, a Python script: `python3 -I PATH ...`."""
+        return super().is_process(argv) or (bool(argv) and self.double.path.encode() in argv[1:3])
+
+    def process_mark(self, state):
+        """The suffix of its VMs' names, `.<state key>`, which the argv of
+        the sbx CLI serve runs and of the double's runc hold."""
+        try:
+            return ("." + docker_state_key(state)).encode()
+        except OSError:
+            return None
+
+
+BACKEND_CLASSES = {c.name: c for c in (RuncBackend, GvisorBackend, DockerBackend, SbxBackend)}
 
 
 _backend = []
@@ -1183,7 +1431,7 @@ def backend():
             if ci():
                 bail_out(why + "; under CI=true this is a failure, not a skip")
             skip_all(why)
-        _backend.append(Backend(name, sp_sbx.SbxDouble(cached_rootfs())))
+        _backend.append(SbxBackend(sp_sbx.SbxDouble(cached_rootfs())))
         return _backend[0]
     if binary_name is None:
         # Docker: no binary; its presence is the tests' daemon answering.
@@ -1207,7 +1455,7 @@ def backend():
         if ci():
             bail_out(why + "; under CI=true a missing runtime is a failure, not a skip")
         skip_all(why)
-    _backend.append(Backend(name, path))
+    _backend.append(BACKEND_CLASSES[name](path))
     return _backend[0]
 
 

@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import time
 
-from sp_harness import backend, cached_rootfs, docker_state_statuses, env_path, remove_bundle, unmount_under
+from sp_harness import backend, cached_rootfs, env_path, remove_bundle, unmount_under
 
 PROXY = env_path("SP_PROXY")
 CLIENT = os.environ.get("SP_CLIENT") or os.path.join(os.path.dirname(PROXY), "sealed-probe")
@@ -719,9 +719,9 @@ def pool_size():
     return int(v) if v.isdigit() else None
 
 
-# The backends that create a sandbox ahead of its request (a `create` op in
-# their runtime vtable); sbx starts every sandbox cold.
-CREATES_AHEAD = B.name in ("runc", "gvisor", "docker")
+# The backend creates a sandbox ahead of its request (a `create` op in its
+# runtime vtable); sbx starts every sandbox cold.
+CREATES_AHEAD = B.creates_ahead
 
 
 def pool_expected(repos=1):
@@ -737,13 +737,7 @@ def pool_expected(repos=1):
 def created_containers(state, run):
     """run's containers that the runtime reports as created and not started
     (`runc list`'s and `runsc list`'s status column; docker's State)."""
-    root = B.run_root(state, run)
-    if B.docker:
-        return {n for n, st in docker_state_statuses(state, run, B.socket).items() if st == "created"}
-    if B.sbx or not os.path.isdir(root):
-        return set()
-    r = subprocess.run(B.prefix(root) + ["list"], capture_output=True, text=True)
-    return {f[0] for f in (ln.split() for ln in r.stdout.splitlines()[1:]) if len(f) >= 3 and f[2] == "created"}
+    return B.created_containers(state, run)
 
 
 def wait_pool_full(srv, repos=1, timeout=60):
@@ -762,10 +756,9 @@ def wait_pool_full_n(srv, want, timeout=60):
     root = B.run_root(srv.state, srv.run)
 
     def create_returned(n):
-        # runc and runsc report a container created before `create --pid-file`
-        # has written its pid file (a dot-named file, then renamed): the
-        # create has returned only once that file is in place.
-        return B.docker or os.path.exists(os.path.join(root, f"sp-{srv.run}-{n}.pid"))
+        # runc and runsc report a container created before its create has
+        # returned (B.create_returned).
+        return B.create_returned(root, f"sp-{srv.run}-{n}")
 
     def full():
         m = pool_members(srv.state, srv.run, srv.pid)

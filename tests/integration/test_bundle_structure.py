@@ -89,7 +89,7 @@ tap.ok(p["args"] == ["/usr/bin/python3", "-I", "-S", "-B", "/probe/probe.py"],
        "process.args is python3 -I -S -B /probe/probe.py", p["args"])
 tap.ok(p["cwd"] == "/probe/repo", "process.cwd is /probe/repo")
 PROBE_ROOT_ID, PROBE_ID = 2_100_000_000, 2_100_000_001  # slot 0 of the default --probe-ids range
-if B.docker:
+if not B.user_namespace:
     # No user namespace under Docker: the probe runs as its slot's host probe
     # id directly (docs/runtimes.md, "The probe's identity").
     tap.ok(p["user"] == {"uid": PROBE_ID, "gid": PROBE_ID, "additionalGids": []},
@@ -110,7 +110,7 @@ tap.ok(len(rl) == len(p["rlimits"]) == 4, "process.rlimits holds exactly four li
 # Under gvisor the sentry counts the probe's tasks itself: RLIMIT_NPROC holds
 # the 64 that runc's pids cgroup holds, and the host pids cgroup the whole
 # sandbox (docs/runtimes.md).
-NPROC, HOST_PIDS = (64, 1024) if B.name == "gvisor" else (1024, 64)
+NPROC, HOST_PIDS = (64, 1024) if B.runs_on_sentry else (1024, 64)
 for name, value in (("RLIMIT_CORE", 0), ("RLIMIT_FSIZE", 64 << 20), ("RLIMIT_NOFILE", 256), ("RLIMIT_NPROC", NPROC)):
     tap.ok(rl.get(name, {}).get("soft") == value and rl.get(name, {}).get("hard") == value,
            f"{name} is {value} (soft and hard)", rl.get(name))
@@ -119,7 +119,7 @@ tap.ok("apparmorProfile" not in p and "selinuxLabel" not in p and "consoleSize" 
        "process has no LSM label or console settings to loosen")
 
 ns = lx["namespaces"]
-if B.docker:
+if not B.user_namespace:
     tap.ok(sorted(n["type"] for n in ns) == sorted(["pid", "network", "ipc", "uts", "mount", "cgroup"]),
            "docker: linux.namespaces: pid network ipc uts mount cgroup, no user namespace", ns)
 else:
@@ -127,7 +127,7 @@ else:
            "linux.namespaces: pid network ipc uts mount cgroup user", ns)
 tap.ok(all(set(n) == {"type"} for n in ns), "no namespace joins an existing one (no path)", ns)
 MAPS = [{"containerID": 0, "hostID": PROBE_ROOT_ID, "size": 1}, {"containerID": 65534, "hostID": PROBE_ID, "size": 1}]
-if B.docker:
+if not B.user_namespace:
     B.not_applicable(tap, "user-namespace mappings: only root and the probe, each onto a host id of the probe range",
                      "Docker has no per-container user namespace (userns-remap is daemon-wide), so the bundle has "
                      "none and the probe runs as its host probe id directly (process.user, checked above)")
@@ -165,7 +165,7 @@ tap.ok(sorted(lx["readonlyPaths"]) == sorted(["/proc/bus", "/proc/fs", "/proc/ir
 tap.ok(lx["rootfsPropagation"] == "private", "rootfsPropagation is private")
 LINUX_KEYS = {"namespaces", "uidMappings", "gidMappings", "resources", "cgroupsPath", "maskedPaths",
               "readonlyPaths", "rootfsPropagation", "seccomp"}
-if B.docker:
+if not B.user_namespace:
     tap.ok(set(lx) == LINUX_KEYS - {"uidMappings", "gidMappings"},
            "docker: linux holds nothing else (no mappings, no devices, no sysctl)", sorted(lx))
 else:
@@ -176,7 +176,7 @@ tap.ok(sc["defaultAction"] == "SCMP_ACT_ERRNO", "seccomp default action denies",
 tap.ok("SCMP_ARCH_X86_64" in sc["architectures"], "seccomp covers x86_64")
 allowed = {n for rule in sc["syscalls"] if rule["action"] == "SCMP_ACT_ALLOW" for n in rule["names"]}
 for name in ("ptrace", "mount", "unshare", "setns", "bpf", "io_uring_setup", "keyctl", "clone3", "userfaultfd"):
-    if name == "clone3" and B.gvisor:
+    if name == "clone3" and B.runs_on_sentry:
         # runsc ignores errnoRet (every ERRNO rule answers EPERM), so the
         # ENOSYS rule for clone3 would break pthread_create; the gvisor
         # bundle lets clone3 reach the sentry, which answers ENOSYS itself
@@ -211,11 +211,11 @@ tap.ok(ann["org.sealed-probe.run"].startswith("dry-"), "a dry run's run id says 
 bundle = os.path.realpath(base_dir)
 mounts = {m["destination"]: m for m in c["mounts"]}
 COVERS = ["/proc/sys", "/dev/net", "/dev/pts", "/dev/shm"]
-tap.ok(len(mounts) == len(c["mounts"]) == 7 + (len(COVERS) if B.gvisor else 0), "seven mounts (gvisor: and its "
+tap.ok(len(mounts) == len(c["mounts"]) == 7 + (len(COVERS) if B.runs_on_sentry else 0), "seven mounts (gvisor: and its "
        "four covers), no destination twice", [m["destination"] for m in c["mounts"]])
 tap.ok(mounts["/proc"]["type"] == "proc", "/proc is a fresh proc")
 tap.ok(mounts["/dev"]["type"] == "tmpfs" and "nosuid" in mounts["/dev"]["options"], "/dev is a minimal tmpfs")
-if B.gvisor:
+if B.runs_on_sentry:
     # runsc 2022 ignores maskedPaths: empty read-only tmpfs mounts cover
     # what they would hide (docs/runtimes.md, "gVisor's named gaps").
     for dest in ["/sys"] + COVERS:
@@ -225,7 +225,7 @@ if B.gvisor:
 else:
     tap.ok(mounts["/sys"]["type"] == "sysfs" and "ro" in mounts["/sys"]["options"], "/sys is read-only")
 tmp = mounts["/tmp"]
-if B.gvisor:
+if B.runs_on_sentry:
     # gVisor's own tmpfs ignores nr_inodes: /tmp is a bind of a host tmpfs
     # the proxy mounts in the bundle (docs/runtimes.md, "Mounts").
     tap.ok(tmp["type"] == "bind" and tmp["source"] == os.path.join(bundle, "tmp")
@@ -254,11 +254,11 @@ tap.ok(all(m["source"].startswith(bundle + "/") for m in binds),
 
 names = sorted(os.listdir(base_dir))
 expected_names = ["config.json", "out", "probe.py", "repo", "rootfs", "runtime-commands.json"]
-expected_names += ["tmp"] if B.gvisor else []
+expected_names += ["tmp"] if B.runs_on_sentry else []
 tap.ok(names == expected_names, f"the bundle holds {' '.join(expected_names)}", names)
 with open(os.path.join(base_dir, "runtime-commands.json")) as f:
     commands = json.load(f)
-if B.docker:
+if B.runtime_is_daemon:
     # Docker has no command line: runtime-commands.json holds the Engine API
     # requests serve would send (docs/runtimes.md, "Dry run").
     ARGV_NA = ("docker has no runtime command line: runtime-commands.json holds the Engine API requests serve "
@@ -574,7 +574,7 @@ tap.ok(r.returncode == 1 and b"not searchable by others" in r.stderr and hidden.
        "an --out below a directory others cannot search is refused, naming it (the sandbox's root could not "
        "reach the bundle), and leaves nothing", r.stderr.decode(errors="replace"))
 r = dry_run(os.path.join(work, "other-range"), extra=["--probe-ids", "1000000000"])
-if B.docker:
+if not B.user_namespace:
     moved = load(os.path.join(work, "other-range")) if r.returncode == 0 else {}
     with open(os.path.join(work, "other-range", "runtime-commands.json")) if r.returncode == 0 else \
             open(os.devnull) as f:

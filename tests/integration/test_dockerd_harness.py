@@ -42,7 +42,7 @@ DATA_ROOT = "/var/lib/sealed-probe-test/docker"
 PIDFILE = f"{RUN_DIR}/docker.pid"
 
 tap = Tap()
-B = H.Backend("docker", SOCK)
+B = H.DockerBackend(SOCK)
 work = tempfile.mkdtemp(prefix="sp-dockerd-")
 os.chmod(work, 0o711)
 decoys = []

@@ -313,7 +313,7 @@ try:
         cpu_name = (f"cpu: two busy processes get at most {CPU_LIMIT:g} CPU (CPU time <= 1.3x wall, "
                     "the probe's own view)")
         cpu_script = probe(CPU_PROBE, WORKERS=2, SECONDS=2.0, RATIO=1.3 * CPU_LIMIT)
-        if B.BACKEND == "gvisor":
+        if BK.runs_on_sentry:
             srv.probe(cpu_script, "acme/one", VERDICT, timeout=180)
             rec = audit_of(srv.state, 1)
             rec = rec[0] if rec else {}
@@ -325,7 +325,7 @@ try:
             got, rec = ask(srv, cpu_name, cpu_script, VERDICT, "HELD")
         cpu_ms, wall_ms = rec.get("cpu_ms"), rec.get("wall_ms")
         cgroup_name = f"cpu: the sandbox's cgroup used at most {CPU_LIMIT:g} CPU (audit cpu_ms <= 1.3x wall_ms)"
-        if BK.sbx:
+        if not BK.reports_resource_facts:
             # sbx reports no CPU facts: the VM's kernel counts them.  What
             # holds instead: the audit says so (0, never a made-up figure),
             # the VM was made with the bundle's one CPU, and the probe's own

@@ -26,17 +26,14 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import threading
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, backend, require_root_and  # noqa: E402
+from sp_harness import Tap, serve_test  # noqa: E402
 
-B = backend()
-require_root_and("git")
-import sp_serve as S  # noqa: E402
+B, S = serve_test()
 
 tap = Tap()
 
@@ -135,7 +132,7 @@ try:
     config = work.write_config(["acme/alpha"], timeout=10, maxInvocations=1000)
     state = work.staged_state(config, [("acme/alpha", alpha)])
     os.makedirs(os.path.join(bindir, "bin"), mode=0o755)
-    if B.docker:
+    if B.runtime_is_daemon:
         # The daemon, through a socket of the test's own that can go away.
         runtime = os.path.join(bindir, "docker.sock")
         forwarder = Forwarder(runtime, B.socket)
@@ -145,7 +142,7 @@ try:
         shutil.copy2(B.binary, runtime)
         os.chmod(runtime, 0o755)
         name = B.binary_name
-        if B.sbx:
+        if B.double:
             # The double reads double.json beside itself: the copy's is the
             # installed one's (the same VMs, log and template), its mode the
             # test's to change.
@@ -185,14 +182,14 @@ try:
         tap.ok(line == S.ERROR_LINE.encode() and raw == S.ERROR_FRAME, f"{name} create fails: the agent gets ERROR",
                (line, raw))
         # (docker's reason: "docker: create `sp-<run>-<inv>`: ...", the daemon's 409)
-        create_words = "docker: create" if B.docker else f"{name} create"
+        create_words = B.create_reason
         tap.ok(rec and rec["status"] == "runtime" and create_words in (rec["reason"] or "")
                and rec["exit"] is None,
                f"{name} create fails: audited status runtime, naming {name} create, with no exit status of a probe",
                rec)
         tap.ok(srv.probe(QUICK, "acme/alpha") == YES, f"{name} create fails: the next probe answers")
 
-        if B.docker:
+        if B.runtime_is_daemon:
             # The daemon goes away under the running serve: its socket stops
             # answering (connections refused) for one request.
             forwarder.down()
@@ -231,7 +228,7 @@ try:
                    "runtime binary unusable: audited status environment, naming the binary, nothing launched "
                    "(but the container made ahead of the request, while the binary still ran)", rec)
             tap.ok(srv.probe(QUICK, "acme/alpha") == YES, "runtime binary usable again: the next probe answers")
-        if B.sbx:
+        if B.double:
             # The CLI runs but refuses every command, as when it is signed
             # out or its daemon does not answer: it says so only by exiting 1
             # (`Error: not signed in`), so serve sees a failed create.
@@ -254,7 +251,7 @@ try:
         rc = srv.stop()
         tap.ok(rc == 0, "serve stops cleanly", srv.stderr()[-400:])
 finally:
-    if B.docker and "forwarder" in globals():
+    if B.runtime_is_daemon and "forwarder" in globals():
         forwarder.close()
     shutil.rmtree(bindir, ignore_errors=True)
     work.close()

@@ -13,11 +13,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, backend, require_root_and  # noqa: E402
+from sp_harness import Tap, serve_test  # noqa: E402
 
-B = backend()
-require_root_and("git")
-import sp_serve as S  # noqa: E402
+B, S = serve_test()
 
 tap = Tap()
 work = S.Work("sp-serve-frames-")

@@ -30,14 +30,11 @@ import pwd
 import subprocess
 import sys
 import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, backend, remove_bundle, require_root_and  # noqa: E402
+from sp_harness import Tap, remove_bundle, serve_test  # noqa: E402
 
-B = backend()
-require_root_and("git", "setpriv")
-import sp_serve as S  # noqa: E402
+B, S = serve_test("setpriv")
 
 tap = Tap()
 work = S.Work("sp-serve-identity-")
@@ -111,7 +108,7 @@ WORKSPACES_ON_HOST = {
 # sbx: the test double's own host paths (its VMs' directories and the
 # template's copy under /run/sp-sbx-double, its installation) are host paths
 # a real VM never shows either.
-DOUBLE_PATHS = [os.path.dirname(B.double.state), B.double.dir] if B.sbx else []
+DOUBLE_PATHS = [os.path.dirname(B.double.state), B.double.dir] if B.double else []
 REPO_DOORS = {"read root", "list root", "write root", "read cwd", "read mem", "list snapshot via serve",
               "read snapshot on the host"}
 
@@ -240,7 +237,7 @@ try:
                        for i in range(2)]
             for t in threads:
                 t.start()
-            if B.gvisor:
+            if B.runs_on_sentry:
                 held = identity_gvisor(mode, srv, state, base)
                 snap = os.path.join(S.work_dir(state), srv.run)
                 host_view = [os.path.join(d, n) for d, ds, fs in os.walk(snap) for n in ds + fs]
@@ -274,7 +271,7 @@ try:
                            "running probe (root, cwd, fds, environ, maps, mem, its snapshot directory)", got)
                 own_name = (f"{mode}: even as the probe's own host id, which nothing else may hold, the repository "
                             "cannot be reached (the sandbox's user namespace is root's)")
-                if B.docker:
+                if not B.user_namespace:
                     B.not_applicable(tap, own_name, DOCKER_IDENTITY)
                     # What holds instead: no other host process and no
                     # account holds an id of serve's range.
@@ -389,7 +386,7 @@ try:
     # getdomainname), and runsc 20221219 answers with the bundle's hostname,
     # `probe`, ignoring config.json's domainname: a fixed value too.
     secret = "host-secret-domain"
-    if B.gvisor:
+    if B.runs_on_sentry:
         fixed = ("(none)", "probe")
         domain_probe = """import ctypes, json
 buf = ctypes.create_string_buffer(256)
@@ -413,7 +410,7 @@ with open("/probe/out", "w") as f:
         tap.ok(is_serve and srv.probe(domain_probe, "acme/app") == YES,
                "serve started where the host's domain name is a secret: its probe sees the fixed `(none)`"
                + (" (gvisor: or the fixed hostname `probe`, which runsc also makes the domain name)"
-                  if B.gvisor else ""))
+                  if B.runs_on_sentry else ""))
     script = work.path("domain") + ".py"
     with open(script, "w") as f:
         f.write(domain_probe)
@@ -434,14 +431,14 @@ with open("/probe/out", "w") as f:
         seen = r.stderr
     control_name = ("control: the same bundle run by hand in that namespace sees the secret (runc 1.1 ignores "
                     "config.json's domainname, which is why serve pins it in its own UTS namespace)")
-    if B.docker:
+    if B.runtime_is_daemon:
         B.not_applicable(tap, control_name, "under docker the container is made by dockerd, in a UTS namespace of "
                          "Docker's own with the create body's Domainname; the test's UTS namespace holds only the "
                          "replay client, so no bundle run by hand can see its domain name; checked next")
         tap.ok(seen.startswith("{") and json.loads(seen).get("result") == "YES",
                "docker: the same bundle run by hand (replayed through the daemon) sees the fixed `(none)`, not the "
                "secret", seen)
-    elif B.gvisor:
+    elif B.runs_on_sentry:
         B.not_applicable(tap, control_name, "the sentry's UTS namespace is its own, so no bundle run by hand sees the "
                          "host's domain name; checked next")
         tap.ok(seen.startswith("{") and json.loads(seen).get("result") == "YES",

@@ -16,11 +16,9 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, backend, require_root_and  # noqa: E402
+from sp_harness import Tap, run_tests, serve_test  # noqa: E402
 
-B = backend()
-require_root_and("git")
-import sp_serve as S  # noqa: E402
+B, S = serve_test()
 
 tap = Tap()
 work = S.Work("sp-serve-life-")
@@ -33,13 +31,22 @@ QUICK = S.answer_script("YES")
 SLEEPY = "import time, json\ntime.sleep(%s)\njson.dump({'result': 'YES'}, open('/probe/out', 'w'))\n"
 WELL_FORMED = {YES.encode(), S.ERROR_LINE.encode()}
 
-try:
-    alpha = work.make_clone("alpha", {"README.md": b"alpha\n"})
-    config = work.write_config(["acme/alpha"], timeout=10, maxInvocations=5000)
 
-    # ---- the queue: concurrency 1, queue 1, queue-wait 1 s ------------------
-    state = work.staged_state(config, [("acme/alpha", alpha)])
-    with S.serving(work, config, state, concurrency=1, queue=1, queue_wait=1) as srv:
+class Fixture:
+    """One clone and one config; each test stages its own state directory."""
+
+    def __init__(self):
+        self.alpha = work.make_clone("alpha", {"README.md": b"alpha\n"})
+        self.config = work.write_config(["acme/alpha"], timeout=10, maxInvocations=5000)
+
+    def staged_state(self):
+        return work.staged_state(self.config, [("acme/alpha", self.alpha)])
+
+
+def the_queue_refuses_beyond_its_bounds(fx):
+    """concurrency 1, queue 1, queue-wait 1 s."""
+    state = fx.staged_state()
+    with S.serving(work, fx.config, state, concurrency=1, queue=1, queue_wait=1) as srv:
         res, t, long_running = {}, {}, {}
 
         def go(key, script):
@@ -71,9 +78,10 @@ try:
         rc = srv.stop()
         tap.ok(rc == 0, "queue: serve stops cleanly", srv.stderr()[-300:])
 
-    # ---- the budget stays exact under concurrency ----------------------------
-    state = work.staged_state(config, [("acme/alpha", alpha)])
-    with S.serving(work, config, state, concurrency=2, queue=32) as srv:
+
+def the_budget_stays_exact_under_concurrency(fx):
+    state = fx.staged_state()
+    with S.serving(work, fx.config, state, concurrency=2, queue=32) as srv:
         outs = [None] * 20
 
         def fire_quick(i):
@@ -93,12 +101,13 @@ try:
                "budget: under concurrency every debit is counted once: the ledger says 20 used, and the audit "
                "log's remaining budgets are 20 distinct consecutive values", f"used {used}, remaining {remaining}")
 
-    # ---- 50 concurrent requests, SIGTERM in the middle -----------------------
-    state = work.staged_state(config, [("acme/alpha", alpha)])
-    srv = S.Serve(work, config, state, concurrency=2)
+
+def a_sigterm_amid_50_requests_answers_every_client_and_leaves_nothing(fx):
+    state = fx.staged_state()
+    srv = S.Serve(work, fx.config, state, concurrency=2)
     try:
         if not tap.ok(srv.start(), "storm: serve becomes ready", srv.stderr()):
-            raise SystemExit
+            return
         run = srv.run
         outs = [None] * 50
 
@@ -144,13 +153,15 @@ try:
     finally:
         srv.cleanup()
 
-    # ---- kill -9 during a probe, then a restart on the same state -----------
-    state = work.staged_state(config, [("acme/alpha", alpha)])
-    srv = S.Serve(work, config, state)
+
+def a_restart_after_kill_9_removes_the_orphans(fx):
+    """kill -9 during a probe, then a restart on the same state."""
+    state = fx.staged_state()
+    srv = S.Serve(work, fx.config, state)
     old_run = None
     try:
         if not tap.ok(srv.start(), "orphans: serve becomes ready", srv.stderr()):
-            raise SystemExit
+            return
         old_run = srv.run
         th = threading.Thread(target=lambda: srv.probe(SLEEPY % 60, "acme/alpha", timeout=90), daemon=True)
         th.start()
@@ -166,7 +177,7 @@ try:
     finally:
         srv.cleanup()
     # The same id range: a proxy killed by kill -9 holds no lock on it.
-    srv2 = S.Serve(work, config, state, probe_id_base=srv.probe_id_base)
+    srv2 = S.Serve(work, fx.config, state, probe_id_base=srv.probe_id_base)
     try:
         ok = srv2.start()
         tap.ok(ok, "orphans: a new serve on the same state becomes ready", srv2.stderr())
@@ -181,11 +192,12 @@ try:
     finally:
         srv2.cleanup()
 
-    # ---- the credential canary -------------------------------------------------
-    state = work.staged_state(config, [("acme/alpha", alpha)])
+
+def a_credential_in_the_launch_environment_reaches_nothing(fx):
+    state = fx.staged_state()
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "GH_TOKEN": GH_CANARY, "SECRET_X": SECRET_CANARY}
     canaries = [GH_CANARY.encode(), SECRET_CANARY.encode()]
-    with S.serving(work, config, state, env=env) as srv:
+    with S.serving(work, fx.config, state, env=env) as srv:
         with open(f"/proc/{srv.pid}/environ", "rb") as f:
             environ = f.read()
         tap.ok(not any(c in environ for c in canaries) and b"GH_TOKEN" not in environ and b"SECRET_X" not in environ,
@@ -209,13 +221,17 @@ time.sleep(2)
         # What a host process of this serve's backend names in its argv: the
         # state directory (runc, runsc), or on sbx its VMs' name suffix.
         mark = B.process_mark(state)
+        # Where the runtime is a daemon, serve starts no runtime process
+        # (docker: the daemon's containerd starts each container's shim):
+        # the container's own processes are sampled instead.
+        by_container = B.runtime_is_daemon
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and th.is_alive():
-            docker_side = {p for p, _ in B.host_processes(state)} if B.docker else set()
+            container_side = {p for p, _ in B.host_processes(state)} if by_container else set()
             # The probe's host processes, once a round: looked up for every
             # pid, a round took seconds on a loaded host, and a probe could
             # live and die between two.
-            probes = set(S.probe_processes(srv.probe_id_base, 64)) if B.docker else set()
+            probes = set(S.probe_processes(srv.probe_id_base, 64)) if by_container else set()
             for pid in os.listdir("/proc"):
                 if not pid.isdigit() or int(pid) == os.getpid():
                     continue
@@ -226,11 +242,11 @@ time.sleep(2)
                         env_bytes = f.read()
                 except OSError:
                     continue
-                if B.docker:
+                if by_container:
                     # The daemon starts a container's processes, not serve:
                     # its shim (argv: the container id) and the probe (its
                     # host id, of serve's range).
-                    if int(pid) in docker_side or int(pid) in probes:
+                    if int(pid) in container_side or int(pid) in probes:
                         sampled.append(pid)
                 elif B.is_process(cmd.split(b"\0")) and mark in cmd:
                     # sbx: the sbx CLI serve runs (`sbx exec` lives as long
@@ -243,7 +259,7 @@ time.sleep(2)
             # gofer and sandbox live as long as the probe.)
             time.sleep(0.002)
         th.join(timeout=60)
-        if B.docker:
+        if by_container:
             B.not_applicable(tap, "canary: control: runtime processes of this serve were sampled while a probe ran",
                              "serve starts no runtime process under docker: the daemon's containerd starts each "
                              "container's shim (dockerd and containerd are the daemon's, not the proxy's), and no "
@@ -262,6 +278,19 @@ time.sleep(2)
         outputs = S.audit_raw(state) + srv.stderr().encode() + srv.stdout().encode()
         tap.ok(rc == 0 and not any(c in outputs for c in canaries),
                "canary: not in the audit log, serve's stdout or stderr", rc)
-finally:
-    work.close()
-tap.finish()
+
+
+TESTS = [the_queue_refuses_beyond_its_bounds, the_budget_stays_exact_under_concurrency,
+         a_sigterm_amid_50_requests_answers_every_client_and_leaves_nothing,
+         a_restart_after_kill_9_removes_the_orphans, a_credential_in_the_launch_environment_reaches_nothing]
+
+
+def main():
+    try:
+        run_tests(tap, TESTS, Fixture())
+    finally:
+        work.close()
+    tap.finish()
+
+
+main()

@@ -34,11 +34,9 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, backend, docker_api, docker_shims, docker_state_containers, require_root_and  # noqa: E402
+from sp_harness import Tap, docker_api, docker_shims, docker_state_containers, serve_test  # noqa: E402
 
-B = backend()
-require_root_and("git", "nsenter")
-import sp_serve as S  # noqa: E402
+B, S = serve_test("nsenter")
 
 tap = Tap()
 work = S.Work("sp-serve-stdio-")
@@ -70,9 +68,9 @@ def relay_candidate(argv0):
     process; under gVisor every runsc process but the sandbox (the sentry
     runs the probe itself)."""
     name = os.path.basename(argv0)
-    if B.gvisor:
+    if B.runs_on_sentry:
         return name.startswith(b"runsc") and name != b"runsc-sandbox"
-    if B.docker:
+    if B.runtime_is_daemon:
         # The daemon's processes: its dockerd and containerd (their
         # pidfiles), every containerd shim and runc they start.
         return name.startswith((b"containerd", b"runc")) or name == b"dockerd"
@@ -104,7 +102,7 @@ def runtime_processes(cid):
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if argv and relay_candidate(argv[0]) and (B.docker or of_sandbox(argv, cid)):
+        if argv and relay_candidate(argv[0]) and (B.runtime_is_daemon or of_sandbox(argv, cid)):
             found[int(pid)] = (b" ".join(argv)[:120], int(fields[11]) + int(fields[12]))
     return found
 
@@ -209,14 +207,14 @@ try:
     with S.serving(work, config, state) as srv:
         result = {}
         # The daemon's CPU over a window before the probe: its baseline.
-        if B.docker:
+        if B.runtime_is_daemon:
             base_start = daemon_ticks(set())
             S.wait_for(lambda: False, timeout=WINDOW)
             baseline = daemon_ticks(set()) - base_start
         t = threading.Thread(target=lambda: result.setdefault("r", srv.probe(FLOOD, "acme/app")))
         t.start()
         cid = S.wait_container(state, srv.run, timeout=30, serve_pid=srv.pid)
-        if B.gvisor:
+        if B.runs_on_sentry:
             pid = S.wait_for(lambda: cid and sandbox_pid(state, cid), timeout=30)
         else:
             pid = S.wait_for(lambda: probe_pid(srv.probe_id_base, 4), timeout=30)
@@ -229,15 +227,15 @@ try:
                     fds[fd] = os.readlink(f"/proc/{pid}/fd/{fd}")
                 except OSError as e:
                     fds[fd] = str(e)
-        docker_facts = docker_while_running(state, pid) if B.docker else None
+        docker_facts = docker_while_running(state, pid) if B.runtime_is_daemon else None
         shims = docker_facts[3] if docker_facts else set()
         before = runtime_processes(cid) if cid else {}
-        daemon_before, probe_before = (daemon_ticks(shims), ticks(pid)) if B.docker else (0, 0)
+        daemon_before, probe_before = (daemon_ticks(shims), ticks(pid)) if B.runtime_is_daemon else (0, 0)
         S.wait_for(lambda: False, timeout=WINDOW)
         after = runtime_processes(cid) if cid else {}
-        daemon_after, probe_after = (daemon_ticks(shims), ticks(pid)) if B.docker else (0, 0)
+        daemon_after, probe_after = (daemon_ticks(shims), ticks(pid)) if B.runtime_is_daemon else (0, 0)
         # The look is over: the probe stops flooding and answers.
-        if B.gvisor and pid:
+        if B.runs_on_sentry and pid:
             # runsc reaches the sandbox's control socket from serve's network
             # namespace, which serve left the host's for.
             subprocess.run(["nsenter", "-t", str(srv.pid), "-n", "-m", "--"]
@@ -247,7 +245,7 @@ try:
                 os.kill(pid, signal.SIGUSR1)
         t.join(timeout=60)
         null_fds = pid is not None and fds == {0: "/dev/null", 1: "/dev/null", 2: "/dev/null"}
-        if B.docker:
+        if B.runtime_is_daemon:
             cid, info, holders, shims = docker_facts
             tap.ok(null_fds, "docker: while it floods, the probe's fds 0, 1 and 2 are /dev/null itself, not pipes "
                              "to its containerd shim (the wrapper's)", fds)
@@ -257,7 +255,7 @@ try:
             tap.ok(log.get("Type") == "none" and not (info or {}).get("LogPath"),
                    "docker: while it runs, the container's HostConfig.LogConfig.Type is none (the API's inspect) and "
                    "it has no LogPath", (log, (info or {}).get("LogPath")))
-        elif B.gvisor:
+        elif B.runs_on_sentry:
             B.not_applicable(tap, "while it floods, the probe's fds 0, 1 and 2 are /dev/null itself, not pipes to a "
                              "host process", "the probe has no host process; it runs inside runsc-sandbox, whose "
                              "fds are checked next")
@@ -269,8 +267,8 @@ try:
         busy = {p: (before[p][0], after[p][1] - before[p][1]) for p in before if p in after
                 and after[p][1] - before[p][1] > 10}
         name = ("no runtime process spends CPU while the probe floods (nothing relays its output)"
-                + (" (runsc and its gofer; the sandbox is the probe)" if B.gvisor else ""))
-        if B.docker:
+                + (" (runsc and its gofer; the sandbox is the probe)" if B.runs_on_sentry else ""))
+        if B.runtime_is_daemon:
             spent, probe_spent = daemon_after - daemon_before, probe_after - probe_before
             margin = max(DOCKER_NOISE_TICKS, probe_spent // 4)
             print(f"# docker: CPU ticks over {WINDOW} s: dockerd and containerd before the probe {baseline}; "
@@ -288,7 +286,7 @@ try:
             audit = f.read()
         tap.ok(b"FLOOD-STDIO-CANARY" not in audit and b"FLOOD-STDIO-CANARY" not in open(srv.stderr_path, "rb").read(),
                "the flood reaches neither the audit log nor serve's output")
-        if B.docker:
+        if B.runtime_is_daemon:
             cid = docker_facts[0]
             cdir = os.path.join(DOCKER_DATA_ROOT, "containers", cid or "?")
             json_logs = glob.glob(os.path.join(DOCKER_DATA_ROOT, "containers", "*", f"{cid}-json.log*")) if cid else []

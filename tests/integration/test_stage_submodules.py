@@ -21,11 +21,9 @@ import uuid
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, backend, require_root_and  # noqa: E402
+from sp_harness import Tap, serve_test  # noqa: E402
 
-B = backend()
-require_root_and("git", "openssl")
-import sp_serve as S  # noqa: E402
+B, S = serve_test("openssl")
 from sp_github_fake import FakeGitHub, tarball  # noqa: E402
 
 tap = Tap()

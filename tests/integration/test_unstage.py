@@ -10,12 +10,10 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sp_harness import Tap, backend, require_root_and  # noqa: E402
+from sp_harness import Tap, serve_test  # noqa: E402
 
 # It starts no sandbox: it runs once, on the first backend (tests/meson.build).
-B = backend()
-require_root_and("git", "chattr", "mount", "umount")
-import sp_serve as S  # noqa: E402
+B, S = serve_test("chattr", "mount", "umount")
 
 HOSTILE = "run\n\x1b[2Jsealed-probe-proxy: unstage: all clean"
 ESCAPED = "run\\x0a\\x1b[2Jsealed-probe-proxy: unstage: all clean"
