@@ -12,7 +12,6 @@ docs/operations.md, "Sandboxes created ahead"), one check per rule:
 Each passes its own --pool, whatever SP_TEST_POOL says, and counts the
 sandboxes that --pool makes wait (wait_pool_full_n), never SP_TEST_POOL's."""
 
-import json
 import os
 import signal
 import stat

@@ -6,7 +6,6 @@ exhausted budget gives ERROR without launching, also after a restart."""
 
 import os
 import sys
-import threading
 import time
 import uuid
 
