@@ -784,7 +784,7 @@ try:
         if tap.ok(dk.wait_ready(), "loginuid: a dockerd with an unset loginuid answers /_ping", dk.log_tail()):
             state4 = stage_clone(work, stage_config, alpha)
             r = subprocess.run([S.PROXY, "check", "--config", config, "--state", state4, "--docker-socket", dk.sock,
-                                "--probe-ids", str(S.probe_ids()), "--run-dir", S.B.run_dir], capture_output=True, text=True,
+                                "--rootfs", work.rootfs, "--probe-ids", str(S.probe_ids()), "--run-dir", S.B.run_dir], capture_output=True, text=True,
                                stdin=subprocess.DEVNULL, timeout=300)
             tap.ok(r.returncode == 1 and "canary" in r.stderr and "not confined" in r.stderr
                    and dk.sock not in r.stderr, name, r.stderr[-400:])
