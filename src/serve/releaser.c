@@ -16,22 +16,16 @@
 #include "base/clock.h"
 #include "base/protocol.h"
 
+#include "serve/release_heap.h"
 #include "serve/serve.h"
 
 #define NS_PER_MS 1000000ULL
 
-struct held
-{
-  uint64_t at_ns;
-  int fd;
-};
-
 struct sp_serve_releaser
 {
   pthread_mutex_t lock;
-  pthread_cond_t changed; /* CLOCK_MONOTONIC */
-  struct held *heap;      /* a min-heap by at_ns */
-  size_t len;
+  pthread_cond_t changed;      /* CLOCK_MONOTONIC */
+  struct sp_release_heap heap; /* by release time */
   bool stopping;
   bool started;
   pthread_t thread;
@@ -83,45 +77,6 @@ send_error (int fd)
   close (fd);
 }
 
-static void
-heap_push (struct sp_serve_releaser *q, struct held h)
-{
-  size_t i = q->len++;
-
-  q->heap[i] = h;
-  while (i > 0 && q->heap[(i - 1) / 2].at_ns > q->heap[i].at_ns)
-    {
-      struct held t = q->heap[i];
-      q->heap[i] = q->heap[(i - 1) / 2];
-      q->heap[(i - 1) / 2] = t;
-      i = (i - 1) / 2;
-    }
-}
-
-static struct held
-heap_pop (struct sp_serve_releaser *q)
-{
-  struct held top = q->heap[0];
-  size_t i = 0;
-
-  q->heap[0] = q->heap[--q->len];
-  for (;;)
-    {
-      size_t l = 2 * i + 1, r = l + 1, m = i;
-      if (l < q->len && q->heap[l].at_ns < q->heap[m].at_ns)
-        m = l;
-      if (r < q->len && q->heap[r].at_ns < q->heap[m].at_ns)
-        m = r;
-      if (m == i)
-        break;
-      struct held t = q->heap[i];
-      q->heap[i] = q->heap[m];
-      q->heap[m] = t;
-      i = m;
-    }
-  return top;
-}
-
 static void *
 releaser_main (void *arg)
 {
@@ -130,9 +85,9 @@ releaser_main (void *arg)
   pthread_mutex_lock (&q->lock);
   for (;;)
     {
-      if (q->len > 0 && (q->stopping || q->heap[0].at_ns <= sp_monotonic_ns ()))
+      if (q->heap.len > 0 && (q->stopping || q->heap.items[0].at_ns <= sp_monotonic_ns ()))
         {
-          struct held h = heap_pop (q);
+          struct sp_release_held h = sp_release_heap_pop (&q->heap);
 
           pthread_mutex_unlock (&q->lock);
           send_error (h.fd);
@@ -141,11 +96,11 @@ releaser_main (void *arg)
         }
       if (q->stopping)
         break;
-      if (q->len == 0)
+      if (q->heap.len == 0)
         pthread_cond_wait (&q->changed, &q->lock);
       else
         {
-          struct timespec until = abs_time (q->heap[0].at_ns);
+          struct timespec until = abs_time (q->heap.items[0].at_ns);
           (void)pthread_cond_timedwait (&q->changed, &q->lock, &until);
         }
     }
@@ -174,15 +129,16 @@ sp_serve_releaser_start (struct sp_serve *s, sp_error_t *err)
   struct sp_serve_releaser *q = calloc (1, sizeof (*q));
   int e;
 
-  if (q == NULL || (q->heap = calloc (SP_SERVE_RELEASE_HELD_MAX, sizeof (*q->heap))) == NULL)
+  if (q == NULL || (q->heap.items = calloc (SP_SERVE_RELEASE_HELD_MAX, sizeof (*q->heap.items))) == NULL)
     {
       free (q);
       return sp_make_error (err, ENOMEM, "allocate the releaser");
     }
+  q->heap.cap = SP_SERVE_RELEASE_HELD_MAX;
   pthread_mutex_init (&q->lock, NULL);
   if ((e = monotonic_cond (&q->changed)) != 0 || (e = monotonic_cond (&s->release_cv)) != 0)
     {
-      free (q->heap);
+      free (q->heap.items);
       free (q);
       return sp_make_error (err, e, "the releaser's condition variables");
     }
@@ -203,9 +159,9 @@ sp_serve_release_later (struct sp_serve *s, int fd, const struct sp_serve_releas
   if (q == NULL)
     return false;
   pthread_mutex_lock (&q->lock);
-  if (!q->stopping && q->len < SP_SERVE_RELEASE_HELD_MAX)
+  if (!q->stopping && q->heap.len < q->heap.cap)
     {
-      heap_push (q, (struct held){ .at_ns = r->at_ns, .fd = fd });
+      sp_release_heap_push (&q->heap, (struct sp_release_held){ .at_ns = r->at_ns, .fd = fd });
       pthread_cond_signal (&q->changed);
       held = true;
     }
@@ -222,7 +178,7 @@ sp_serve_release_room (struct sp_serve *s)
   if (q == NULL)
     return false;
   pthread_mutex_lock (&q->lock);
-  room = !q->stopping && q->len < SP_SERVE_RELEASE_HELD_MAX;
+  room = !q->stopping && q->heap.len < q->heap.cap;
   pthread_mutex_unlock (&q->lock);
   return room;
 }
@@ -245,11 +201,11 @@ sp_serve_releaser_stop (struct sp_serve *s)
   pthread_mutex_unlock (&q->lock);
   if (q->started)
     pthread_join (q->thread, NULL);
-  while (q->len > 0)
-    send_error (heap_pop (q).fd);
+  while (q->heap.len > 0)
+    send_error (sp_release_heap_pop (&q->heap).fd);
   pthread_cond_destroy (&q->changed);
   pthread_mutex_destroy (&q->lock);
-  free (q->heap);
+  free (q->heap.items);
   free (q);
   s->releaser = NULL;
 }
