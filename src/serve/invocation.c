@@ -25,8 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "base/bounds.h"
@@ -39,6 +37,7 @@
 #include "text/result.h"
 
 #include "serve/serve.h"
+#include "serve/verdict.h"
 
 /* The canary's worker: it has no client.  */
 #define NO_CLIENT UINT32_MAX
@@ -106,58 +105,14 @@ cancelled (struct invocation *inv, const char *when, sp_error_t *err)
   return sp_make_error (err, 0, "%s %s", gone ? "the client went away" : "the proxy stopped", when);
 }
 
-/* Whose a failure outside the probe is (docs/audit.md, "status"): the
-   host's when the proxy finds a cause there (a full disk, the runtime
-   unreachable or its binary not executable, the rootfs gone), else the
-   runtime's once it ran, else the proxy's own.  The cause the failing step
-   set stays, unless the host is found to blame; what is found on the host
-   is added to the reason.  */
+/* Whose a failure outside the probe is (verdict.c).  */
 static void
 classify_failure (struct invocation *inv, const char *rootfs_root, sp_error_t *err)
 {
-  const struct sp_run_facts *f = &inv->facts;
-  int e = *err != NULL ? (*err)->status : 0;
-  int said = sp_error_cause (*err);
-  struct statvfs vfs;
-  struct stat st;
+  struct sp_verdict v;
 
-  if (e == ENOSPC || e == EDQUOT || e == EROFS || e == EIO)
-    {
-      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_CAUSE_ENVIRONMENT);
-      return;
-    }
-  if (said == SP_CAUSE_ENVIRONMENT || (inv->ran && f->stage == SP_RUN_STAGE_NONE))
-    {
-      sp_error_wrap (err, "environment: the runtime cannot be reached (its binary cannot be executed, or its "
-                          "daemon does not answer)");
-      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_CAUSE_ENVIRONMENT);
-      return;
-    }
-  if (said == SP_CAUSE_SEED_GONE)
-    {
-      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_CAUSE_SEED_GONE);
-      return;
-    }
-  if (statvfs (inv->s->state_path, &vfs) == 0
-      && ((uint64_t)vfs.f_bavail * vfs.f_frsize < SP_SERVE_FULL_BELOW_BYTES
-          || (vfs.f_files > 0 && vfs.f_favail < SP_SERVE_FULL_BELOW_INODES)))
-    {
-      sp_error_wrap (err,
-                     "environment: the state directory's file system is full (%llu bytes, %llu inodes free)",
-                     (unsigned long long)vfs.f_bavail * vfs.f_frsize, (unsigned long long)vfs.f_favail);
-      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_CAUSE_ENVIRONMENT);
-      return;
-    }
-  if (rootfs_root != NULL && (stat (rootfs_root, &st) < 0 || !S_ISDIR (st.st_mode)))
-    {
-      sp_error_wrap (err, "environment: the rootfs `%s` is gone", rootfs_root);
-      verdict (inv, SP_AUDIT_STATUS_ENVIRONMENT, SP_CAUSE_ENVIRONMENT);
-      return;
-    }
-  if (said == SP_CAUSE_RUNTIME || (said == 0 && inv->ran))
-    verdict (inv, SP_AUDIT_STATUS_RUNTIME, SP_CAUSE_RUNTIME);
-  else
-    verdict (inv, SP_AUDIT_STATUS_INTERNAL, said != 0 ? (enum sp_cause)said : SP_CAUSE_OTHER);
+  sp_verdict_of_failure (inv->ran, &inv->facts, inv->s->state_path, rootfs_root, err, &v);
+  verdict (inv, v.status, v.cause);
 }
 
 /* Puts the sandbox's container on the list the stop and the cancellation
@@ -552,27 +507,13 @@ run_script (struct invocation *inv, struct sp_serve_sandbox *sb, sp_error_t *err
 static int
 read_answer (struct invocation *inv, struct sp_serve_sandbox *sb, uint8_t *index, sp_error_t *err)
 {
+  struct sp_verdict end;
   char out[SP_RESULT_MAX_BYTES + 1];
   size_t out_len = 0;
   int ret;
 
-  if (inv->facts.timed_out)
-    {
-      verdict (inv, SP_AUDIT_STATUS_TIMED_OUT, SP_CAUSE_TIMEOUT);
-      return sp_make_error (err, 0, "the probe ran past the %" PRIu32 " s timeout",
-                            inv->s->config->timeout_seconds);
-    }
-  if (inv->facts.signal != 0)
-    {
-      verdict (inv, SP_AUDIT_STATUS_PROBE, SP_CAUSE_PROBE_SIGNAL);
-      return sp_make_error (err, 0, "the probe died of signal %d%s", inv->facts.signal,
-                            inv->facts.oom ? " (out of memory)" : "");
-    }
-  if (inv->facts.exit_code != 0)
-    {
-      verdict (inv, SP_AUDIT_STATUS_PROBE, SP_CAUSE_PROBE_EXIT);
-      return sp_make_error (err, 0, "the probe exited with status %d", inv->facts.exit_code);
-    }
+  if (sp_verdict_of_end (&inv->facts, inv->s->config->timeout_seconds, &end, err) < 0)
+    return verdict (inv, end.status, end.cause);
   verdict (inv, SP_AUDIT_STATUS_PROBE, SP_CAUSE_PROBE_OUTPUT);
   if (sp_probe_out_read (sb->ws.bundle_dirfd, SP_BUNDLE_OUT, out, sizeof (out), &out_len, err) < 0)
     return sp_error_wrap (err, "/probe/out");

@@ -1,11 +1,13 @@
 /* serve's logic without a sandbox (issue 28, "serve is a library that unit
-   tests drive"): the releaser's heap and thread, the slots, and the stop,
-   through a fake runtime that records what serve asks of it.  Nothing here
+   tests drive"): the releaser's heap and thread, the slots, the stop
+   through a fake runtime that records what serve asks of it, and the
+   verdict every end and every failure gets.  Nothing here
    needs root, a runtime binary or a mount.  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -14,7 +16,9 @@
 #include "base/clock.h"
 #include "base/protocol.h"
 #include "serve/release_heap.h"
+#include "serve/audit.h"
 #include "serve/serve.h"
+#include "serve/verdict.h"
 
 #include "sp_check.h"
 
@@ -272,6 +276,127 @@ START_TEST (a_halt_is_said_once_and_keeps_its_first_reason)
 }
 END_TEST
 
+/* ---- verdicts: whose each end is --------------------------------------- */
+
+struct end_row
+{
+  struct sp_run_facts facts;
+  int ret;
+  const char *status;
+  enum sp_cause cause;
+  const char *says;
+};
+
+START_TEST (each_end_of_a_probe_gets_its_verdict)
+{
+  static const struct end_row rows[] = {
+    { { .stage = SP_RUN_STAGE_PROBE, .exit_code = 0 }, 0, NULL, SP_CAUSE_NONE, NULL },
+    { { .stage = SP_RUN_STAGE_PROBE, .exit_code = 3 },
+      -1,
+      SP_AUDIT_STATUS_PROBE,
+      SP_CAUSE_PROBE_EXIT,
+      "exited with status 3" },
+    { { .stage = SP_RUN_STAGE_PROBE, .exit_code = -1, .signal = 9, .oom = true },
+      -1,
+      SP_AUDIT_STATUS_PROBE,
+      SP_CAUSE_PROBE_SIGNAL,
+      "signal 9 (out of memory)" },
+    /* A timeout's kill is a signal too: the timeout is what happened.  */
+    { { .stage = SP_RUN_STAGE_PROBE, .exit_code = -1, .signal = 9, .timed_out = true },
+      -1,
+      SP_AUDIT_STATUS_TIMED_OUT,
+      SP_CAUSE_TIMEOUT,
+      "past the 7 s timeout" },
+  };
+
+  for (size_t i = 0; i < sizeof (rows) / sizeof (rows[0]); i++)
+    {
+      struct sp_verdict v = { NULL, SP_CAUSE_NONE };
+      sp_error_t err = NULL;
+
+      ck_assert_int_eq (sp_verdict_of_end (&rows[i].facts, 7, &v, &err), rows[i].ret);
+      if (rows[i].ret == 0)
+        {
+          ck_assert_ptr_null (err);
+          continue;
+        }
+      ck_assert_str_eq (v.status, rows[i].status);
+      ck_assert_str_eq (sp_cause_name (v.cause), sp_cause_name (rows[i].cause));
+      ck_assert_msg (strstr (sp_error_message (err), rows[i].says) != NULL, "row %zu: \"%s\"", i,
+                     sp_error_message (err));
+      sp_error_release (&err);
+    }
+}
+END_TEST
+
+struct failure_row
+{
+  int errno_value;
+  enum sp_cause said; /* what the failing step set; SP_CAUSE_NONE: nothing */
+  bool ran;
+  enum sp_run_stage stage;
+  bool rootfs_gone;
+  const char *status;
+  enum sp_cause cause;
+  const char *adds; /* what the verdict adds to the reason, or NULL */
+};
+
+START_TEST (each_failure_outside_the_probe_is_blamed_where_it_lies)
+{
+  static const struct failure_row rows[] = {
+    /* The host's, whatever the step said.  */
+    { ENOSPC, SP_CAUSE_BUNDLE, false, SP_RUN_STAGE_NONE, false, SP_AUDIT_STATUS_ENVIRONMENT,
+      SP_CAUSE_ENVIRONMENT, NULL },
+    { EROFS, SP_CAUSE_NONE, true, SP_RUN_STAGE_PROBE, false, SP_AUDIT_STATUS_ENVIRONMENT,
+      SP_CAUSE_ENVIRONMENT, NULL },
+    { 0, SP_CAUSE_ENVIRONMENT, true, SP_RUN_STAGE_CREATE, false, SP_AUDIT_STATUS_ENVIRONMENT,
+      SP_CAUSE_ENVIRONMENT, "cannot be reached" },
+    /* The runtime was asked and never ran: its binary or daemon.  */
+    { 0, SP_CAUSE_NONE, true, SP_RUN_STAGE_NONE, false, SP_AUDIT_STATUS_ENVIRONMENT, SP_CAUSE_ENVIRONMENT,
+      "cannot be reached" },
+    { 0, SP_CAUSE_SEED_GONE, true, SP_RUN_STAGE_PROBE, false, SP_AUDIT_STATUS_ENVIRONMENT, SP_CAUSE_SEED_GONE,
+      NULL },
+    { 0, SP_CAUSE_BUNDLE, false, SP_RUN_STAGE_NONE, true, SP_AUDIT_STATUS_ENVIRONMENT, SP_CAUSE_ENVIRONMENT,
+      "is gone" },
+    /* The runtime's, once it ran.  */
+    { 0, SP_CAUSE_RUNTIME, true, SP_RUN_STAGE_CREATE, false, SP_AUDIT_STATUS_RUNTIME, SP_CAUSE_RUNTIME,
+      NULL },
+    { 0, SP_CAUSE_NONE, true, SP_RUN_STAGE_CREATE, false, SP_AUDIT_STATUS_RUNTIME, SP_CAUSE_RUNTIME, NULL },
+    /* The proxy's own, keeping what its step said.  */
+    { 0, SP_CAUSE_BUNDLE, false, SP_RUN_STAGE_NONE, false, SP_AUDIT_STATUS_INTERNAL, SP_CAUSE_BUNDLE, NULL },
+    { 0, SP_CAUSE_SNAPSHOT, false, SP_RUN_STAGE_NONE, false, SP_AUDIT_STATUS_INTERNAL, SP_CAUSE_SNAPSHOT,
+      NULL },
+    { 0, SP_CAUSE_NONE, false, SP_RUN_STAGE_NONE, false, SP_AUDIT_STATUS_INTERNAL, SP_CAUSE_OTHER, NULL },
+  };
+  char rootfs[] = "/tmp/sp-check-serve-XXXXXX";
+  char gone[sizeof (rootfs) + 8];
+
+  ck_assert_ptr_nonnull (mkdtemp (rootfs));
+  snprintf (gone, sizeof (gone), "%s/gone", rootfs);
+  for (size_t i = 0; i < sizeof (rows) / sizeof (rows[0]); i++)
+    {
+      const struct failure_row *r = &rows[i];
+      struct sp_run_facts facts = { .launched = r->ran, .stage = r->stage, .exit_code = -1 };
+      struct sp_verdict v = { NULL, SP_CAUSE_NONE };
+      sp_error_t err = NULL;
+
+      sp_make_error (&err, r->errno_value, "the step's own reason");
+      if (r->said != SP_CAUSE_NONE)
+        sp_error_set_cause (&err, r->said);
+      sp_verdict_of_failure (r->ran, &facts, "/tmp", r->rootfs_gone ? gone : rootfs, &err, &v);
+      ck_assert_msg (strcmp (v.status, r->status) == 0 && v.cause == r->cause, "row %zu: %s/%s, not %s/%s", i,
+                     v.status, sp_cause_name (v.cause), r->status, sp_cause_name (r->cause));
+      ck_assert_msg (strstr (sp_error_message (err), "the step's own reason") != NULL,
+                     "row %zu lost its reason", i);
+      if (r->adds != NULL)
+        ck_assert_msg (strstr (sp_error_message (err), r->adds) != NULL, "row %zu: \"%s\"", i,
+                       sp_error_message (err));
+      sp_error_release (&err);
+    }
+  ck_assert_int_eq (rmdir (rootfs), 0);
+}
+END_TEST
+
 static Suite *
 make_suite (void)
 {
@@ -284,6 +409,8 @@ make_suite (void)
   tcase_add_test (tc, a_slot_is_taken_once_until_it_is_freed);
   tcase_add_test (tc, stop_kills_each_running_container_once_and_nothing_starts_after);
   tcase_add_test (tc, a_halt_is_said_once_and_keeps_its_first_reason);
+  tcase_add_test (tc, each_end_of_a_probe_gets_its_verdict);
+  tcase_add_test (tc, each_failure_outside_the_probe_is_blamed_where_it_lies);
   suite_add_tcase (s, tc);
   return s;
 }
