@@ -30,7 +30,7 @@ int sp_verdict_of_end (const struct sp_run_facts *facts, uint32_t timeout_second
    executable, the seed or the rootfs gone), else the runtime's once it
    ran, else the proxy's own, keeping the cause the failing step set.  ran:
    the runtime was asked to run; facts: what it said (NULL: nothing);
-   state_path: the file system checked for room; rootfs_root: checked for
+   state_path: the file system checked for room (NULL: not checked); rootfs_root: checked for
    existence (NULL: not checked).  What is found on the host is added to
    *err's reason.  */
 void sp_verdict_of_failure (bool ran, const struct sp_run_facts *facts, const char *state_path,
