@@ -22,25 +22,17 @@
 #include "base/cleanup.h"
 #include "base/request.h"
 
+#include "serve/queue.h"
 #include "serve/serve.h"
 
 #define SHUTDOWN_KILL_INTERVAL_US (200 * 1000)
 #define NS_PER_MS                 1000000ULL
 
-struct pending
-{
-  struct sp_serve_request r;
-  uint64_t queued_ns; /* monotonic, for the waiting limit */
-};
-
+/* The loop's queue: the requests, and the proxy they are for.  */
 struct queue
 {
   struct sp_serve *s;
-  pthread_mutex_t lock;
-  pthread_cond_t ready;
-  struct pending *items;
-  size_t cap, head, len;
-  bool closing;
+  struct sp_serve_queue fifo;
 };
 
 struct worker
@@ -61,26 +53,11 @@ static void *
 worker (void *arg)
 {
   struct worker *self = arg;
-  struct queue *q = self->q;
+  struct sp_serve_pending p;
 
-  for (;;)
-    {
-      struct pending p;
-
-      pthread_mutex_lock (&q->lock);
-      while (q->len == 0 && !q->closing)
-        pthread_cond_wait (&q->ready, &q->lock);
-      if (q->len == 0)
-        {
-          pthread_mutex_unlock (&q->lock);
-          return NULL;
-        }
-      p = q->items[q->head];
-      q->head = (q->head + 1) % q->cap;
-      q->len--;
-      pthread_mutex_unlock (&q->lock);
-      sp_serve_invocation (q->s, &p.r, sp_realtime_ns (), self->index);
-    }
+  while (sp_serve_queue_pop (&self->q->fifo, &p))
+    sp_serve_invocation (self->q->s, &p.r, sp_realtime_ns (), self->index);
+  return NULL;
 }
 
 static void
@@ -99,26 +76,12 @@ expire (struct queue *q, bool all, enum sp_cause cause, const char *reason)
 {
   uint64_t limit = (uint64_t)q->s->opt->queue_wait_seconds * 1000000000ULL;
   uint64_t now = sp_monotonic_ns ();
-  int timeout = -1;
+  struct sp_serve_pending p;
+  int timeout;
 
-  for (;;)
-    {
-      struct pending p;
-
-      pthread_mutex_lock (&q->lock);
-      if (q->len == 0 || (!all && now - q->items[q->head].queued_ns < limit))
-        {
-          if (q->len > 0)
-            timeout = (int)((q->items[q->head].queued_ns + limit - now) / NS_PER_MS) + 1;
-          pthread_mutex_unlock (&q->lock);
-          return timeout;
-        }
-      p = q->items[q->head];
-      q->head = (q->head + 1) % q->cap;
-      q->len--;
-      pthread_mutex_unlock (&q->lock);
-      refuse_request (q->s, &p.r, cause, reason);
-    }
+  while (sp_serve_queue_take_expired (&q->fifo, now, limit, all, &p, &timeout))
+    refuse_request (q->s, &p.r, cause, reason);
+  return timeout;
 }
 
 /* A whole frame: decoded and validated here, so that only a valid request
@@ -126,11 +89,10 @@ expire (struct queue *q, bool all, enum sp_cause cause, const char *reason)
 static void
 enqueue (struct queue *q, struct sp_serve_conn *c)
 {
-  struct pending p = {
+  struct sp_serve_pending p = {
     .r = { .fd = c->fd, .frame = c->frame, .received_ns = c->received_ns, .accepted_ns = c->accepted_ns }
   };
   cleanup_error sp_error_t err = NULL;
-  bool queued = false;
   int ret;
 
   c->fd = -1;
@@ -151,16 +113,7 @@ enqueue (struct queue *q, struct sp_serve_conn *c)
       return;
     }
   p.queued_ns = sp_monotonic_ns ();
-  pthread_mutex_lock (&q->lock);
-  if (q->len < q->cap)
-    {
-      q->items[(q->head + q->len) % q->cap] = p;
-      q->len++;
-      queued = true;
-      pthread_cond_signal (&q->ready);
-    }
-  pthread_mutex_unlock (&q->lock);
-  if (!queued)
+  if (!sp_serve_queue_push (&q->fifo, &p))
     refuse_request (q->s, &p.r, SP_CAUSE_QUEUE_FULL, "the queue is full");
 }
 
@@ -272,12 +225,7 @@ min_timeout (int a, int b)
 int
 sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err)
 {
-  struct queue q = {
-    .s = s,
-    .lock = PTHREAD_MUTEX_INITIALIZER,
-    .ready = PTHREAD_COND_INITIALIZER,
-    .cap = s->opt->queue,
-  };
+  struct queue q = { .s = s };
   cleanup_free struct worker *workers = calloc (s->opt->concurrency, sizeof (struct worker));
   cleanup_free struct unread *u = calloc (1, sizeof (*u));
   unsigned started = 0;
@@ -286,21 +234,19 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
   int rekill_timeout = -1;
   uint64_t rekill_at = 0;
 
-  q.items = calloc (q.cap, sizeof (*q.items));
-  if (q.items == NULL || workers == NULL || u == NULL)
-    {
-      free (q.items);
-      return sp_make_error (err, errno, "allocate the queue");
-    }
+  if (workers == NULL || u == NULL)
+    return sp_make_error (err, errno, "allocate the workers");
+  if (sp_serve_queue_init (&q.fifo, s->opt->queue, err) < 0)
+    return -1;
   if (sp_serve_releaser_start (s, err) < 0)
     {
-      free (q.items);
+      sp_serve_queue_destroy (&q.fifo);
       sp_serve_releaser_stop (s);
       return -1;
     }
   if (sp_serve_clients_open (s, err) < 0 || sp_serve_pool_start (s, err) < 0)
     {
-      free (q.items);
+      sp_serve_queue_destroy (&q.fifo);
       sp_serve_releaser_stop (s);
       sp_serve_clients_close (s);
       return -1;
@@ -363,10 +309,7 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
   while (u->len > 0)
     unread_refuse (&q, u, u->len - 1, SP_CAUSE_SHUTDOWN, "the proxy is shutting down");
   expire (&q, true, SP_CAUSE_SHUTDOWN, "the proxy is shutting down");
-  pthread_mutex_lock (&q.lock);
-  q.closing = true;
-  pthread_cond_broadcast (&q.ready);
-  pthread_mutex_unlock (&q.lock);
+  sp_serve_queue_close (&q.fifo);
   /* A container registered just before the stop may not exist yet when the
      first kill comes: kill again until no run is left.  */
   while (sp_serve_stop (s) > 0)
@@ -379,6 +322,6 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
   expire (&q, true, SP_CAUSE_SHUTDOWN, "the proxy is shutting down");
   sp_serve_releaser_stop (s);
   sp_serve_clients_close (s);
-  free (q.items);
+  sp_serve_queue_destroy (&q.fifo);
   return ret;
 }
