@@ -3,55 +3,14 @@
 
 #include <string.h>
 
-static const uint32_t round_constants[64] = {
-  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-  0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-  0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-  0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-  0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-  0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-  0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-  0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-};
+#include "base/sha256_blocks.h"
 
-static inline uint32_t
-rotr (uint32_t x, unsigned n)
-{
-  return (x >> n) | (x << (32 - n));
-}
-
+/* n whole blocks, with the CPU's SHA extensions where it has them.  */
 static void
-compress (uint32_t state[8], const uint8_t block[64])
+compress (uint32_t state[8], const uint8_t *p, size_t n)
 {
-  uint32_t w[64];
-  uint32_t a, b, c, d, e, f, g, h;
-
-  for (unsigned t = 0; t < 16; t++)
-    w[t] = (uint32_t)block[4 * t] << 24 | (uint32_t)block[4 * t + 1] << 16 | (uint32_t)block[4 * t + 2] << 8
-           | (uint32_t)block[4 * t + 3];
-  for (unsigned t = 16; t < 64; t++)
-    {
-      uint32_t s0 = rotr (w[t - 15], 7) ^ rotr (w[t - 15], 18) ^ (w[t - 15] >> 3);
-      uint32_t s1 = rotr (w[t - 2], 17) ^ rotr (w[t - 2], 19) ^ (w[t - 2] >> 10);
-      w[t] = w[t - 16] + s0 + w[t - 7] + s1;
-    }
-
-  a = state[0], b = state[1], c = state[2], d = state[3];
-  e = state[4], f = state[5], g = state[6], h = state[7];
-  for (unsigned t = 0; t < 64; t++)
-    {
-      uint32_t big_s1 = rotr (e, 6) ^ rotr (e, 11) ^ rotr (e, 25);
-      uint32_t choose = (e & f) ^ (~e & g);
-      uint32_t t1 = h + big_s1 + choose + round_constants[t] + w[t];
-      uint32_t big_s0 = rotr (a, 2) ^ rotr (a, 13) ^ rotr (a, 22);
-      uint32_t majority = (a & b) ^ (a & c) ^ (b & c);
-      uint32_t t2 = big_s0 + majority;
-
-      h = g, g = f, f = e, e = d + t1;
-      d = c, c = b, b = a, a = t1 + t2;
-    }
-  state[0] += a, state[1] += b, state[2] += c, state[3] += d;
-  state[4] += e, state[5] += f, state[6] += g, state[7] += h;
+  if (!sp_sha256_blocks_accelerated (state, p, n))
+    sp_sha256_blocks_portable (state, p, n);
 }
 
 void
@@ -82,11 +41,15 @@ sp_sha256_update (struct sp_sha256 *ctx, const void *data, size_t len)
       len -= take;
       if (ctx->block_len < 64)
         return;
-      compress (ctx->state, ctx->block);
+      compress (ctx->state, ctx->block, 1);
       ctx->block_len = 0;
     }
-  for (; len >= 64; p += 64, len -= 64)
-    compress (ctx->state, p);
+  if (len >= 64)
+    {
+      compress (ctx->state, p, len / 64);
+      p += len - len % 64;
+      len %= 64;
+    }
   memcpy (ctx->block, p, len);
   ctx->block_len = len;
 }
@@ -101,13 +64,13 @@ sp_sha256_final (struct sp_sha256 *ctx, uint8_t digest[SP_SHA256_BYTES])
   if (ctx->block_len > 56)
     {
       memset (ctx->block + ctx->block_len, 0, 64 - ctx->block_len);
-      compress (ctx->state, ctx->block);
+      compress (ctx->state, ctx->block, 1);
       ctx->block_len = 0;
     }
   memset (ctx->block + ctx->block_len, 0, 56 - ctx->block_len);
   for (unsigned i = 0; i < 8; i++)
     ctx->block[56 + i] = (uint8_t)(bits >> (56 - 8 * i));
-  compress (ctx->state, ctx->block);
+  compress (ctx->state, ctx->block, 1);
 
   for (unsigned i = 0; i < 8; i++)
     {
