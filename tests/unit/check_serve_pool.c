@@ -1,0 +1,437 @@
+/* The pool of sandboxes made ahead (src/serve/pool.c) without a sandbox:
+   pool.c is compiled in with fake versions of what it asks of
+   src/serve/sandbox.c (a slot, make, warm, destroy), which count what the
+   pool does and fail a make when told to.  What is checked is the pool's
+   accounting: how many wait per repository and in all, which one a take
+   hands out, the refill, the back-off after a failure, a repository given
+   up when its seed is gone, and the stop.  Nothing here needs root.  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/cause.h"
+#include "base/clock.h"
+#include "serve/serve.h"
+
+#include "sp_check.h"
+
+#define REPOS_MAX     4
+#define SANDBOXES_MAX 256
+
+/* ---- the fake sandbox layer --------------------------------------------- */
+
+static struct
+{
+  pthread_mutex_t lock;
+  unsigned made[REPOS_MAX];      /* makes that succeeded */
+  unsigned attempts[REPOS_MAX];  /* every make, failed ones too */
+  unsigned destroyed[REPOS_MAX]; /* each destroy of a made sandbox */
+  unsigned failing[REPOS_MAX];   /* the next makes that fail */
+  int failing_cause[REPOS_MAX];  /* SP_CAUSE_NONE: a plain failure */
+  struct sp_serve_sandbox *live[SANDBOXES_MAX];
+  size_t n_live;
+  unsigned next_slot;
+} fake = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void
+fake_reset (void)
+{
+  pthread_mutex_lock (&fake.lock);
+  for (size_t i = 0; i < fake.n_live; i++)
+    {
+      free (fake.live[i]->name);
+      free (fake.live[i]);
+    }
+  memset (fake.made, 0, sizeof (fake.made));
+  memset (fake.attempts, 0, sizeof (fake.attempts));
+  memset (fake.destroyed, 0, sizeof (fake.destroyed));
+  memset (fake.failing, 0, sizeof (fake.failing));
+  memset (fake.failing_cause, 0, sizeof (fake.failing_cause));
+  fake.n_live = 0;
+  fake.next_slot = 0;
+  pthread_mutex_unlock (&fake.lock);
+}
+
+int
+sp_serve_slot_claim (struct sp_serve *s)
+{
+  (void)s;
+  pthread_mutex_lock (&fake.lock);
+  int slot = (int)fake.next_slot++;
+  pthread_mutex_unlock (&fake.lock);
+  return slot;
+}
+
+bool
+sp_serve_slot_free (struct sp_serve *s, unsigned slot)
+{
+  (void)s, (void)slot;
+  return false;
+}
+
+int
+sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, const char *name,
+                       struct sp_serve_sandbox **out, bool *ran, struct sp_run_facts *facts, sp_error_t *err)
+{
+  struct sp_serve_sandbox *sb;
+
+  (void)s, (void)facts;
+  *out = NULL;
+  *ran = false;
+  pthread_mutex_lock (&fake.lock);
+  fake.attempts[seed_index]++;
+  if (fake.failing[seed_index] > 0)
+    {
+      int cause = fake.failing_cause[seed_index];
+
+      fake.failing[seed_index]--;
+      pthread_mutex_unlock (&fake.lock);
+      sp_make_error (err, 0, "a make that fails");
+      if (cause != SP_CAUSE_NONE)
+        sp_error_set_cause (err, cause);
+      return -1;
+    }
+  ck_assert_uint_lt (fake.n_live, SANDBOXES_MAX);
+  sb = calloc (1, sizeof (*sb));
+  ck_assert_ptr_nonnull (sb);
+  sb->seed_index = seed_index;
+  sb->slot = slot;
+  sb->name = strdup (name);
+  fake.live[fake.n_live++] = sb;
+  fake.made[seed_index]++;
+  pthread_mutex_unlock (&fake.lock);
+  *out = sb;
+  return 0;
+}
+
+void
+sp_serve_sandbox_warm (struct sp_serve_sandbox *sb, uint64_t max_entries)
+{
+  (void)sb, (void)max_entries;
+}
+
+int
+sp_serve_sandbox_destroy (struct sp_serve *s, struct sp_serve_sandbox *sb, sp_error_t *err)
+{
+  (void)s, (void)err;
+  pthread_mutex_lock (&fake.lock);
+  for (size_t i = 0; i < fake.n_live; i++)
+    if (fake.live[i] == sb)
+      {
+        fake.destroyed[sb->seed_index]++;
+        fake.live[i] = fake.live[--fake.n_live];
+        free (sb->name);
+        free (sb);
+        pthread_mutex_unlock (&fake.lock);
+        return 0;
+      }
+  pthread_mutex_unlock (&fake.lock);
+  ck_abort_msg ("a sandbox destroyed twice, or never made");
+  return -1;
+}
+
+static unsigned
+count (const unsigned *per_repo, size_t i)
+{
+  pthread_mutex_lock (&fake.lock);
+  unsigned n = per_repo[i];
+  pthread_mutex_unlock (&fake.lock);
+  return n;
+}
+
+static unsigned
+waiting (size_t i)
+{
+  pthread_mutex_lock (&fake.lock);
+  unsigned n = fake.made[i] - fake.destroyed[i];
+  pthread_mutex_unlock (&fake.lock);
+  return n;
+}
+
+/* ---- a serve with a pool and nothing else -------------------------------- */
+
+static char *repo_names[REPOS_MAX] = { "acme/a", "acme/b", "acme/c", "acme/d" };
+
+struct fixture
+{
+  struct sp_serve s;
+  struct sp_config config;
+  struct sp_serve_options opt;
+};
+
+/* Starts the pool's thread on the fake as it stands: reset it first.  */
+static void
+fixture_start (struct fixture *fx, size_t repos, unsigned per_repo, unsigned pool_slots)
+{
+  cleanup_error sp_error_t err = NULL;
+
+  memset (fx, 0, sizeof (*fx));
+  fx->config.private_repos = repo_names;
+  fx->config.n_private_repos = repos;
+  fx->opt.pool = per_repo;
+  fx->opt.snapshot = SP_SNAPSHOT_OVERLAY;
+  fx->s = (struct sp_serve)SP_SERVE_INIT;
+  pthread_mutex_init (&fx->s.lock, NULL);
+  fx->s.config = &fx->config;
+  fx->s.opt = &fx->opt;
+  fx->s.pool_slots = pool_slots;
+  ck_assert_msg (sp_serve_pool_start (&fx->s, &err) == 0, "%s", sp_error_message (err));
+}
+
+static void
+fixture_stop (struct fixture *fx)
+{
+  ck_assert_int_eq (sp_serve_pool_stop (&fx->s), 0);
+  pthread_mutex_destroy (&fx->s.lock);
+}
+
+/* Polls pred for up to 5 s: the pool's thread works on its own time.  */
+static bool
+within_5s (bool (*pred) (void *), void *arg)
+{
+  for (int i = 0; i < 500; i++)
+    {
+      if (pred (arg))
+        return true;
+      usleep (10 * 1000);
+    }
+  return pred (arg);
+}
+
+struct want
+{
+  size_t repos;
+  unsigned each;
+};
+
+static bool
+each_has (void *arg)
+{
+  const struct want *w = arg;
+
+  for (size_t i = 0; i < w->repos; i++)
+    if (waiting (i) != w->each)
+      return false;
+  return true;
+}
+
+/* The pool made nothing more in 200 ms.  Not a race the test can lose on a
+   slow machine: a pool that is right makes nothing more however long one
+   waits; a wrong one, which makes past its bound, makes the next within
+   the few milliseconds a fake make takes.  */
+static void
+assert_settled (const struct fixture *fx, size_t repos, const char *what)
+{
+  unsigned before[REPOS_MAX];
+
+  for (size_t i = 0; i < repos; i++)
+    before[i] = count (fake.attempts, i);
+  usleep (200 * 1000);
+  for (size_t i = 0; i < repos; i++)
+    ck_assert_msg (count (fake.attempts, i) == before[i], "%s: repository %zu: %u makes, then %u", what, i,
+                   before[i], count (fake.attempts, i));
+  (void)fx;
+}
+
+/* ---- the tests ------------------------------------------------------------ */
+
+START_TEST (it_fills_each_repository_to_its_pool_and_no_further)
+{
+  struct fixture fx;
+  struct want w = { .repos = 2, .each = 2 };
+
+  fake_reset ();
+  fixture_start (&fx, 2, 2, 8);
+  ck_assert_msg (within_5s (each_has, &w), "not 2 waiting per repository within 5 s: %u and %u", waiting (0),
+                 waiting (1));
+  assert_settled (&fx, 2, "a full pool");
+  ck_assert_uint_eq (waiting (0), 2);
+  ck_assert_uint_eq (waiting (1), 2);
+  fixture_stop (&fx);
+}
+END_TEST
+
+static bool
+total_is_4 (void *arg)
+{
+  (void)arg;
+  return waiting (0) + waiting (1) + waiting (2) == 4;
+}
+
+START_TEST (its_slots_bound_the_total_across_repositories)
+{
+  struct fixture fx;
+
+  /* 2 each of 3 would be 6; the slots allow 4, spread fewest first.  */
+  fake_reset ();
+  fixture_start (&fx, 3, 2, 4);
+  ck_assert_msg (within_5s (total_is_4, NULL), "not 4 waiting within 5 s");
+  assert_settled (&fx, 3, "a pool at its slots");
+  ck_assert_uint_eq (waiting (0) + waiting (1) + waiting (2), 4);
+  for (size_t i = 0; i < 3; i++)
+    ck_assert_msg (waiting (i) >= 1 && waiting (i) <= 2, "repository %zu has %u waiting", i, waiting (i));
+  fixture_stop (&fx);
+}
+END_TEST
+
+START_TEST (a_take_hands_out_the_oldest_once_and_a_refill_replaces_it)
+{
+  struct fixture fx;
+  struct want w = { .repos = 2, .each = 2 };
+  struct sp_serve_sandbox *first, *second;
+  char first_name[24];
+
+  fake_reset ();
+  fixture_start (&fx, 2, 2, 8);
+  ck_assert (within_5s (each_has, &w));
+  first = sp_serve_pool_take (&fx.s, 1);
+  ck_assert_ptr_nonnull (first);
+  ck_assert_uint_eq (first->seed_index, 1);
+  ck_assert (first->refill_owed);
+  snprintf (first_name, sizeof (first_name), "%s", first->name);
+  second = sp_serve_pool_take (&fx.s, 1);
+  ck_assert_ptr_nonnull (second);
+  ck_assert_ptr_ne (first, second);
+  /* Names count up as the pool makes them: the oldest has the lowest.  */
+  ck_assert_msg (strtoul (first_name + 1, NULL, 10) < strtoul (second->name + 1, NULL, 10),
+                 "took %s before %s", first_name, second->name);
+  /* Repository 1 is empty now, and nothing was made behind the takes'
+     backs: a take alone does not refill.  */
+  ck_assert_ptr_null (sp_serve_pool_take (&fx.s, 1));
+  ck_assert_uint_eq (count (fake.made, 1), 2);
+  /* The taker destroys what it took (sandbox.c, after its one run).  */
+  ck_assert_int_eq (sp_serve_sandbox_destroy (&fx.s, first, NULL), 0);
+  ck_assert_int_eq (sp_serve_sandbox_destroy (&fx.s, second, NULL), 0);
+  sp_serve_pool_refill (&fx.s);
+  ck_assert (within_5s (each_has, &w));
+  assert_settled (&fx, 2, "after a refill");
+  ck_assert_uint_eq (count (fake.made, 1), 4);
+  ck_assert_uint_eq (count (fake.made, 0), 2);
+  fixture_stop (&fx);
+}
+END_TEST
+
+static bool
+repo_1_has_2 (void *arg)
+{
+  (void)arg;
+  return waiting (1) == 2;
+}
+
+START_TEST (a_failing_repository_backs_off_while_the_others_fill)
+{
+  struct fixture fx;
+  unsigned attempts;
+
+  fake_reset ();
+  fake.failing[0] = UINT_MAX; /* before the thread starts: every make of repository 0 fails */
+  fixture_start (&fx, 2, 2, 8);
+  ck_assert (within_5s (repo_1_has_2, NULL));
+  attempts = count (fake.attempts, 0);
+  usleep (600 * 1000);
+  /* Retries come after 250 ms, then 500, 1000 (POOL_RETRY_FIRST_MS,
+     doubling): in 600 ms at most two more.  A pool that retried in a loop
+     would have tried thousands of times.  */
+  ck_assert_msg (count (fake.attempts, 0) - attempts <= 2, "%u makes for a failing repository in 600 ms",
+                 count (fake.attempts, 0) - attempts);
+  ck_assert_uint_eq (waiting (1), 2);
+  fixture_stop (&fx);
+}
+END_TEST
+
+static bool
+repo_0_has_2 (void *arg)
+{
+  (void)arg;
+  return waiting (0) == 2;
+}
+
+START_TEST (a_repository_whose_seed_is_gone_is_given_up_for_good)
+{
+  struct fixture fx;
+  struct sp_serve_sandbox *sb;
+
+  fake_reset ();
+  fixture_start (&fx, 2, 2, 8);
+  ck_assert (within_5s (repo_0_has_2, NULL));
+  ck_assert (within_5s (repo_1_has_2, NULL));
+  pthread_mutex_lock (&fake.lock);
+  fake.failing[0] = 1;
+  fake.failing_cause[0] = SP_CAUSE_SEED_GONE;
+  pthread_mutex_unlock (&fake.lock);
+  /* A take makes room; the refill's make finds the seed gone.  */
+  sb = sp_serve_pool_take (&fx.s, 0);
+  ck_assert_ptr_nonnull (sb);
+  ck_assert_int_eq (sp_serve_sandbox_destroy (&fx.s, sb, NULL), 0);
+  sp_serve_pool_refill (&fx.s);
+  for (int i = 0; i < 500 && waiting (0) > 0; i++)
+    usleep (10 * 1000);
+  ck_assert_msg (waiting (0) == 0, "%u sandboxes of a gone seed still wait", waiting (0));
+  ck_assert_ptr_null (sp_serve_pool_take (&fx.s, 0));
+  sp_serve_pool_refill (&fx.s);
+  assert_settled (&fx, 2, "a repository given up");
+  ck_assert_uint_eq (waiting (0), 0);
+  ck_assert_uint_eq (waiting (1), 2);
+  fixture_stop (&fx);
+}
+END_TEST
+
+START_TEST (a_stop_removes_every_waiting_sandbox_and_makes_none_after)
+{
+  struct fixture fx;
+  struct want w = { .repos = 3, .each = 1 };
+
+  fake_reset ();
+  fixture_start (&fx, 3, 1, 8);
+  ck_assert (within_5s (each_has, &w));
+  fixture_stop (&fx);
+  for (size_t i = 0; i < 3; i++)
+    {
+      ck_assert_uint_eq (count (fake.made, i), 1);
+      ck_assert_uint_eq (count (fake.destroyed, i), 1);
+    }
+  ck_assert_uint_eq (fake.n_live, 0);
+  ck_assert_ptr_null (fx.s.pool);
+  ck_assert_ptr_null (sp_serve_pool_take (&fx.s, 0));
+}
+END_TEST
+
+START_TEST (no_slots_no_pool)
+{
+  struct fixture fx;
+
+  fake_reset ();
+  fixture_start (&fx, 2, 2, 0);
+  ck_assert_ptr_null (fx.s.pool);
+  ck_assert_ptr_null (sp_serve_pool_take (&fx.s, 0));
+  sp_serve_pool_refill (&fx.s);
+  usleep (50 * 1000);
+  ck_assert_uint_eq (count (fake.attempts, 0) + count (fake.attempts, 1), 0);
+  fixture_stop (&fx);
+}
+END_TEST
+
+static Suite *
+make_suite (void)
+{
+  Suite *s = suite_create ("serve_pool");
+  TCase *tc = tcase_create ("pool");
+
+  tcase_add_test (tc, it_fills_each_repository_to_its_pool_and_no_further);
+  tcase_add_test (tc, its_slots_bound_the_total_across_repositories);
+  tcase_add_test (tc, a_take_hands_out_the_oldest_once_and_a_refill_replaces_it);
+  tcase_add_test (tc, a_failing_repository_backs_off_while_the_others_fill);
+  tcase_add_test (tc, a_repository_whose_seed_is_gone_is_given_up_for_good);
+  tcase_add_test (tc, a_stop_removes_every_waiting_sandbox_and_makes_none_after);
+  tcase_add_test (tc, no_slots_no_pool);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+SP_CHECK_MAIN (make_suite)
