@@ -1,8 +1,9 @@
 # The confinement self-check, run as a probe inside the sandbox.  It checks
 # its own confinement from inside and writes one JSON object to /probe/out:
 # {"check name": {"ok": bool, "detail": str}, ...}.  The runner prepends the
-# two HOST_* port lines, BACKEND (the backend it runs on: "runc", "gvisor")
-# and HOST_FACTS (the host's own values of a few facts), and asserts every
+# two HOST_* port lines, what the backend is (RUNS_ON_SENTRY: the probe's
+# kernel is gVisor's Sentry; USER_NAMESPACE: its ids are mapped, as on every
+# backend but Docker) and HOST_FACTS (the host's own values of a few facts), and asserts every
 # check.  Standard library only.
 #
 # Every check holds on every backend.  Where gVisor shows a property
@@ -24,7 +25,6 @@ import socket
 import stat
 
 results = {}
-GVISOR = BACKEND == "gvisor"  # noqa: F821 (prepended by the runner)
 
 
 class NotApplicable(Exception):
@@ -69,7 +69,7 @@ def status():
 @check("uid_gid_65534")
 def _():
     ids = (os.getuid(), os.geteuid(), os.getgid(), os.getegid())
-    if BACKEND == "docker":  # noqa: F821
+    if not USER_NAMESPACE:  # noqa: F821 (prepended by the runner)
         # No user namespace under Docker: the probe is its slot's host id
         # itself (docs/runtimes.md); Docker lists the gid as a group too.
         uid = ids[0]
@@ -82,7 +82,7 @@ for capset in ("CapEff", "CapPrm", "CapBnd", "CapInh", "CapAmb"):
     @check(f"{capset}_zero")
     def _(capset=capset):
         fields = status()
-        if GVISOR and capset == "CapAmb" and capset not in fields:
+        if RUNS_ON_SENTRY and capset == "CapAmb" and capset not in fields:
             # gVisor's status has no CapAmb line.  The ambient set can never
             # hold a capability that is not both permitted and inheritable
             # (capabilities(7)), and both of those are empty.
@@ -95,7 +95,7 @@ for capset in ("CapEff", "CapPrm", "CapBnd", "CapInh", "CapAmb"):
 @check("no_new_privs")
 def _():
     fields = status()
-    if GVISOR and "NoNewPrivs" not in fields:
+    if RUNS_ON_SENTRY and "NoNewPrivs" not in fields:
         # gVisor's status has no NoNewPrivs line; prctl(PR_GET_NO_NEW_PRIVS)
         # would say, where the profile allows prctl.
         libc = ctypes.CDLL(None, use_errno=True)
@@ -121,7 +121,7 @@ def _():
         open("/sp-write-test", "w").close()
         return False, "created /sp-write-test"
     except OSError as e:
-        if GVISOR:
+        if RUNS_ON_SENTRY:
             # gVisor's statvfs reports no ST_RDONLY for its 9p root, and it
             # checks permission (EACCES) before the mount when a file is
             # created; the mount's options say ro, and mkdir, which the
@@ -215,7 +215,7 @@ def _():
         open("/probe/probe.py", "r+b").close()
         return False, "opened for writing"
     except OSError as e:
-        if GVISOR:
+        if RUNS_ON_SENTRY:
             # No ST_RDONLY from gVisor's statvfs: the mount's options say ro,
             # and a chmod, which the file's owner may make, is refused EROFS.
             options = mount_options("/probe/probe.py")
@@ -302,7 +302,7 @@ def _():
             if os.listdir(path):
                 return False, f"{path} lists {os.listdir(path)[:5]}"
             seen.append(path)
-    if GVISOR:
+    if RUNS_ON_SENTRY:
         # The sentry's own /proc and /sys have none of these (nothing to
         # mask): what exists reads empty, and the control is that this is
         # gVisor's procfs, not a /proc that failed to mount.
@@ -353,15 +353,15 @@ def _():
     sentry_own = []
     for path in HOST_FACTS_ALWAYS + HOST_FACTS_SOMETIMES:
         if not os.path.exists(path):
-            if path in HOST_FACTS_ALWAYS and not GVISOR:
+            if path in HOST_FACTS_ALWAYS and not RUNS_ON_SENTRY:
                 return False, f"{path} is missing, so the check proves nothing"
             continue
         try:
             with open(path, "rb") as f:
-                data = f.read(64 if not GVISOR else 1 << 16)
+                data = f.read(64 if not RUNS_ON_SENTRY else 1 << 16)
         except OSError:
             continue  # refused is as good as empty
-        if data and GVISOR:
+        if data and RUNS_ON_SENTRY:
             why = sentry_fact_not_the_hosts(path, data.decode("utf-8", "replace"))
             if why:
                 return False, f"{path}: {why}: {data[:24]!r}"
@@ -371,7 +371,7 @@ def _():
     for path in HOST_FACT_DIRS:
         if os.path.isdir(path) and os.listdir(path):
             return False, f"{path} lists {os.listdir(path)[:5]}"
-    if GVISOR:
+    if RUNS_ON_SENTRY:
         # The control: the host's values were there to compare with.
         return all(HOST_FACTS.get(k) for k in ("cmdline", "uptime", "mem_total_kb", "btime")), \
             f"absent or empty, or the sentry's own: {sentry_own}"  # noqa: F821
@@ -408,7 +408,7 @@ def _():
 @check("syscalls_451_to_453_enosys_from_runc")
 def _():
     got = {nr: raw_syscall(nr) for nr in range(451, 454)}
-    if GVISOR:
+    if RUNS_ON_SENTRY:
         return all(r in ((-1, errno.EPERM), (-1, errno.ENOSYS)) for r in got.values()), f"refused: {got}"
     return all(r == (-1, errno.ENOSYS) for r in got.values()), got
 
@@ -438,7 +438,7 @@ def _():
     # gVisor's gofer-backed files (/tmp, /probe/repo) implement no renameat2
     # flag (EINVAL, where the profile's refusal of WHITEOUT is EPERM): the
     # plain control still shows that renameat2 itself works.
-    flag_ok = ((0, 0), (-1, errno.EINVAL)) if GVISOR else ((0, 0),)
+    flag_ok = ((0, 0), (-1, errno.EINVAL)) if RUNS_ON_SENTRY else ((0, 0),)
     ok = (results["plain"] == (0, 0) and results["noreplace"] in flag_ok and results["exchange"] in flag_ok
           and results["whiteout"] == (-1, errno.EPERM) and left == "a regular file")
     return ok, f"{results}, left at the source: {left}"
@@ -496,7 +496,7 @@ def _():
         results["ctypes callback"] = f"killed by signal {os.WTERMSIG(st)}"
     else:
         results["ctypes callback"] = {0: "made", 1: "MemoryError"}.get(os.WEXITSTATUS(st), "another exception")
-    if GVISOR and results["ctypes callback"] != "made":
+    if RUNS_ON_SENTRY and results["ctypes callback"] != "made":
         # Writable and executable memory is still refused (the callback
         # dies or fails).  But gVisor 2022 does not check a mount's noexec
         # when a file is mapped PROT_EXEC: a file the probe wrote can be
@@ -537,7 +537,7 @@ def _():
 # writes nothing into the host's audit trail.
 @check("loginuid_not_settable")
 def _():
-    if GVISOR and not os.path.exists("/proc/self/loginuid"):
+    if RUNS_ON_SENTRY and not os.path.exists("/proc/self/loginuid"):
         # The sentry has no audit subsystem and no loginuid to set.
         return True, "gVisor has no /proc/self/loginuid"
     results = {}
@@ -576,7 +576,7 @@ def _():
 # are its per-sandbox figures (sentry_fact_not_the_hosts proves some are not
 # the host's).
 PER_PROCESS = re.compile(r"^/proc/(\d+|self|thread-self)(/|$)")
-GVISOR_SENTRY_OWN = {"/proc/" + n for n in ("cpuinfo", "filesystems", "loadavg", "meminfo", "uptime", "version",
+SENTRY_OWN = {"/proc/" + n for n in ("cpuinfo", "filesystems", "loadavg", "meminfo", "uptime", "version",
                                             "cmdline", "sentry-meminfo", "stat", "cgroups")}
 ALLOWED_DIRS = {"/proc", "/proc/self", "/proc/thread-self"}
 
@@ -631,10 +631,10 @@ def _():
     files, dirs = host_state_readable()
     if "/proc/1/status" not in files and "/proc/self/status" not in files:
         return False, f"the walk did not read a status of its own, so it proves nothing: {files[:5]}"
-    outside = [p for p in files if not PER_PROCESS.match(p) and not (GVISOR and p in GVISOR_SENTRY_OWN)]
+    outside = [p for p in files if not PER_PROCESS.match(p) and not (RUNS_ON_SENTRY and p in SENTRY_OWN)]
     outside += [d for d in dirs if d not in ALLOWED_DIRS and not PER_PROCESS.match(d)]
     return not outside, f"readable outside the allowlist: {sorted(outside)[:12]} ({len(outside)})" if outside \
-        else f"{len(files)} readable files, all per-process" + (" or the sentry's own" if GVISOR else "")
+        else f"{len(files)} readable files, all per-process" + (" or the sentry's own" if RUNS_ON_SENTRY else "")
 
 
 @check("sysinfo_refused")
@@ -659,7 +659,7 @@ def _():
         # gVisor's sentry mounts its own devpts at /dev/pts whatever the
         # bundle mounts there (read-only, as asked): its entries are a
         # named gap (docs/runtimes.md); ptmx still opens nowhere.
-        if GVISOR and path == "/dev/pts" and "ro" in (mount_options(path) or []):
+        if RUNS_ON_SENTRY and path == "/dev/pts" and "ro" in (mount_options(path) or []):
             continue
         if os.path.isdir(path) and os.listdir(path):
             opened.append(f"{path} lists {os.listdir(path)[:3]}")
@@ -678,7 +678,7 @@ def _():
         os.close(os.open("/dev/fuse", os.O_RDWR))
     except OSError as e:
         return True, f"/dev/fuse: {e}"
-    if GVISOR:
+    if RUNS_ON_SENTRY:
         raise NotApplicable("runsc 2022 always makes the sentry's /dev/fuse (its --fuse flag has no effect) "
                             "and no bundle mount can cover a file there; mounting FUSE needs CAP_SYS_ADMIN, "
                             "which the probe lacks (docs/runtimes.md)")

@@ -774,8 +774,10 @@ class Backend:
 
     name = None
 
-    # Which backend this is.  Kept for the test files not yet asking a
-    # capability instead (docs/testing.md); new code asks a capability.
+    # Which backend this is.  Kept for the few checks that are about one
+    # backend's own files or double (test_bundle_structure's sbx command
+    # format, test_stage's sbx double log, test_docker_wait_answers' guard);
+    # new code asks a capability.
     docker = False
     sbx = False
     gvisor = False
@@ -808,6 +810,10 @@ class Backend:
     # host's account of the sandbox; a VM's kernel counts them where the
     # host cannot, and sbx does not report them (docs/runtimes.md).
     reports_resource_facts = True
+    # The runtime is an OCI command line serve runs with a --root per run
+    # (runc, runsc): that directory holds its state, and a fake binary
+    # (sp_backend.FakeBins) can stand in for it to make a step slow or fail.
+    oci_cli = False
 
     def __init__(self, binary_path):
         spec = BACKENDS[self.name]
@@ -952,6 +958,8 @@ class Backend:
 class OciCliBackend(Backend):
     """runc and runsc: an OCI runtime command line, with serve's --root for
     each run at STATE/<runc|runsc>/<run>, one entry per container there."""
+
+    oci_cli = True
 
     # ---- running a dry-run bundle by hand ----
     def prefix(self, root, bundle=None):

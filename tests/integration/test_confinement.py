@@ -81,7 +81,8 @@ def host_facts():
 here = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(here, "confinement_probe.py")) as f:
     probe = (f"HOST_TCP_PORT = {tcp.getsockname()[1]}\nHOST_UDP_PORT = {udp.getsockname()[1]}\n"
-             f"BACKEND = {B.name!r}\nHOST_FACTS = {host_facts()!r}\n" + f.read())
+             f"RUNS_ON_SENTRY = {B.runs_on_sentry!r}\nUSER_NAMESPACE = {B.user_namespace!r}\n"
+             f"HOST_FACTS = {host_facts()!r}\n" + f.read())
 script = os.path.join(work, "probe.py")
 with open(script, "w") as f:
     f.write(probe)

@@ -89,7 +89,7 @@ def runtime_state_bytes(state, run, cid):
     whose state is the daemon's."""
     root = B.run_root(state, run)
     out = b""
-    if B.docker or not os.path.isdir(root):
+    if not B.oci_cli or not os.path.isdir(root):
         return out
     for n in os.listdir(root):
         if not n.startswith(cid):
@@ -219,7 +219,7 @@ try:
                "pool 0: no sandbox is made ahead, and probes run cold", r)
 
     # ---- refilled off the request path: a refill that takes 5 s does not delay an answer
-    if CAN and not B.docker and not B.sbx:
+    if CAN and B.oci_cli:
         bins = sp_backend.FakeBins()
         try:
             flag = os.path.join(work.dir, f"slow-create-{nonce}")

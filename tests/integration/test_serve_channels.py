@@ -69,7 +69,7 @@ json.dump({{"result": "DONE"}}, open("/probe/out", "w"))
 
 READER = f'''
 import ctypes, json, os
-GVISOR = {B.gvisor!r}
+GVISOR = {B.runs_on_sentry!r}
 # The sentry's own top-level /proc files are per sandbox under gVisor.
 SENTRY_OWN = {{"/proc/meminfo", "/proc/stat", "/proc/loadavg", "/proc/uptime"}} if GVISOR else set()
 SOURCES = ["/proc/sys/fs/dentry-state", "/proc/sys/fs/inode-nr", "/proc/sys/fs/inode-state",
@@ -162,7 +162,7 @@ try:
                      f"the state directory {state} is on a tmpfs, which keeps no negative dentry, so the writer's "
                      f"lookups leave none on the host (it rose by {grown}); the reader's blindness below holds "
                      f"regardless")
-        elif B.gvisor and grown < PERSISTING // 2:
+        elif B.runs_on_sentry and grown < PERSISTING // 2:
             B.not_applicable(tap, "control: the host's dentry count rose by at least half the writer's workspace lookups",
                              f"the sentry answered the lookups from its own caches (the host's count rose by "
                              f"{grown}); the reader's blindness below holds regardless")

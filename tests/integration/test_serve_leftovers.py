@@ -23,8 +23,8 @@ work = S.Work("sp-leftovers-")
 REPO = "acme/left"
 SLOW = "import time\ntime.sleep(60)\n" + S.answer_script("YES")
 REMOVED = re.compile(r"^sealed-probe-proxy: serve: removed ", re.M)
-# The runtime's own state directory of a run: runc's and runsc's --root.
-HAS_STATE_DIR = B.name in ("runc", "gvisor")
+# The runtime's own state directory of a run: an OCI command line's --root.
+HAS_STATE_DIR = B.oci_cli
 
 
 def removed_lines(srv):

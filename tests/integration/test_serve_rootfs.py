@@ -101,8 +101,7 @@ with open("/probe/out", "w") as f:
                and S.unescape_mountinfo(mine[0].split()[4]) == expected,
                f"{B.name}: serve's private rootfs is one read-only tmpfs, at STATE/{B.state_subdir}/<run>/rootfs in "
                "the host's mount namespace, which serve shares", (same_ns, expected, mine))
-        daemon = "dockerd resolves bind sources" if B.docker else \
-            "sbx's daemon, like dockerd, resolves the paths it shares into a VM"
+        daemon = f"{B.mount_daemon} resolves the paths it mounts"
         B.not_applicable(tap, "the host's mount namespace does not see it",
                          f"{daemon} in the host's mount namespace, so serve unshares none: its "
                          f"private rootfs copy is mounted in the host's, at STATE/{B.state_subdir}/<run>/rootfs, "

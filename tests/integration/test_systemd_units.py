@@ -33,7 +33,7 @@ SBINDIR = env_path("SP_UNIT_SBINDIR")
 SYSCONFDIR = env_path("SP_UNIT_SYSCONFDIR")
 DROPIN = env_path("SP_HOST_MOUNTS_DROPIN")
 B = backend()
-if B.name in ("docker", "sbx"):
+if B.mount_daemon is not None:
     # In the matrix like every file, and not applicable, saying why: their
     # daemons resolve mount sources in the host's mount namespace, and the
     # units' own namespaces hide serve's from them.  Their drop-in
@@ -285,7 +285,9 @@ try:
 
     # ---- the directives left out break the start (docs/operations.md) --------
     left_out = ["ProtectControlGroups=yes", "ProtectHostname=yes", "RestrictNamespaces=yes"]
-    if B.gvisor:
+    if B.runs_on_sentry:
+        # runsc, the Sentry's runtime, maps memory writable and executable
+        # and reads /proc beyond the pid entries.
         left_out += ["MemoryDenyWriteExecute=yes", "ProcSubset=pid"]
     for directive in left_out:
         dropin(SERVE, "zz-left-out", f"[Service]\n{directive}\n")
