@@ -36,6 +36,7 @@ static struct
   int failing_cause[REPOS_MAX];  /* SP_CAUSE_NONE: a plain failure */
   struct sp_serve_sandbox *live[SANDBOXES_MAX];
   size_t n_live;
+  size_t peak_live; /* the most that ever existed at once */
   unsigned next_slot;
 } fake = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -54,6 +55,7 @@ fake_reset (void)
   memset (fake.failing, 0, sizeof (fake.failing));
   memset (fake.failing_cause, 0, sizeof (fake.failing_cause));
   fake.n_live = 0;
+  fake.peak_live = 0;
   fake.next_slot = 0;
   pthread_mutex_unlock (&fake.lock);
 }
@@ -104,6 +106,8 @@ sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, con
   sb->slot = slot;
   sb->name = strdup (name);
   fake.live[fake.n_live++] = sb;
+  if (fake.n_live > fake.peak_live)
+    fake.peak_live = fake.n_live;
   fake.made[seed_index]++;
   pthread_mutex_unlock (&fake.lock);
   *out = sb;
@@ -251,6 +255,8 @@ START_TEST (it_fills_each_repository_to_its_pool_and_no_further)
   ck_assert_msg (within_5s (each_has, &w), "not 2 waiting per repository within 5 s: %u and %u", waiting (0),
                  waiting (1));
   assert_settled (&fx, 2, "a full pool");
+  ck_assert_uint_eq (count (fake.made, 0), 2);
+  ck_assert_uint_eq (count (fake.made, 1), 2);
   ck_assert_uint_eq (waiting (0), 2);
   ck_assert_uint_eq (waiting (1), 2);
   fixture_stop (&fx);
@@ -274,45 +280,67 @@ START_TEST (its_slots_bound_the_total_across_repositories)
   ck_assert_msg (within_5s (total_is_4, NULL), "not 4 waiting within 5 s");
   assert_settled (&fx, 3, "a pool at its slots");
   ck_assert_uint_eq (waiting (0) + waiting (1) + waiting (2), 4);
+  /* Nothing is destroyed here: every sandbox made still exists, so the
+     peak is every one the pool ever held at once.  */
+  pthread_mutex_lock (&fake.lock);
+  ck_assert_msg (fake.peak_live <= 4, "%zu sandboxes held at once", fake.peak_live);
+  pthread_mutex_unlock (&fake.lock);
   for (size_t i = 0; i < 3; i++)
     ck_assert_msg (waiting (i) >= 1 && waiting (i) <= 2, "repository %zu has %u waiting", i, waiting (i));
   fixture_stop (&fx);
 }
 END_TEST
 
+static unsigned long
+age (const struct sp_serve_sandbox *sb)
+{
+  /* Names count up as the pool makes them (p0, p1, ...): the oldest has
+     the lowest.  */
+  return strtoul (sb->name + 1, NULL, 10);
+}
+
 START_TEST (a_take_hands_out_the_oldest_once_and_a_refill_replaces_it)
 {
   struct fixture fx;
   struct want w = { .repos = 2, .each = 2 };
-  struct sp_serve_sandbox *first, *second;
-  char first_name[24];
+  struct sp_serve_sandbox *first, *second, *third;
+  unsigned long first_age;
 
+  /* The slots are exactly --pool x repositories, as preflight sets them:
+     a take that did not give its slot back would leave no room for the
+     replacement.  */
   fake_reset ();
-  fixture_start (&fx, 2, 2, 8);
+  fixture_start (&fx, 2, 2, 4);
   ck_assert (within_5s (each_has, &w));
   first = sp_serve_pool_take (&fx.s, 1);
   ck_assert_ptr_nonnull (first);
   ck_assert_uint_eq (first->seed_index, 1);
   ck_assert (first->refill_owed);
-  snprintf (first_name, sizeof (first_name), "%s", first->name);
-  second = sp_serve_pool_take (&fx.s, 1);
-  ck_assert_ptr_nonnull (second);
-  ck_assert_ptr_ne (first, second);
-  /* Names count up as the pool makes them: the oldest has the lowest.  */
-  ck_assert_msg (strtoul (first_name + 1, NULL, 10) < strtoul (second->name + 1, NULL, 10),
-                 "took %s before %s", first_name, second->name);
-  /* Repository 1 is empty now, and nothing was made behind the takes'
-     backs: a take alone does not refill.  */
-  ck_assert_ptr_null (sp_serve_pool_take (&fx.s, 1));
+  first_age = age (first);
+  /* Repository 0's are not touched, and nothing was made behind the
+     take's back: a take alone does not refill.  */
+  ck_assert_uint_eq (waiting (0), 2);
   ck_assert_uint_eq (count (fake.made, 1), 2);
   /* The taker destroys what it took (sandbox.c, after its one run).  */
   ck_assert_int_eq (sp_serve_sandbox_destroy (&fx.s, first, NULL), 0);
-  ck_assert_int_eq (sp_serve_sandbox_destroy (&fx.s, second, NULL), 0);
   sp_serve_pool_refill (&fx.s);
   ck_assert (within_5s (each_has, &w));
   assert_settled (&fx, 2, "after a refill");
-  ck_assert_uint_eq (count (fake.made, 1), 4);
+  ck_assert_uint_eq (count (fake.made, 1), 3);
   ck_assert_uint_eq (count (fake.made, 0), 2);
+  /* What waits now: the one made before the take, then its replacement.  */
+  second = sp_serve_pool_take (&fx.s, 1);
+  third = sp_serve_pool_take (&fx.s, 1);
+  ck_assert_ptr_nonnull (second);
+  ck_assert_ptr_nonnull (third);
+  ck_assert_ptr_ne (second, third);
+  ck_assert_uint_eq (second->seed_index, 1);
+  ck_assert_uint_eq (third->seed_index, 1);
+  ck_assert_msg (first_age < age (second) && age (second) < age (third), "took p%lu, then %s, then %s",
+                 first_age, second->name, third->name);
+  ck_assert_ptr_null (sp_serve_pool_take (&fx.s, 1));
+  ck_assert_int_eq (sp_serve_sandbox_destroy (&fx.s, second, NULL), 0);
+  ck_assert_int_eq (sp_serve_sandbox_destroy (&fx.s, third, NULL), 0);
   fixture_stop (&fx);
 }
 END_TEST
@@ -335,9 +363,11 @@ START_TEST (a_failing_repository_backs_off_while_the_others_fill)
   ck_assert (within_5s (repo_1_has_2, NULL));
   attempts = count (fake.attempts, 0);
   usleep (600 * 1000);
-  /* Retries come after 250 ms, then 500, 1000 (POOL_RETRY_FIRST_MS,
-     doubling): in 600 ms at most two more.  A pool that retried in a loop
-     would have tried thousands of times.  */
+  /* Retries come at least 250 ms after the failure, then 500, then 1000
+     (pool.c's POOL_RETRY_FIRST_MS, doubling): any two are 500 ms apart at
+     least and three span 1.5 s, so a 600 ms wait sees at most two (three
+     would need the sleep to overrun by 0.9 s).  A retry in a loop would be
+     thousands; a first wait of 25 ms is four or more.  */
   ck_assert_msg (count (fake.attempts, 0) - attempts <= 2, "%u makes for a failing repository in 600 ms",
                  count (fake.attempts, 0) - attempts);
   ck_assert_uint_eq (waiting (1), 2);
