@@ -60,7 +60,10 @@ struct sp_serve_pool
 /* The repository to make a sandbox for next: the one with the fewest
    (waiting plus being made) among those below per_repo and not backing
    off, the first in config order on a tie.  SIZE_MAX: none now; *wait_ns,
-   when some only back off, is how long until the first may try again.  */
+   when some only back off, is how long until the first may try again.
+   None once the proxy is stopping: no slot is given out then, and a make
+   that failed for it is not backed off, so trying would spin until
+   sp_serve_pool_stop wakes the thread to end.  */
 static size_t
 next_repo (const struct sp_serve *s, const struct sp_serve_pool *p, uint64_t now, uint64_t *wait_ns)
 {
@@ -68,7 +71,7 @@ next_repo (const struct sp_serve *s, const struct sp_serve_pool *p, uint64_t now
   unsigned best_have = 0;
 
   *wait_ns = 0;
-  if (p->held >= s->pool_slots)
+  if (p->held >= s->pool_slots || s->stopping)
     return SIZE_MAX;
   for (size_t i = 0; i < s->config->n_private_repos; i++)
     {

@@ -274,7 +274,8 @@ struct sp_serve_sandbox *sp_serve_pool_take (struct sp_serve *s, size_t seed_ind
    now: at no moment do more than --pool sandboxes wait without one.  */
 void sp_serve_pool_refill (struct sp_serve *s);
 /* Ends the thread and removes every sandbox still waiting.  Returns -1 when
-   something stayed (named on stderr).  */
+   something stayed (named on stderr).  Called once no worker can take any
+   more (loop.c joins them first): it frees the pool without the lock.  */
 int sp_serve_pool_stop (struct sp_serve *s);
 
 /* When one answer leaves (base/release_ladder.h): its release time, on the monotonic

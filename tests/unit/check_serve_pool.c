@@ -38,6 +38,7 @@ static struct
   size_t n_live;
   size_t peak_live; /* the most that ever existed at once */
   unsigned next_slot;
+  unsigned long claims; /* every slot asked for */
 } fake = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void
@@ -57,15 +58,23 @@ fake_reset (void)
   fake.n_live = 0;
   fake.peak_live = 0;
   fake.next_slot = 0;
+  fake.claims = 0;
   pthread_mutex_unlock (&fake.lock);
 }
 
+/* As sandbox.c's: none once the proxy is stopping.  */
 int
 sp_serve_slot_claim (struct sp_serve *s)
 {
-  (void)s;
+  bool stopping;
+  int slot;
+
+  pthread_mutex_lock (&s->lock);
+  stopping = s->stopping;
+  pthread_mutex_unlock (&s->lock);
   pthread_mutex_lock (&fake.lock);
-  int slot = (int)fake.next_slot++;
+  fake.claims++;
+  slot = stopping ? -1 : (int)fake.next_slot++;
   pthread_mutex_unlock (&fake.lock);
   return slot;
 }
@@ -432,6 +441,44 @@ START_TEST (a_stop_removes_every_waiting_sandbox_and_makes_none_after)
 }
 END_TEST
 
+static unsigned long
+claims (void)
+{
+  pthread_mutex_lock (&fake.lock);
+  unsigned long n = fake.claims;
+  pthread_mutex_unlock (&fake.lock);
+  return n;
+}
+
+START_TEST (a_stopping_proxy_makes_nothing_and_does_not_spin)
+{
+  struct fixture fx;
+  struct sp_serve_sandbox *sb;
+  unsigned long before;
+
+  fake_reset ();
+  fixture_start (&fx, 1, 2, 2);
+  ck_assert (within_5s (repo_0_has_2, NULL));
+  sb = sp_serve_pool_take (&fx.s, 0);
+  ck_assert_ptr_nonnull (sb);
+  ck_assert_int_eq (sp_serve_sandbox_destroy (&fx.s, sb, NULL), 0);
+  /* As sp_serve_stop does, with the repository below its pool: from here
+     to sp_serve_pool_stop (the kills, the workers' ends) the thread must
+     wait, not ask for slots it cannot get.  */
+  pthread_mutex_lock (&fx.s.lock);
+  fx.s.stopping = true;
+  pthread_mutex_unlock (&fx.s.lock);
+  before = claims ();
+  sp_serve_pool_refill (&fx.s);
+  usleep (200 * 1000);
+  ck_assert_msg (claims () == before, "%lu slots asked for in 200 ms while the proxy stops",
+                 claims () - before);
+  ck_assert_uint_eq (waiting (0), 1);
+  fixture_stop (&fx);
+  ck_assert_uint_eq (waiting (0), 0);
+}
+END_TEST
+
 START_TEST (no_slots_no_pool)
 {
   struct fixture fx;
@@ -459,6 +506,7 @@ make_suite (void)
   tcase_add_test (tc, a_failing_repository_backs_off_while_the_others_fill);
   tcase_add_test (tc, a_repository_whose_seed_is_gone_is_given_up_for_good);
   tcase_add_test (tc, a_stop_removes_every_waiting_sandbox_and_makes_none_after);
+  tcase_add_test (tc, a_stopping_proxy_makes_nothing_and_does_not_spin);
   tcase_add_test (tc, no_slots_no_pool);
   suite_add_tcase (s, tc);
   return s;
