@@ -5,6 +5,7 @@ lines beside it, and proof that nothing from a request reaches any field
 own (under gVisor /tmp is a bind of a host tmpfs in the bundle, and the
 command lines are runsc's), so it runs on every backend."""
 
+import atexit
 import json
 import os
 import pwd
@@ -31,6 +32,27 @@ MEMORY = 256 << 20
 tap = Tap()
 work = tempfile.mkdtemp(prefix="sp-bundle-test-")
 os.chmod(work, 0o711)  # the sandbox's user-namespace root walks down to its bundle
+
+# The dry runs without --state name the default state directory, which the
+# docker and sbx backends key their containers by (its device and inode):
+# it must exist.  A fresh machine has none until something stages, so the
+# test makes it when it is missing, and removes what it made at the end,
+# whatever ran before it.
+DEFAULT_STATE = "/var/lib/sealed-probe/state"  # SP_DEFAULT_STATE (meson.build)
+made_for_the_test = []
+for d in ("/var/lib/sealed-probe", DEFAULT_STATE):
+    if not os.path.isdir(d):
+        os.mkdir(d, 0o700)
+        made_for_the_test.append(d)
+
+
+@atexit.register
+def remove_what_the_test_made():
+    for made in reversed(made_for_the_test):
+        try:
+            os.rmdir(made)  # only if still empty: something may have staged into it meanwhile
+        except OSError:
+            pass
 
 
 def write_config(name, block):
@@ -393,7 +415,7 @@ elif B.sbx:
     argv = {q.get("step"): q.get("argv") or [] for q in cmds}
     # Without --state the VM's name ends in the key of the default state
     # directory, SP_DEFAULT_STATE (meson.build).
-    VM = f"sp-{ann['org.sealed-probe.run']}-0.{sp_sbx.state_key('/var/lib/sealed-probe/state')}"
+    VM = f"sp-{ann['org.sealed-probe.run']}-0.{sp_sbx.state_key(DEFAULT_STATE)}"
     create = argv.get("create", [])
 
     def flag(words, name):
