@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#define SP_NS_PER_MS 1000000ULL
+
 uint64_t sp_monotonic_ns (void);
 uint64_t sp_realtime_ns (void);
 

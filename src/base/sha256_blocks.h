@@ -1,6 +1,7 @@
 /* SHA-256's compression over whole 64-byte blocks, two ways: the portable
-   one, and the x86 SHA extensions where the CPU has them (sha256.c picks
-   once).  Apart so that a unit test holds the two to the same answers.  */
+   one, and the x86 SHA extensions where the CPU has them (asked of cpuid
+   once; sha256.c tries them first on every call).  Apart so that a unit
+   test holds the two to the same answers.  */
 #ifndef SP_BASE_SHA256_BLOCKS_H
 #define SP_BASE_SHA256_BLOCKS_H
 

@@ -20,13 +20,13 @@
 
 #include "base/bounds.h"
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/request.h"
 
 #include "serve/queue.h"
 #include "serve/serve.h"
 
 #define SHUTDOWN_KILL_INTERVAL_US (200 * 1000)
-#define NS_PER_MS                 1000000ULL
 
 /* The loop's queue: the requests, and the proxy they are for.  */
 struct queue
@@ -203,7 +203,7 @@ read_ready (struct queue *q, struct unread *u, const struct pollfd *fds, size_t 
         }
       else
         {
-          int left = (int)((c->deadline_ns - now) / NS_PER_MS) + 1;
+          int left = (int)((c->deadline_ns - now) / SP_NS_PER_MS) + 1;
 
           if (timeout < 0 || left < timeout)
             timeout = left;
@@ -273,7 +273,7 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
       if (rekill_timeout >= 0)
         {
           uint64_t now = sp_monotonic_ns ();
-          timeout = min_timeout (timeout, now >= rekill_at ? 0 : (int)((rekill_at - now) / NS_PER_MS) + 1);
+          timeout = min_timeout (timeout, now >= rekill_at ? 0 : (int)((rekill_at - now) / SP_NS_PER_MS) + 1);
         }
       for (size_t i = 0; i < n; i++)
         fds[i] = (struct pollfd){ .fd = u->conns[i].fd, .events = POLLIN };
@@ -293,7 +293,7 @@ sp_serve_loop (struct sp_serve *s, int listen_fd, int signal_fd, sp_error_t *err
         {
           rekill_timeout
               = (fds[n + 2].revents & POLLIN) ? sp_serve_clients_hangups (s) : sp_serve_clients_rekill (s);
-          rekill_at = sp_monotonic_ns () + (uint64_t)(rekill_timeout < 0 ? 0 : rekill_timeout) * NS_PER_MS;
+          rekill_at = sp_monotonic_ns () + (uint64_t)(rekill_timeout < 0 ? 0 : rekill_timeout) * SP_NS_PER_MS;
         }
       read_timeout = read_ready (&q, u, fds, n);
       if (fds[n].revents & POLLIN)

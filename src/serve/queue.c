@@ -4,9 +4,9 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "serve/queue.h"
+#include "base/clock.h"
 
-#define NS_PER_MS 1000000ULL
+#include "serve/queue.h"
 
 int
 sp_serve_queue_init (struct sp_serve_queue *q, size_t cap, sp_error_t *err)
@@ -96,7 +96,7 @@ sp_serve_queue_take_expired (struct sp_serve_queue *q, uint64_t now_ns, uint64_t
           got = true;
         }
       else
-        *wait_ms = (int)((limit_ns - waited) / NS_PER_MS) + 1;
+        *wait_ms = (int)((limit_ns - waited) / SP_NS_PER_MS) + 1;
     }
   pthread_mutex_unlock (&q->lock);
   return got;

@@ -19,8 +19,6 @@
 #include "serve/release_heap.h"
 #include "serve/serve.h"
 
-#define NS_PER_MS 1000000ULL
-
 struct sp_serve_releaser
 {
   pthread_mutex_t lock;
@@ -35,12 +33,12 @@ void
 sp_serve_release_plan (const struct sp_serve *s, uint64_t accepted_mono_ns, struct sp_serve_release *r)
 {
   uint64_t now = sp_monotonic_ns ();
-  uint64_t elapsed_ms = now > accepted_mono_ns ? (now - accepted_mono_ns) / NS_PER_MS : 0;
+  uint64_t elapsed_ms = now > accepted_mono_ns ? (now - accepted_mono_ns) / SP_NS_PER_MS : 0;
 
   r->mode = s->opt->release;
   r->overflow = !sp_release_at (r->mode, s->config->timeout_seconds, elapsed_ms, &r->release_ms);
-  r->at_ns
-      = r->overflow || r->mode == SP_RELEASE_IMMEDIATE ? now : accepted_mono_ns + r->release_ms * NS_PER_MS;
+  r->at_ns = r->overflow || r->mode == SP_RELEASE_IMMEDIATE ? now
+                                                            : accepted_mono_ns + r->release_ms * SP_NS_PER_MS;
 }
 
 static struct timespec
