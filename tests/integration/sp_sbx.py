@@ -19,7 +19,9 @@ import sys
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DOUBLE_SOURCE = os.path.normpath(os.path.join(HERE, "..", "doubles", "sbx", "sbx"))
+DOUBLE_DIR = os.path.normpath(os.path.join(HERE, "..", "doubles", "sbx"))
+# The launcher and the module it imports: a copy of the double is both.
+DOUBLE_FILES = ("sbx", "sbx_double.py")
 # Outside /run/sealed-probe*: a path a probe must never see names those.
 STATE_ROOT = "/run/sp-sbx-double"
 # The proxy's fixed environment for sbx (src/runtimes/sbx.c): PATH, root's HOME, LC_ALL=C.
@@ -69,7 +71,8 @@ class SbxDouble:
         os.makedirs(self.dir, mode=0o700)
         os.chmod(self.dir, 0o700)
         self.path = os.path.join(self.dir, "sbx")
-        shutil.copyfile(DOUBLE_SOURCE, self.path)
+        for name in DOUBLE_FILES:
+            shutil.copyfile(os.path.join(DOUBLE_DIR, name), os.path.join(self.dir, name))
         os.chmod(self.path, 0o755)
         self.log = os.path.join(self.dir, "argv.jsonl")
         os.makedirs(STATE_ROOT, mode=0o711, exist_ok=True)

@@ -502,6 +502,7 @@ def cleanup():
 
 try:
     shutil.copy(DOUBLE, SBX)
+    shutil.copy(os.path.join(os.path.dirname(DOUBLE), "sbx_double.py"), os.path.dirname(SBX))
     os.chmod(SBX, 0o755)
     make_bundle()
     tap.ok(os.stat(DOUBLE).st_mode & 0o777 == 0o755, "the double is mode 0755")

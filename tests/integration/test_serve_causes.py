@@ -143,6 +143,8 @@ try:
         os.chmod(runtime, 0o755)
         name = B.binary_name
         if B.double:
+            # The launcher imports the double from beside itself.
+            shutil.copy2(os.path.join(os.path.dirname(B.binary), "sbx_double.py"), os.path.join(bindir, "bin"))
             # The double reads double.json beside itself: the copy's is the
             # installed one's (the same VMs, log and template), its mode the
             # test's to change.
