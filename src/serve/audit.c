@@ -164,6 +164,18 @@ render_once (const struct sp_audit_record *rec, const char *reason, size_t reaso
   put_str_or_null (&w, "id", rec->id);
   put_str_or_null (&w, "run", rec->run);
   put_time (&w, "received", rec->received_ns, false);
+  if (rec->peer.known)
+    {
+      put_u64 (&w, "peer_uid", rec->peer.uid);
+      put_u64 (&w, "peer_gid", rec->peer.gid);
+      put_u64 (&w, "peer_pid", rec->peer.pid);
+    }
+  else
+    {
+      put_null (&w, "peer_uid");
+      put_null (&w, "peer_gid");
+      put_null (&w, "peer_pid");
+    }
   put_time (&w, "started", rec->started_ns, true);
   put_time (&w, "finished", rec->finished_ns, rec->admission);
   put_str_or_null (&w, "repo", rec->repo);

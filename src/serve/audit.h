@@ -34,11 +34,24 @@
   "cancelled" /* the client went away, or serve stopped, before the answer                                   \
                */
 
+/* Who asked: the client's credentials when it connected (SO_PEERCRED), as
+   serve's namespaces see them: a pid from a pid namespace serve cannot see
+   is 0, an id its user namespace does not map the overflow id.  known is
+   false where there is no client (the canary).  */
+struct sp_audit_peer
+{
+  bool known;
+  uint32_t uid;
+  uint32_t gid;
+  uint32_t pid;
+};
+
 struct sp_audit_record
 {
   const char *id;       /* "<run>-<invocation>" */
   const char *run;      /* the proxy run */
   uint64_t received_ns; /* CLOCK_REALTIME, when the request was accepted */
+  struct sp_audit_peer peer;
   uint64_t started_ns;  /* when its slot began (0: never) */
   uint64_t finished_ns; /* when the answer was ready */
   /* The request, only once validated (NULL before: invalid bytes are never

@@ -187,7 +187,7 @@ struct audit_facts
   const char *script_sha256;
   bool debited;
   uint32_t remaining;
-  uint64_t received_ns;
+  const struct sp_serve_arrival *arrival; /* NULL for the canary */
   /* Monotonic: what the release counts from.  A request that a worker
      took up: that moment, so that a queued request's wait is a sum of
      released durations and its own release is its own run's bucket; one
@@ -213,7 +213,8 @@ audit (struct invocation *inv, const struct audit_facts *a, bool admission, uint
   struct sp_audit_record rec = {
     .id = inv->id,
     .run = inv->s->run_id,
-    .received_ns = a->received_ns,
+    .received_ns = a->arrival != NULL ? a->arrival->received_ns : 0,
+    .peer = a->arrival != NULL ? a->arrival->peer : (struct sp_audit_peer){ .known = false },
     .started_ns = a->started_ns,
     .finished_ns = admission ? 0 : sp_realtime_ns (),
     .script_sha256 = a->script_sha256,
@@ -535,10 +536,9 @@ sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t st
   cleanup_error sp_error_t err = NULL;
   char script_sha256[SP_DIGEST_TEXT_SIZE];
   const struct sp_request req = r->req;
-  struct audit_facts a = { .req = &req,
-                           .received_ns = r->received_ns,
-                           .release_from_ns = sp_monotonic_ns (),
-                           .started_ns = started_ns };
+  struct audit_facts a = {
+    .req = &req, .arrival = &r->arrival, .release_from_ns = sp_monotonic_ns (), .started_ns = started_ns
+  };
   struct sp_serve_sandbox *sb = NULL;
   struct invocation inv;
   uint8_t index = SP_RESPONSE_ERROR;
@@ -587,15 +587,15 @@ answer:
 }
 
 void
-sp_serve_record_refusal (struct sp_serve *s, uint64_t received_ns, uint64_t accepted_ns,
+sp_serve_record_refusal (struct sp_serve *s, const struct sp_serve_arrival *arrival,
                          const struct sp_serve_release *release, enum sp_cause cause, const char *reason)
 {
   cleanup_error sp_error_t err = NULL;
   struct invocation inv;
   struct audit_facts a = {
     .remaining = sp_ledger_remaining (s->ledger),
-    .received_ns = received_ns,
-    .release_from_ns = accepted_ns,
+    .arrival = arrival,
+    .release_from_ns = arrival->accepted_ns,
     .release = release,
   };
 

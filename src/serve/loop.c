@@ -63,7 +63,7 @@ worker (void *arg)
 static void
 refuse_request (struct sp_serve *s, struct sp_serve_request *r, enum sp_cause cause, const char *reason)
 {
-  sp_serve_refuse (s, r->fd, r->received_ns, r->accepted_ns, cause, reason);
+  sp_serve_refuse (s, r->fd, &r->arrival, cause, reason);
   free (r->frame);
   r->frame = NULL;
 }
@@ -89,9 +89,7 @@ expire (struct queue *q, bool all, enum sp_cause cause, const char *reason)
 static void
 enqueue (struct queue *q, struct sp_serve_conn *c)
 {
-  struct sp_serve_pending p = {
-    .r = { .fd = c->fd, .frame = c->frame, .received_ns = c->received_ns, .accepted_ns = c->accepted_ns }
-  };
+  struct sp_serve_pending p = { .r = { .fd = c->fd, .frame = c->frame, .arrival = c->arrival } };
   cleanup_error sp_error_t err = NULL;
   int ret;
 
@@ -129,7 +127,7 @@ unread_refuse (struct queue *q, struct unread *u, size_t i, enum sp_cause cause,
 {
   struct sp_serve_conn *c = &u->conns[i];
 
-  sp_serve_refuse (q->s, c->fd, c->received_ns, c->accepted_ns, cause, reason);
+  sp_serve_refuse (q->s, c->fd, &c->arrival, cause, reason);
   c->fd = -1;
   sp_serve_conn_release (c);
   unread_drop (u, i);
@@ -142,19 +140,21 @@ accept_all (struct queue *q, struct unread *u, int listen_fd)
     {
       int fd = accept4 (listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
       uint64_t received = sp_realtime_ns (), accepted = sp_monotonic_ns ();
+      struct sp_serve_arrival arrival;
 
       if (fd < 0)
         return; /* EAGAIN, or a client that left: the loop polls again */
+      sp_serve_arrival_init (&arrival, fd, received, accepted);
       if (u->len == SP_SERVE_UNREAD_MAX)
         {
           char reason[96];
 
           snprintf (reason, sizeof (reason), "%d connections are still sending their requests",
                     SP_SERVE_UNREAD_MAX);
-          sp_serve_refuse (q->s, fd, received, accepted, SP_CAUSE_TOO_MANY_UNREAD, reason);
+          sp_serve_refuse (q->s, fd, &arrival, SP_CAUSE_TOO_MANY_UNREAD, reason);
           continue;
         }
-      sp_serve_conn_init (&u->conns[u->len++], fd, received, accepted);
+      sp_serve_conn_init (&u->conns[u->len++], fd, &arrival);
     }
 }
 

@@ -15,13 +15,28 @@
 #include "serve/serve.h"
 
 void
-sp_serve_conn_init (struct sp_serve_conn *c, int fd, uint64_t received_ns, uint64_t now_ns)
+sp_serve_arrival_init (struct sp_serve_arrival *a, int fd, uint64_t received_ns, uint64_t accepted_ns)
+{
+  struct ucred cred;
+  socklen_t len = sizeof (cred);
+
+  memset (a, 0, sizeof (*a));
+  a->received_ns = received_ns;
+  a->accepted_ns = accepted_ns;
+  /* A Unix stream socket always has them; the record says null otherwise.  */
+  if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && len == sizeof (cred))
+    a->peer = (struct sp_audit_peer){
+      .known = true, .uid = cred.uid, .gid = cred.gid, .pid = (uint32_t)cred.pid
+    };
+}
+
+void
+sp_serve_conn_init (struct sp_serve_conn *c, int fd, const struct sp_serve_arrival *arrival)
 {
   memset (c, 0, sizeof (*c));
   c->fd = fd;
-  c->received_ns = received_ns;
-  c->accepted_ns = now_ns;
-  c->deadline_ns = now_ns + (uint64_t)SP_SERVE_REQUEST_READ_SECONDS * 1000000000ULL;
+  c->arrival = *arrival;
+  c->deadline_ns = arrival->accepted_ns + (uint64_t)SP_SERVE_REQUEST_READ_SECONDS * 1000000000ULL;
 }
 
 void

@@ -12,13 +12,13 @@
 #include "serve/serve.h"
 
 void
-sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, uint64_t accepted_ns,
+sp_serve_refuse (struct sp_serve *s, int client_fd, const struct sp_serve_arrival *arrival,
                  enum sp_cause cause, const char *reason)
 {
   cleanup_free char *noted = NULL;
   struct sp_serve_release release;
 
-  sp_serve_release_plan (s, accepted_ns, &release);
+  sp_serve_release_plan (s, arrival->accepted_ns, &release);
   /* The releaser holds the answer, so the loop never waits.  One it cannot
      hold goes at once, and the record says so.  */
   if (release.mode != SP_RELEASE_IMMEDIATE && !release.overflow && !sp_serve_release_room (s))
@@ -31,7 +31,7 @@ sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, uint64
         noted = NULL;
       release.overflow = true;
     }
-  sp_serve_record_refusal (s, received_ns, accepted_ns, &release, cause, reason);
+  sp_serve_record_refusal (s, arrival, &release, cause, reason);
   if (release.mode == SP_RELEASE_IMMEDIATE || release.overflow
       || !sp_serve_release_later (s, client_fd, &release))
     {

@@ -343,14 +343,26 @@ extern const size_t sp_serve_canary_py_len;
    runtime's state) and releases s.  Returns -1 when something stayed.  */
 int sp_serve_teardown (struct sp_serve *s, sp_error_t *err);
 
+/* What is known of a request from its accept on: when it came, and who
+   sent it.  */
+struct sp_serve_arrival
+{
+  uint64_t received_ns;      /* realtime, when accepted: for the audit record */
+  uint64_t accepted_ns;      /* monotonic, when accepted: a refusal's release counts from it */
+  struct sp_audit_peer peer; /* the client's credentials (SO_PEERCRED) */
+};
+
+/* The arrival of the connection fd, accepted now: the clocks, and its
+   peer's credentials (unknown when the kernel cannot give them).  */
+void sp_serve_arrival_init (struct sp_serve_arrival *a, int fd, uint64_t received_ns, uint64_t accepted_ns);
+
 /* One connection whose request frame is still arriving: the accept loop
    holds up to SP_SERVE_UNREAD_MAX of them and reads each without blocking,
    off the slots (reader.c).  */
 struct sp_serve_conn
 {
   int fd;
-  uint64_t received_ns; /* realtime, when accepted: for the audit record */
-  uint64_t accepted_ns; /* monotonic, when accepted: a refusal's release counts from it */
+  struct sp_serve_arrival arrival;
   uint64_t deadline_ns; /* monotonic: the whole frame by then */
   uint8_t hdr[SP_FRAME_HEADER_BYTES];
   size_t got;     /* bytes of the frame so far */
@@ -358,7 +370,7 @@ struct sp_serve_conn
   size_t len;     /* the whole frame's length, once known */
 };
 
-void sp_serve_conn_init (struct sp_serve_conn *c, int fd, uint64_t received_ns, uint64_t now_ns);
+void sp_serve_conn_init (struct sp_serve_conn *c, int fd, const struct sp_serve_arrival *arrival);
 /* Reads what the client has sent so far.  Returns 1 when the frame is whole
    and nothing follows it, 0 while more is awaited, -1 with the reason.  */
 int sp_serve_conn_read (struct sp_serve_conn *c, sp_error_t *err);
@@ -371,8 +383,7 @@ struct sp_serve_request
   int fd;
   uint8_t *frame;        /* owned: req points into it */
   struct sp_request req; /* decoded and validated */
-  uint64_t received_ns;  /* realtime, when accepted */
-  uint64_t accepted_ns;  /* monotonic, when accepted */
+  struct sp_serve_arrival arrival;
 };
 
 /* One request, from its slot to its end: debit, snapshot, run, read the
@@ -385,7 +396,7 @@ void sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64
 /* Audits as refused, and answers ERROR at its release time (through the
    releaser), a request that never got a slot (a bad frame, queue full,
    waited too long, shutting down), with its cause.  Takes fd.  */
-void sp_serve_refuse (struct sp_serve *s, int client_fd, uint64_t received_ns, uint64_t accepted_ns,
+void sp_serve_refuse (struct sp_serve *s, int client_fd, const struct sp_serve_arrival *arrival,
                       enum sp_cause cause, const char *reason);
 
 /* serve's ends (stop.c).  Halts the proxy (see struct sp_serve) and says
@@ -405,7 +416,7 @@ bool sp_serve_stopping (struct sp_serve *s);
 void sp_serve_answer (int fd, uint8_t index);
 /* The result record of a request refused off the slots (refuse.c), with its
    cause and reason, and the release it will have.  */
-void sp_serve_record_refusal (struct sp_serve *s, uint64_t received_ns, uint64_t accepted_ns,
+void sp_serve_record_refusal (struct sp_serve *s, const struct sp_serve_arrival *arrival,
                               const struct sp_serve_release *release, enum sp_cause cause,
                               const char *reason);
 

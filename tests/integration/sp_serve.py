@@ -29,7 +29,7 @@ B = backend()
 ERROR_LINE = '{"result":"ERROR"}\n'
 ERROR_FRAME = b"SPRB\x01\x02\x00\x00\x00\x01\x00"
 OUTCOMES = ("YES", "NO", "UNKNOWN")
-AUDIT_KEYS = ["id", "run", "received", "started", "finished", "repo", "outcomes", "script_sha256", "seed_commit",
+AUDIT_KEYS = ["id", "run", "received", "peer_uid", "peer_gid", "peer_pid", "started", "finished", "repo", "outcomes", "script_sha256", "seed_commit",
               "seed_digest", "seed_omitted_submodules", "snapshot", "sandbox", "debited", "budget_remaining", "result", "status", "cause",
               "reason", "launched",
               "exit", "signal", "oom", "timed_out", "wall_ms", "cpu_ms", "peak_memory_bytes",
@@ -479,6 +479,10 @@ def audit_key_problems(rec):
                 problems.append(f"admitted with finished {rec[k]!r}")
         elif not isinstance(rec[k], str) or not RFC3339_MS.match(rec[k]):
             problems.append(f"{k} {rec[k]!r}")
+    # Every record of the suite's serves comes from a client on the socket,
+    # whose credentials the kernel always gives (SO_PEERCRED).
+    if any(type(rec[k]) is not int or rec[k] < 0 for k in ("peer_uid", "peer_gid", "peer_pid")):
+        problems.append(f"peer {rec['peer_uid']!r}/{rec['peer_gid']!r}/{rec['peer_pid']!r}")
     if rec["started"] is not None and not (isinstance(rec["started"], str) and RFC3339_MS.match(rec["started"])):
         problems.append(f"started {rec['started']!r}")
     if rec["status"] not in AUDIT_STATUSES:

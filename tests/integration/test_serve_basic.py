@@ -335,6 +335,25 @@ def one_audit_line_per_request(s):
     tap.ok(refused and all(rec["status"] == "refused" and rec["debited"] is False
                            and rec["launched"] is False and rec["result"] == "ERROR" for rec in refused),
            f"{mode}: refused requests are audited refused, not debited, not launched", refused[:2])
+    # Who asked: the raw frames came from this process, the rest from the
+    # client, a child of it; all as root.
+    me = (os.getuid(), os.getgid())
+    raw_pids = {rec["peer_pid"] for rec in lines if rec["cause"] == "frame"}
+    client_pids = {rec["peer_pid"] for rec in lines if rec["repo"] in ("acme/alpha", "acme/beta")
+                   and rec["script_sha256"] != S.sha256_tag(S.answer_script("NO"))}
+    sent_malformed = mode == "overlay"     # malformed_frames_get_exactly_the_error_frame ran
+    tap.ok(all((rec["peer_uid"], rec["peer_gid"]) == me for rec in lines)
+           and raw_pids == ({os.getpid()} if sent_malformed else set())
+           and client_pids and os.getpid() not in client_pids and srv.pid not in client_pids,
+           f"{mode}: each line names who asked: the peer's uid and gid, and its pid (this test's for "
+           "its malformed frames, a client's for the client's requests)", (raw_pids, client_pids, me))
+    answered = {rec["id"]: rec for rec in lines if rec["status"] == "answered"}
+    admitted = [rec for rec in S.audit_lines(state, srv.run, admissions=True) if rec["status"] == "admitted"
+                and rec["id"] in answered]
+    tap.ok(admitted and all((rec["peer_uid"], rec["peer_gid"], rec["peer_pid"])
+                            == tuple(answered[rec["id"]][k] for k in ("peer_uid", "peer_gid", "peer_pid"))
+                            for rec in admitted),
+           f"{mode}: an admission record names the same peer as its result record", admitted[:1])
 
 
 def the_audit_log_is_private_and_holds_no_content(s):

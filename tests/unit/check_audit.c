@@ -54,6 +54,7 @@ good_record (void)
     .id = "r1a2b3-7",
     .run = "r1a2b3",
     .received_ns = T0,
+    .peer = { .known = true, .uid = 1000, .gid = 996, .pid = 4242 },
     .started_ns = T0 + 1000000,
     .finished_ns = T0 + 1500000000,
     .repo = "acme/payments",
@@ -130,7 +131,8 @@ START_TEST (fixed_record_renders_exact_line_in_key_order)
   ck_assert_str_eq (
       line,
       "{\"id\":\"r1a2b3-7\",\"run\":\"r1a2b3\","
-      "\"received\":\"2026-11-30T07:01:02.345Z\",\"started\":\"2026-11-30T07:01:02.346Z\","
+      "\"received\":\"2026-11-30T07:01:02.345Z\",\"peer_uid\":1000,\"peer_gid\":996,\"peer_pid\":4242,"
+      "\"started\":\"2026-11-30T07:01:02.346Z\","
       "\"finished\":\"2026-11-30T07:01:03.845Z\",\"repo\":\"acme/payments\","
       "\"outcomes\":[\"YES\",\"NO\",\"UNKNOWN\"],"
       "\"script_sha256\":\"sha256:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\","
@@ -152,6 +154,7 @@ START_TEST (record_without_request_or_launch_renders_nulls)
     .id = "r1-1",
     .run = "r1",
     .received_ns = T0,
+    .peer = { .known = true, .uid = 1000, .gid = 996, .pid = 4243 },
     .finished_ns = T0,
     .budget_remaining = 0,
     .answer = 0,
@@ -165,7 +168,8 @@ START_TEST (record_without_request_or_launch_renders_nulls)
 
   ck_assert_str_eq (line,
                     "{\"id\":\"r1-1\",\"run\":\"r1\",\"received\":\"2026-11-30T07:01:02.345Z\","
-                    "\"started\":null,\"finished\":\"2026-11-30T07:01:02.345Z\",\"repo\":null,"
+                    "\"peer_uid\":1000,\"peer_gid\":996,\"peer_pid\":4243,\"started\":null,\"finished\":"
+                    "\"2026-11-30T07:01:02.345Z\",\"repo\":null,"
                     "\"outcomes\":null,\"script_sha256\":null,\"seed_commit\":null,\"seed_digest\":null,"
                     "\"seed_omitted_submodules\":null,\"snapshot\":null,\"sandbox\":null,\"debited\":false,"
                     "\"budget_remaining\":0,\"result\":\"ERROR\","
@@ -457,6 +461,23 @@ START_TEST (admission_record_has_null_result_and_finished)
   rec.answer = 1;
   ck_assert_int_eq (sp_audit_render (&rec, &l2, &len, &err), -1);
   ck_assert_ptr_null (l2);
+}
+END_TEST
+
+/* A record with no client (the kernel gave no credentials) names nobody:
+   null, never 0, which is root's uid.  */
+START_TEST (unknown_peer_renders_nulls_not_root)
+{
+  struct sp_audit_record rec = good_record ();
+  cleanup_free char *line = NULL;
+
+  rec.peer = (struct sp_audit_peer){ .known = false, .uid = 0, .gid = 0, .pid = 0 };
+  line = render_ok (&rec, NULL);
+  ck_assert_msg (strstr (line,
+                         "\"received\":\"2026-11-30T07:01:02.345Z\",\"peer_uid\":null,\"peer_gid\":null,"
+                         "\"peer_pid\":null,\"started\":")
+                     != NULL,
+                 "%s", line);
 }
 END_TEST
 
@@ -835,6 +856,7 @@ audit_suite (void)
   tcase_add_test (render, timestamps_are_rfc3339_utc_with_milliseconds);
   tcase_add_test (render, record_holds_nothing_but_its_inputs);
   tcase_add_test (render, admission_record_has_null_result_and_finished);
+  tcase_add_test (render, unknown_peer_renders_nulls_not_root);
   suite_add_tcase (s, render);
 
   tcase_add_checked_fixture (file, make_dir, remove_dir);
