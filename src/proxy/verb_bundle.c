@@ -1,6 +1,7 @@
 /* sealed-probe-proxy bundle --dry-run: writes the exact bundle serve would run
    for one request and starts nothing.  The operator's tool for reviewing
-   policy: no network, no credentials, no runtime.  See docs/bundle.md.  */
+   policy: no network, no credentials, no runtime.  bundle --remove takes such
+   a bundle away again.  See docs/bundle.md.  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdbool.h>
@@ -13,7 +14,9 @@
 #include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
+#include <linux/magic.h>
 
 #include "base/bounds.h"
 #include "base/cleanup.h"
@@ -38,7 +41,8 @@
   "                                 [--rootfs DIR] [--state DIR] [--probe-ids BASE]\n"                       \
   "                                 [--runc PATH | --runsc PATH [--gvisor-platform NAME]\n"                  \
   "                                  | --docker-socket PATH [--docker-state-dir PATH]\n"                     \
-  "                                  | [--sbx PATH] --sbx-template NAME@sha256:HEX]"
+  "                                  | [--sbx PATH] --sbx-template NAME@sha256:HEX]\n"                       \
+  "       sealed-probe-proxy bundle --remove DIR"
 
 /* The bundle's own filesystem: room for the rootfs copy and a seed.  */
 #define BUNDLE_TMPFS_BYTES  (SP_ROOTFS_COPY_TMPFS_BYTES + SP_SEED_MAX_BYTES)
@@ -66,6 +70,7 @@ struct bundle_args
   const char *docker_state_dir;
   const char *sbx;
   const char *sbx_template;
+  const char *remove;
   uint32_t probe_id_base;
 };
 
@@ -89,12 +94,22 @@ parse_args (int argc, char **argv, struct bundle_args *a)
     { .name = "--docker-state-dir", .value = &a->docker_state_dir },
     { .name = "--sbx", .value = &a->sbx },
     { .name = "--sbx-template", .value = &a->sbx_template },
+    { .name = "--remove", .value = &a->remove },
   };
+  const size_t n_options = sizeof (options) / sizeof (options[0]);
   const struct sp_option *required[] = { &options[1], &options[2], &options[3], &options[4] };
-  int ret = sp_options_parse ("bundle", USAGE, argc, argv, options, sizeof (options) / sizeof (options[0]));
+  int ret = sp_options_parse ("bundle", USAGE, argc, argv, options, n_options);
 
   if (ret != 0)
     return ret;
+  if (a->remove != NULL)
+    {
+      for (size_t i = 0; i + 1 < n_options; i++)
+        if (options[i].flag ? *options[i].flag != 0 : *options[i].value != NULL)
+          return sp_options_usage_error ("bundle", USAGE, "--remove takes no other option (%s was given)",
+                                         options[i].name);
+      return 0;
+    }
   if (!a->dry_run)
     return sp_options_usage_error ("bundle", USAGE,
                                    "--dry-run is required: bundle only writes bundles; serve runs them");
@@ -189,6 +204,65 @@ remove_bundle_dir (const char *path)
   umount2 (tmp, MNT_DETACH | UMOUNT_NOFOLLOW);
   umount2 (path, MNT_DETACH);
   rmdir (path);
+}
+
+/* Checks that fd is a dry-run bundle as make_bundle_fs and sp_bundle_write
+   leave it: the root of a tmpfs of its own holding config.json,
+   runtime-commands.json and rootfs/.  */
+static int
+check_dry_run_bundle (int fd, sp_error_t *err)
+{
+  static const struct
+  {
+    const char *name;
+    mode_t type;
+  } parts[] = { { SP_BUNDLE_CONFIG, S_IFREG }, { BUNDLE_COMMANDS, S_IFREG }, { BUNDLE_ROOTFS_DIR, S_IFDIR } };
+  struct statfs fs;
+  struct statx stx;
+  struct stat st;
+
+  if (fstatfs (fd, &fs) < 0 || statx (fd, "", AT_EMPTY_PATH, STATX_TYPE, &stx) < 0)
+    return sp_make_error (err, errno, "stat");
+  if (fs.f_type != TMPFS_MAGIC || !(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)
+      || !(stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+    return sp_make_error (err, 0, "not the mount point of a bundle's tmpfs");
+  for (size_t i = 0; i < sizeof (parts) / sizeof (parts[0]); i++)
+    if (fstatat (fd, parts[i].name, &st, AT_SYMLINK_NOFOLLOW) < 0 || (st.st_mode & S_IFMT) != parts[i].type)
+      return sp_make_error (err, 0, "a tmpfs, but it holds no %s: not a dry-run bundle", parts[i].name);
+  return 0;
+}
+
+/* bundle --remove DIR: unmounts a dry-run bundle (its tmpfs and all below
+   it) and removes its mount point.  Anything that is not one is refused
+   untouched: this is never rm -r.  */
+static int
+remove_dry_run_bundle (const char *dir)
+{
+  cleanup_error sp_error_t err = NULL;
+  cleanup_free char *path = realpath (dir, NULL);
+  cleanup_close int fd = -1;
+  struct stat before, now;
+
+  if (lstat (dir, &now) == 0 && S_ISLNK (now.st_mode))
+    return fail ("--remove: `%s` is a symbolic link; name the bundle directory itself", dir);
+  if (path == NULL)
+    return fail ("--remove: `%s`: %s", dir, strerror (errno));
+  fd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return fail ("--remove: `%s`: %s", dir, strerror (errno));
+  if (check_dry_run_bundle (fd, &err) < 0)
+    return fail ("--remove: `%s`: %s; nothing was removed", dir, sp_error_message (err));
+  /* The path still names what was checked.  MNT_DETACH takes the tmpfs and
+     every mount below it (a bundle's tmp/) at once.  */
+  if (fstat (fd, &before) < 0 || stat (path, &now) < 0 || before.st_dev != now.st_dev
+      || before.st_ino != now.st_ino)
+    return fail ("--remove: `%s` changed while it was checked; nothing was removed", dir);
+  sp_closep (&fd);
+  if (umount2 (path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+    return fail ("--remove: `%s`: umount: %s", dir, strerror (errno));
+  if (rmdir (path) < 0)
+    return fail ("--remove: `%s`: unmounted, but rmdir: %s", dir, strerror (errno));
+  return SP_EXIT_OK;
 }
 
 /* With --state: the staged seed of repo, verified (digest and read-only
@@ -329,6 +403,8 @@ sp_verb_bundle (int argc, char **argv)
   ret = parse_args (argc, argv, &a);
   if (ret != 0)
     return ret < 0 ? SP_EXIT_OK : ret;
+  if (a.remove != NULL)
+    return remove_dry_run_bundle (a.remove);
 
   /* Everything is checked before the output directory exists.  */
   if (sp_verb_load_enabled_config ("bundle", a.config, &config) < 0)

@@ -641,6 +641,60 @@ tap.ok(r.returncode == 1 and b"--rootfs" in r.stderr and ROOTFS_DIGEST.encode() 
        "a rootfs whose content no longer matches its digest is refused, naming the digest, before any bundle",
        r.stderr.decode(errors="replace"))
 
+
+# ---- bundle --remove: a dry-run bundle goes, anything else stays -------------
+
+def mounts_at_or_under(path):
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4].replace("\\040", " ") for line in f]
+    return [p for p in points if p == path or p.startswith(path + "/")]
+
+
+def remove(target, *more):
+    return subprocess.run([PROXY, "bundle", "--remove", target, *more], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60)
+
+
+gone = os.path.join(work, "to-remove")
+r = dry_run(gone)
+made = r.returncode == 0 and mounts_at_or_under(gone)
+r = remove(gone) if made else r
+tap.ok(made and r.returncode == 0 and r.stdout == "" and r.stderr == "" and not os.path.lexists(gone)
+       and not mounts_at_or_under(gone),
+       "bundle --remove unmounts a dry-run bundle (its tmpfs and all below it) and removes its directory, "
+       "silently", (r.returncode, r.stderr))
+
+# Look-alikes: each is refused, named, and left exactly as it was.
+plain = os.path.join(work, "plain-dir")
+os.makedirs(os.path.join(plain, "rootfs"))
+for name in ("config.json", "runtime-commands.json"):
+    with open(os.path.join(plain, name), "w") as f:
+        f.write("{}")
+empty_fs = os.path.join(work, "empty-tmpfs")
+os.mkdir(empty_fs)
+subprocess.run(["mount", "-t", "tmpfs", "sp-not-a-bundle", empty_fs], check=True)
+real = os.path.join(work, "kept-bundle")
+link = os.path.join(work, "link-to-bundle")
+kept = dry_run(real).returncode == 0
+os.symlink(real, link)
+for target, why in ((plain, "a directory with a bundle's files but no tmpfs of its own"),
+                    (empty_fs, "a tmpfs that holds no bundle"),
+                    (link, "a symbolic link to a bundle"),
+                    (os.path.join(work, "no-such-dir"), "a path that does not exist")):
+    before = sorted(os.listdir(target)) if os.path.isdir(target) else None
+    mounted = mounts_at_or_under(os.path.realpath(target))
+    r = remove(target)
+    tap.ok(r.returncode == 1 and "--remove" in r.stderr and target in r.stderr
+           and (sorted(os.listdir(target)) if os.path.isdir(target) else None) == before
+           and mounts_at_or_under(os.path.realpath(target)) == mounted,
+           f"bundle --remove refuses {why}, naming it, and leaves it as it was", r.stderr)
+tap.ok(kept and os.path.isfile(os.path.join(real, "config.json")),
+       "the bundle the refused link pointed at is still there")
+r = remove(real, "--out", plain)
+tap.ok(r.returncode == 2 and "--remove takes no other option" in r.stderr and os.path.isdir(real),
+       "bundle --remove with another option is a usage error that removes nothing", r.stderr)
+tap.ok(remove(real).returncode == 0 and not os.path.lexists(real), "and the bundle itself then goes")
+
 unmount_under(work)
 subprocess.run(["chmod", "-R", "u+w", work])
 shutil.rmtree(work, ignore_errors=True)
