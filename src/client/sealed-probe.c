@@ -8,6 +8,7 @@
    Every helper returns -1 on failure without a reason: the only thing the
    client may ever report is ERROR.  */
 #define _GNU_SOURCE
+#include "build_commit.h"
 #include "build_config.h"
 
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -94,6 +96,18 @@ answer (const struct sp_bytes *outcome)
   line[n++] = '\n';
   (void)write_all (STDOUT_FILENO, (const uint8_t *)line, (size_t)n, sp_monotonic_ms () + OUTPUT_GRACE_MS);
   return 0;
+}
+
+/* The client's --version, on fd 2 if it is open.  */
+static void
+print_version (void)
+{
+  char text[256];
+  int n = snprintf (text, sizeof (text), "sealed-probe %s\ncommit: %s\nprotocol: %d\n", PACKAGE_VERSION,
+                    SP_BUILD_COMMIT, SP_FRAME_VERSION);
+
+  if (n > 0 && (size_t)n < sizeof (text) && fcntl (STDERR_FILENO, F_GETFD) >= 0)
+    (void)write_all (STDERR_FILENO, (const uint8_t *)text, (size_t)n, sp_monotonic_ms () + OUTPUT_GRACE_MS);
 }
 
 /* Makes fds 0..2 safe.  A closed one becomes /dev/null, so that no fd opened
@@ -387,6 +401,15 @@ main (int argc, char **argv)
   int index;
 
   memset (&req, 0, sizeof (req));
+  /* --version alone is no probe: the version goes to stderr, the one thing
+     the client ever writes there, before fd 2 points at /dev/null; stdout
+     still gets its one line, ERROR; nothing is contacted.  */
+  if (argc == 2 && strcmp (argv[1], "--version") == 0)
+    {
+      print_version ();
+      (void)secure_stdio (); /* fd 1 made safe for the line, whatever it returns */
+      return answer (NULL);
+    }
   if (secure_stdio () < 0 || ignore_sigpipe () < 0)
     return answer (NULL);
   if (client_timeout (&seconds) < 0 || arm_watchdog (seconds) < 0)

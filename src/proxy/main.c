@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "build_config.h"
+#include "proxy/options.h"
 #include "proxy/verbs.h"
 
 struct verb
@@ -25,6 +26,9 @@ static const struct verb verbs[] = {
   { "skill", sp_verb_skill, "write the agent-facing SKILL.md for the configured repositories" },
   { "status", sp_verb_status,
     "show a run's budget, outcomes and recent failures from the ledger and audit log" },
+  { "version", sp_verb_version,
+    "print the version, the commit, what each backend accepts and the libraries" },
+  { "help", NULL, "print this list, or with a VERB that verb's options" },
 };
 
 void
@@ -43,10 +47,42 @@ static void
 usage (FILE *out)
 {
   fprintf (out, "usage: sealed-probe-proxy VERB [OPTIONS]\n"
-                "       sealed-probe-proxy --version | --help\n\nverbs:\n");
+                "       sealed-probe-proxy --version | -V | --help | -h\n\nverbs:\n");
   for (size_t i = 0; i < sizeof (verbs) / sizeof (verbs[0]); i++)
     fprintf (out, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
   fprintf (out, "\n`sealed-probe-proxy VERB --help` prints a verb's options; see sealed-probe-proxy(8)\n");
+}
+
+#define HELP_USAGE "usage: sealed-probe-proxy help [VERB]"
+
+/* help [VERB]: the verb list, or VERB --help, so that the two cannot say
+   different things.  */
+static int
+help (int argc, char **argv)
+{
+  char *verb_help[] = { NULL, (char *)"--help", NULL };
+
+  if (argc == 1)
+    {
+      usage (stdout);
+      return SP_EXIT_OK;
+    }
+  if (argc == 2 && (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0))
+    {
+      printf ("%s\n", HELP_USAGE);
+      return SP_EXIT_OK;
+    }
+  if (argv[1][0] == '-')
+    return sp_options_usage_error ("help", HELP_USAGE, "unknown option `%s`", argv[1]);
+  for (size_t i = 0; argc == 2 && i < sizeof (verbs) / sizeof (verbs[0]); i++)
+    if (verbs[i].run != NULL && strcmp (argv[1], verbs[i].name) == 0)
+      {
+        verb_help[0] = argv[1];
+        return verbs[i].run (2, verb_help);
+      }
+  if (argc > 2)
+    return sp_options_usage_error ("help", HELP_USAGE, "takes one VERB at most");
+  return sp_options_usage_error ("help", HELP_USAGE, "`%s` is no verb", argv[1]);
 }
 
 int
@@ -62,13 +98,12 @@ main (int argc, char **argv)
       usage (stdout);
       return SP_EXIT_OK;
     }
-  if (strcmp (argv[1], "--version") == 0)
-    {
-      printf ("sealed-probe-proxy %s\n", PACKAGE_VERSION);
-      return SP_EXIT_OK;
-    }
+  if (strcmp (argv[1], "--version") == 0 || strcmp (argv[1], "-V") == 0)
+    return argc == 2 ? sp_verb_version (1, argv + 1) : sp_verb_version (argc - 1, argv + 1);
+  if (strcmp (argv[1], "help") == 0)
+    return help (argc - 1, argv + 1);
   for (size_t i = 0; i < sizeof (verbs) / sizeof (verbs[0]); i++)
-    if (strcmp (argv[1], verbs[i].name) == 0)
+    if (verbs[i].run != NULL && strcmp (argv[1], verbs[i].name) == 0)
       return verbs[i].run (argc - 1, argv + 1);
 
   fprintf (stderr, "sealed-probe-proxy: unknown verb `%s`\n", argv[1]);

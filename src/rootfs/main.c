@@ -8,6 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <archive.h>
+
+#include "build_commit.h"
 #include "build_config.h"
 
 #include "base/error.h"
@@ -24,6 +27,7 @@ usage (FILE *out)
 {
   fprintf (out, "usage: " PROGRAM " build [--lock FILE] [--no-pyc] --debs DIR --out DIR\n"
                 "       " PROGRAM " verify DIR\n"
+                "       " PROGRAM " --version | -V | --help | -h\n"
                 "\n"
                 "build   extracts the packages pinned in FILE (default " SP_DEFAULT_LOCK ")\n"
                 "        from the .debs in DIR into the new directory --out (OUT/root and\n"
@@ -132,6 +136,16 @@ static const struct
   { "verify", cmd_verify },
 };
 
+/* The version, the commit, the lock a build reads by default, and the
+   libarchive that extracts the packages.  */
+static int
+version (void)
+{
+  printf (PROGRAM " %s\ncommit: %s\nlock: %s\nlibraries: %s\n", PACKAGE_VERSION, SP_BUILD_COMMIT,
+          SP_DEFAULT_LOCK, archive_version_string ());
+  return fflush (stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -140,6 +154,8 @@ main (int argc, char **argv)
       usage (stdout);
       return EXIT_SUCCESS;
     }
+  if (argc == 2 && (strcmp (argv[1], "--version") == 0 || strcmp (argv[1], "-V") == 0))
+    return version ();
   for (size_t i = 0; argc >= 2 && i < sizeof (commands) / sizeof (commands[0]); i++)
     if (strcmp (argv[1], commands[i].name) == 0)
       return commands[i].run (argc - 1, argv + 1);

@@ -67,6 +67,13 @@ container_path (char *out, size_t size, const char *id, const char *rest)
   return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
+void
+sp_docker_accepts (char *out, size_t size)
+{
+  snprintf (out, size, "a Docker daemon with Engine API %d.%d or later", DOCKER_API_VERSION_MAJOR,
+            DOCKER_API_VERSION_MINOR);
+}
+
 static int
 docker_verify (struct sp_runtime_backend *rt, sp_error_t *err)
 {

@@ -39,6 +39,12 @@ runc_version_check (const char *out, char *why, size_t why_size)
   return 0;
 }
 
+void
+sp_runc_accepts (char *out, size_t size)
+{
+  snprintf (out, size, "runc %d.%d.%d or later", RUNC_MIN_MAJOR, RUNC_MIN_MINOR, RUNC_MIN_PATCH);
+}
+
 static const struct oci_flavor runc_flavor = {
   .binary_name = "runc",
   .state_name = "runc",

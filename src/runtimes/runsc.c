@@ -27,6 +27,13 @@
 
 static const char *const platforms[] = { "ptrace", "systrap", "kvm", NULL };
 
+void
+sp_runsc_accepts (char *out, size_t size)
+{
+  snprintf (out, size, "runsc released on %u-%02u-%02u or later", RUNSC_MIN_DATE / 10000,
+            RUNSC_MIN_DATE / 100 % 100, RUNSC_MIN_DATE % 100);
+}
+
 bool
 sp_gvisor_platform_valid (const char *name)
 {

@@ -65,6 +65,28 @@ sp_runtime_binary_name (enum sp_runtime kind)
     }
 }
 
+void
+sp_runtime_accepts (enum sp_runtime kind, char *out, size_t size)
+{
+  switch (kind)
+    {
+    case SP_RUNTIME_RUNC:
+      sp_runc_accepts (out, size);
+      break;
+    case SP_RUNTIME_GVISOR:
+      sp_runsc_accepts (out, size);
+      break;
+    case SP_RUNTIME_DOCKER:
+      sp_docker_accepts (out, size);
+      break;
+    case SP_RUNTIME_SBX:
+      sp_sbx_accepts (out, size);
+      break;
+    default:
+      snprintf (out, size, "nothing");
+    }
+}
+
 int
 sp_runtime_open (enum sp_runtime kind, const struct sp_runtime_settings *settings,
                  struct sp_runtime_backend **out, sp_error_t *err)

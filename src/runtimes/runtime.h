@@ -218,6 +218,10 @@ struct sp_runtime_backend
    build does not have.  */
 const char *sp_runtime_binary_name (enum sp_runtime kind);
 
+/* What the backend's verify accepts, in words, for --version: "runc 1.1.0
+   or later".  */
+void sp_runtime_accepts (enum sp_runtime kind, char *out, size_t size);
+
 /* Opens the backend the config names.  A backend this build does not have is
    an error naming it; nothing falls back.  */
 int sp_runtime_open (enum sp_runtime kind, const struct sp_runtime_settings *settings,

@@ -556,6 +556,15 @@ static const struct sp_runtime_ops sbx_ops = {
   .close = sbx_close,
 };
 
+void
+sp_sbx_accepts (char *out, size_t size)
+{
+  char audited[256];
+
+  sbx_audited_list (audited, sizeof (audited));
+  snprintf (out, size, "an audited sbx release whose help shows every control (audited: %s)", audited);
+}
+
 int
 sp_sbx_open (const struct sp_runtime_settings *settings, struct sp_runtime_backend **out, sp_error_t *err)
 {

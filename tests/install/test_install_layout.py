@@ -185,8 +185,8 @@ def check_installed_system(destdir, tmp, expected_config):
     proxy = os.path.join(SBINDIR, "sealed-probe-proxy")
     builder = os.path.join(SBINDIR, "sealed-probe-rootfs")
     r = run([proxy, "--version"])
-    ok(r.returncode == 0 and r.stdout == f"sealed-probe-proxy {VERSION}\n", "installed: `sealed-probe-proxy --version`",
-       r.stdout + r.stderr)
+    ok(r.returncode == 0 and r.stdout.startswith(f"sealed-probe-proxy {VERSION}\ncommit: ")
+       and "\nlibraries: " in r.stdout, "installed: `sealed-probe-proxy --version`", r.stdout + r.stderr)
 
     config = os.path.join(tmp, "sealed-probes.json")
     r = run([proxy, "config", "--config", config])

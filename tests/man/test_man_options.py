@@ -254,8 +254,8 @@ def main():
            "proxy: the global options of `--help` are exactly the OPTIONS section's",
            f"--help: {sorted(top)}; page: {sorted(page_top)}")
     r = run([proxy, "--version"])
-    tap.ok(r.returncode == 0 and re.fullmatch(r"sealed-probe-proxy \S+\n", r.stdout),
-           "proxy: --version, as documented, prints the name and version", r.stdout + r.stderr)
+    tap.ok(r.returncode == 0 and re.match(r"sealed-probe-proxy \S+\ncommit: ", r.stdout),
+           "proxy: --version, as documented, prints the name and version, then the commit", r.stdout + r.stderr)
 
     # ---- sealed-probe-rootfs(8) ----
     rootfs_page = read_page("sealed-probe-rootfs.8")

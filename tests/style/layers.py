@@ -4,7 +4,8 @@ The folders' order is src/meson.build's `subdir(...)` order, so the build
 and this check read one list.  A file under src/F/ may include:
   - its own folder's headers and those of folders before F, as "G/name.h"
     (client/ is the exception that proves the rule: base/ only);
-  - "build_config.h", the build's generated settings;
+  - "build_config.h" and "build_commit.h", the build's generated settings
+    and the commit it was built from;
   - system headers, except that base/ takes no library beyond libc and
     nothing of libc's that touches the host (files, processes, mounts).
 Every "G/name.h" must exist, no include climbs with "..", and every header
@@ -79,7 +80,7 @@ def main():
         bad = []
         for kind, name in INCLUDE.findall(text):
             if kind == '"':
-                if name == "build_config.h":
+                if name in ("build_config.h", "build_commit.h"):
                     continue
                 if ".." in name.split("/"):
                     bad.append(f'"{name}" climbs out of its folder')
