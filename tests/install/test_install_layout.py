@@ -3,8 +3,10 @@ installed programs work from it without the source or build tree
 (docs/operations.md, "Installed layout").
 
 - The install puts exactly the expected files (the programs, the man pages,
-  the data files, and whatever systemd/ holds), with modes 0755 and 0644, and
-  no test program.
+  the data files, the bash completions, the sysusers entry, the config and
+  clone catalog the units read, and whatever systemd/ holds), with modes 0755
+  and 0644, and no test program; a second install keeps an edited config and
+  catalog.
 - No installed program holds the source or build directory in its loaded
   data (debug info aside: it is stripped from a copy first), and the rootfs
   builder's default lock is the installed one.
@@ -13,7 +15,10 @@ installed programs work from it without the source or build tree
   installed programs run from the prefix: `sealed-probe-proxy --version`;
   `config` on examples/sealed-probes.json, with the build's own output; the
   installed `sealed-probe-rootfs build` with its default lock, then `verify`;
-  `bundle --dry-run` on that rootfs; and `man` finds the installed pages.
+  `bundle --dry-run` on that rootfs, and `bundle --remove`; the installed
+  config the units read validates; the installed bash completions, sourced,
+  complete the installed programs' verbs and options; and `man` finds the
+  installed pages.
   Without root that part SKIPs, saying so; under CI=true (root) it fails."""
 
 import json
@@ -50,6 +55,11 @@ PKGDATADIR = env_path("SP_PKGDATADIR")
 VERSION = env_path("SP_VERSION")
 BUILD_PROXY = env_path("SP_PROXY")
 EXAMPLE = env_path("SP_EXAMPLE_CONFIG")
+SYSCONFDIR = env_path("SP_SYSCONFDIR")
+COMPLETIONS = env_path("SP_COMPLETIONS_DIR")
+SYSUSERS = env_path("SP_SYSUSERS_DIR")
+UNIT_CONFIG = os.path.join(SYSCONFDIR, "sealed-probe", "config.json")
+UNIT_CATALOG = os.path.join(SYSCONFDIR, "sealed-probe", "clones.txt")
 DEBS = os.environ.get("SP_DEB_CACHE", "/var/cache/sealed-probe/debs")
 
 PROGRAMS = {
@@ -65,9 +75,19 @@ DATA = {
     os.path.join(PKGDATADIR, "config.schema.json"): 0o644,
     os.path.join(PKGDATADIR, "rootfs.lock"): 0o644,
     os.path.join(PKGDATADIR, "seccomp.json"): 0o644,
+    os.path.join(SYSUSERS, "sealed-probe.conf"): 0o644,
+    UNIT_CONFIG + ".example": 0o644,
+    UNIT_CONFIG: 0o644,
+    UNIT_CATALOG: 0o644,
+    **{os.path.join(COMPLETIONS, p): 0o644 for p in ("sealed-probe", "sealed-probe-proxy", "sealed-probe-rootfs")},
 }
 # The source each data file must equal, byte for byte.
 DATA_SOURCES = {
+    os.path.join(SYSUSERS, "sealed-probe.conf"): os.path.join(SOURCE, "systemd", "sealed-probe.sysusers"),
+    UNIT_CONFIG + ".example": EXAMPLE,
+    UNIT_CONFIG: EXAMPLE,
+    **{os.path.join(COMPLETIONS, p): os.path.join(SOURCE, "shell", p + ".bash")
+       for p in ("sealed-probe", "sealed-probe-proxy", "sealed-probe-rootfs")},
     os.path.join(PKGDATADIR, "config.schema.json"): os.path.join(SOURCE, "docs", "config.schema.json"),
     os.path.join(PKGDATADIR, "rootfs.lock"): os.path.join(SOURCE, "rootfs", "rootfs.lock"),
     os.path.join(PKGDATADIR, "seccomp.json"): os.path.join(SOURCE, "seccomp", "probe.json"),
@@ -129,6 +149,27 @@ def check_layout(destdir, tmp):
         except OSError as e:
             same = e
         ok(same is True, f"{path} is {os.path.relpath(source, SOURCE)}, byte for byte", same)
+
+    with open(destdir + os.path.join(SYSUSERS, "sealed-probe.conf")) as f:
+        entries = [ln.split() for ln in f if ln.strip() and not ln.startswith("#")]
+    ok(entries == [["g", "sealed-probe", "-"]], "the sysusers entry makes the socket's group, sealed-probe",
+       entries)
+    with open(destdir + os.path.join(PKGDATADIR, "systemd", "docker-daemon.conf")) as f:
+        dropin = [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]
+    ok(dropin == ["[Unit]", "Requires=docker.service", "After=docker.service"],
+       "the docker drop-in starts the proxy after the Docker daemon and stops it with it", dropin)
+    # A second install over the first keeps what the operator wrote.
+    for path in (UNIT_CONFIG, UNIT_CATALOG):
+        with open(destdir + path, "w") as f:
+            f.write("# edited by the operator\n")
+    r = run([MESON, "install", "-C", BUILD, "--destdir", destdir, "--no-rebuild", "--quiet"])
+    kept = []
+    for path in (UNIT_CONFIG, UNIT_CATALOG):
+        with open(destdir + path) as f:
+            kept.append(f.read())
+    ok(r.returncode == 0 and kept == ["# edited by the operator\n"] * 2,
+       "a second install keeps an edited config.json and clones.txt", (r.returncode, kept, r.stderr))
+    shutil.copy(EXAMPLE, destdir + UNIT_CONFIG)
 
     systemd_files, units = systemd_names()
     for name in sorted(units):
@@ -222,7 +263,14 @@ def check_installed_system(destdir, tmp, expected_config):
         ok(c["root"]["readonly"] is True and copied == digest and c["linux"]["seccomp"]["syscalls"],
            "installed: the bundle runs the verified rootfs copy, read-only, under the compiled-in seccomp profile",
            json.dumps(c["root"]))
-        run(["umount", "-R", out])
+        r = run([proxy, "bundle", "--remove", out])
+        ok(r.returncode == 0 and not os.path.lexists(out), "installed: `bundle --remove` takes the bundle away",
+           r.stderr)
+
+    r = run([proxy, "config", "--config", UNIT_CONFIG])
+    ok(r.returncode == 0 and r.stdout == expected_config,
+       f"installed: the units' {UNIT_CONFIG}, the example, validates", r.stdout + r.stderr)
+    check_completions()
 
     if shutil.which("man"):
         env = {"PATH": "/usr/bin:/bin", "MANPATH": MANDIR, "LC_ALL": "C.UTF-8"}
@@ -235,6 +283,32 @@ def check_installed_system(destdir, tmp, expected_config):
         ok(False, "installed: man finds the installed pages", "man-db is not installed; under CI=true that fails")
     else:
         skip("installed: man finds the installed pages", "man-db is not installed")
+
+
+def check_completions():
+    """The installed completions, sourced into bash with the installed
+    programs on PATH: what each completes."""
+    script = """
+set -u
+for f in sealed-probe-proxy sealed-probe-rootfs sealed-probe; do . "$COMPLETIONS/$f"; done
+t() { COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); COMPREPLY=(); $F; echo "${COMPREPLY[*]}"; }
+F=_sealed_probe_proxy; t sealed-probe-proxy ''; t sealed-probe-proxy bundle --d; t sealed-probe-proxy serve --snapshot ''
+F=_sealed_probe_rootfs; t sealed-probe-rootfs ''; t sealed-probe-rootfs build --
+F=_sealed_probe; t sealed-probe ''
+"""
+    env = {"PATH": f"{SBINDIR}:{BINDIR}:/usr/bin:/bin", "COMPLETIONS": COMPLETIONS, "LC_ALL": "C.UTF-8"}
+    r = run(["bash", "-c", script], env=env)
+    got = r.stdout.splitlines()
+    verbs = run([os.path.join(SBINDIR, "sealed-probe-proxy"), "--help"]).stdout
+    want_verbs = [ln.split()[0] for ln in verbs.split("verbs:\n", 1)[-1].splitlines() if ln.startswith("  ")]
+    ok(r.returncode == 0 and len(got) == 6 and got[0].split()[:len(want_verbs)] == want_verbs
+       and got[1] == "--docker-socket --docker-state-dir --dry-run" and got[2] == "overlay copy",
+       "installed: the proxy's completion offers its verbs and each verb's options, read from its --help",
+       (got, r.stderr))
+    ok(len(got) == 6 and got[3].split()[:2] == ["build", "verify"] and got[4] == "--debs --lock --no-pyc --out",
+       "installed: the rootfs builder's completion offers its commands and their options", got)
+    ok(len(got) == 6 and got[5] == "--repo --outcome --version",
+       "installed: the client's completion offers exactly its options", got)
 
 
 def main():
