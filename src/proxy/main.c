@@ -99,7 +99,7 @@ main (int argc, char **argv)
       return SP_EXIT_OK;
     }
   if (strcmp (argv[1], "--version") == 0 || strcmp (argv[1], "-V") == 0)
-    return argc == 2 ? sp_verb_version (1, argv + 1) : sp_verb_version (argc - 1, argv + 1);
+    return sp_verb_version (argc - 1, argv + 1);
   if (strcmp (argv[1], "help") == 0)
     return help (argc - 1, argv + 1);
   for (size_t i = 0; i < sizeof (verbs) / sizeof (verbs[0]); i++)
