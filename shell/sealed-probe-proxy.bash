@@ -29,7 +29,7 @@ _sealed_probe_proxy()
         --gvisor-platform) COMPREPLY=($(compgen -W "ptrace systrap kvm" -- "$cur")); return ;;
     esac
     if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$("$prog" "$verb" --help 2>/dev/null | grep -o -- '--[a-z][a-z0-9-]*' | sort -u)" \
+        COMPREPLY=($(compgen -W "$("$prog" "$verb" --help 2>/dev/null | sed -n 's/^  \(--[a-z][a-z0-9-]*\).*/\1/p' | sort -u)" \
             -- "$cur"))
         return
     fi

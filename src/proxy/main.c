@@ -69,7 +69,7 @@ help (int argc, char **argv)
     }
   if (argc == 2 && (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0))
     {
-      printf ("%s\n", HELP_USAGE);
+      sp_options_print_help ("help", HELP_USAGE);
       return SP_EXIT_OK;
     }
   if (argv[1][0] == '-')

@@ -10,6 +10,7 @@
 #include "base/cleanup.h"
 #include "bundle/bundle.h"
 
+#include "proxy/help.h"
 #include "proxy/verbs.h"
 
 int
@@ -24,6 +25,16 @@ sp_options_usage_error (const char *verb, const char *usage, const char *fmt, ..
   sp_verb_report (verb, "%s", reason);
   fprintf (stderr, "%s\n", usage);
   return SP_EXIT_USAGE;
+}
+
+void
+sp_options_print_help (const char *verb, const char *usage)
+{
+  const char *options = sp_proxy_help_options (verb);
+
+  printf ("%s\n\noptions:\n%s", usage, options ? options : "");
+  printf ("  --help, -h\n        Print this help, and exit 0.\n\nSee sealed-probe-proxy(8), VERBS, %s.\n",
+          verb);
 }
 
 /* The option arg names, with its value when written `--name=VALUE`.  */
@@ -62,7 +73,7 @@ sp_options_parse (const char *verb, const char *usage, int argc, char **argv, co
 
       if (strcmp (arg, "--help") == 0 || strcmp (arg, "-h") == 0)
         {
-          printf ("%s\n", usage);
+          sp_options_print_help (verb, usage);
           return -1;
         }
       o = match (arg, options, n_options, &value);

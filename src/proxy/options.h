@@ -21,11 +21,15 @@ struct sp_option
   } list;
 };
 
-/* Parses argv[1..argc).  Returns 0; -1 after printing the usage line on
+/* Parses argv[1..argc).  Returns 0; -1 after printing the verb's help on
    stdout for --help or -h (the verb then exits 0); or SP_EXIT_USAGE after
    reporting the reason and the usage line on stderr.  */
 int sp_options_parse (const char *verb, const char *usage, int argc, char **argv,
                       const struct sp_option *options, size_t n_options);
+
+/* Prints a verb's help on stdout: its usage line, then each option with its
+   meaning and default, from the verb's man page section (help.h).  */
+void sp_options_print_help (const char *verb, const char *usage);
 
 /* Reports a usage error for verb, prints the usage line, and returns
    SP_EXIT_USAGE.  */

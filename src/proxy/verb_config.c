@@ -10,6 +10,7 @@
 #include "text/config.h"
 #include "text/yajl_util.h"
 
+#include "proxy/options.h"
 #include "proxy/verbs.h"
 
 #define USAGE "usage: sealed-probe-proxy config --config PATH|-"
@@ -117,7 +118,7 @@ sp_verb_config (int argc, char **argv)
 
       if (strcmp (arg, "--help") == 0 || strcmp (arg, "-h") == 0)
         {
-          printf ("%s\n", USAGE);
+          sp_options_print_help ("config", USAGE);
           return SP_EXIT_OK;
         }
       if (path != NULL)

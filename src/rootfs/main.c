@@ -17,6 +17,7 @@
 #include "rootfs/verify.h"
 
 #include "rootfs/build.h"
+#include "rootfs/help.h"
 
 #define PROGRAM "sealed-probe-rootfs"
 
@@ -36,6 +37,19 @@ usage (FILE *out)
                 "verify  checks that DIR/root is read-only and matches DIR/digest, and prints it\n"
                 "\n"
                 "See sealed-probe-rootfs(8).\n");
+}
+
+/* A command's --help: the usage, then its options with their meanings and
+   defaults, from its man page section (help.h).  */
+static int
+command_help (const char *command)
+{
+  const char *options = sp_rootfs_help_options (command);
+
+  usage (stdout);
+  printf ("\n%s options:\n%s  --help, -h\n        Print this help, and exit 0.\n", command,
+          options ? options : "");
+  return EXIT_SUCCESS;
 }
 
 static int
@@ -79,8 +93,7 @@ cmd_build (int argc, char **argv)
         flags |= SP_ROOTFS_BUILD_NO_PYC;
         break;
       case 'h':
-        usage (stdout);
-        return EXIT_SUCCESS;
+        return command_help ("build");
       default:
         usage (stderr);
         return EXIT_USAGE;
@@ -110,10 +123,7 @@ cmd_verify (int argc, char **argv)
   sp_error_t err = NULL;
 
   if (argc == 2 && (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0))
-    {
-      usage (stdout);
-      return EXIT_SUCCESS;
-    }
+    return command_help ("verify");
   if (argc != 2 || argv[1][0] == '-')
     {
       fprintf (stderr, PROGRAM ": verify: needs exactly one DIR\n");

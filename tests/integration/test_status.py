@@ -225,8 +225,8 @@ try:
     t_start = time.monotonic()
     # ---- usage ------------------------------------------------------------------
     r = subprocess.run([S.PROXY, "status", "--help"], capture_output=True, text=True)
-    tap.ok(r.returncode == 0 and r.stdout == "usage: sealed-probe-proxy status --state DIR [--json]\n",
-           "--help prints the usage line with exactly --state and --json, exit 0", r)
+    tap.ok(r.returncode == 0 and r.stdout.startswith("usage: sealed-probe-proxy status --state DIR [--json]\n\noptions:\n"),
+           "--help prints the usage line with exactly --state and --json, then the options, exit 0", r)
     r = subprocess.run([S.PROXY, "status"], capture_output=True, text=True)
     tap.ok(r.returncode == 2 and "--state is required" in r.stderr, "no --state: usage error, exit 2", r)
     missing = os.path.join(work.dir, "no-such-state")

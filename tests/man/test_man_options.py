@@ -9,6 +9,9 @@
   fails).  A section for a verb the program does not have fails too, but for
   the verbs of PENDING, which SKIP until they are merged and then are checked
   like every other.
+- Each verb's --help describes every option of its usage line, each with
+  its default or "Required" (the descriptions are generated from the page's
+  entries by man/help_text.py, which refuses an entry without either).
 - The global options (`--version`) against the page's OPTIONS section.
 - sealed-probe-rootfs(8): each command's options in --help against its
   section.
@@ -125,6 +128,47 @@ def usage_lines(text):
     return block if block.startswith("usage:") else ""
 
 
+# An entry says its default, or that the option is required.
+SAYS_DEFAULT = re.compile(r"\bDefault\b|\b[Rr]equired\b")
+
+
+def help_entries(text, heading="options:"):
+    """{option: description} of the options block a verb's --help prints
+    after its usage (generated from the page by man/help_text.py): an
+    option's line starts with two spaces and `--`, its description is
+    indented further."""
+    entries, current, inside = {}, None, False
+    for line in text.splitlines():
+        if line.strip() == heading:
+            inside = True
+            continue
+        if not inside:
+            continue
+        m = re.match(r"^  (--[a-z][a-z0-9-]*)", line)
+        if m:
+            current = m.group(1)
+            entries[current] = ""
+        elif line.startswith("    ") and current:
+            entries[current] += " " + line.strip()
+        elif not line.strip():
+            break
+    return entries
+
+
+def entries_problems(entries, want):
+    """What is wrong with a --help's option entries against the options its
+    usage names: missing or extra entries, and entries without a default."""
+    problems = []
+    got = set(entries) - HELP
+    if got != want:
+        problems.append(f"usage: {sorted(want)}; described: {sorted(got)}")
+    problems += [f"{o} says neither its default nor that it is required: {d.strip()!r}"
+                 for o, d in sorted(entries.items()) if o not in HELP and not SAYS_DEFAULT.search(d)]
+    if "--help" not in entries:
+        problems.append("--help itself is not described")
+    return problems
+
+
 def binary_words(path):
     """Every `--word` in the binary's strings: the option names its parsers
     compare against are among them."""
@@ -220,6 +264,9 @@ def main():
                     f"proxy {verb}: `--help` prints its usage on stdout and exits 0", r.stdout + r.stderr)
         if ok:
             help_options[verb] = set(LONG.findall(usage)) - HELP
+            problems = entries_problems(help_entries(r.stdout), help_options[verb])
+            tap.ok(not problems, f"proxy {verb}: `--help` describes every option of its usage, each with its default",
+                   "; ".join(problems))
 
     page_verbs = {}
     for verb, body in subsections(sections, "VERBS").items():
@@ -274,6 +321,12 @@ def main():
     results, skips = compare_verbs(commands, page_cmds, {})
     for cmd, prop, problem in results:
         tap.ok(problem is None, f"rootfs {cmd}: {prop}", problem)
+    for cmd in sorted(commands):
+        r = run([rootfs_tool, cmd, "--help"])
+        problems = entries_problems(help_entries(r.stdout, f"{cmd} options:"), commands[cmd])
+        tap.ok(r.returncode == 0 and not problems,
+               f"rootfs {cmd}: `{cmd} --help` describes every option of its usage, each with its default",
+               "; ".join(problems) + r.stderr)
 
     # ---- sealed-probe(1) ----
     client_page = read_page("sealed-probe.1")
@@ -320,6 +373,12 @@ def main():
                                    {"status": "pending in this self-check"})
     tap.ok([v for v, _, p in results if p] == ["gone"] and [v for v, _ in skips] == ["status"],
            "self-check: a documented verb the program lacks fails, a pending one skips", (results, skips))
+    sample = "usage: x\n\noptions:\n  --state DIR\n        Where. Default: here.\n  --json\n        As JSON.\n" \
+             "  --help, -h\n        Help.\n"
+    problems = entries_problems(help_entries(sample), {"--state", "--json", "--out"})
+    tap.ok(any("--out" in p for p in problems) and any(p.startswith("--json says neither") for p in problems)
+           and not any(p.startswith("--state") for p in problems),
+           "self-check: a --help entry missing (--out) and one without its default (--json) are reported", problems)
     accepted, problems = accepted_by_parser(proxy, "unstage", {"--state", "--frobnicate"})
     tap.ok(accepted == {"--state"} and not problems,
            "self-check: probing unstage's parser finds --state and not --frobnicate", (accepted, problems))
