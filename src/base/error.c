@@ -68,6 +68,32 @@ sp_error_wrap (sp_error_t *err, const char *fmt, ...)
 }
 
 int
+sp_error_hint (sp_error_t *err, const char *fmt, ...)
+{
+  char *hint = NULL;
+  char *joined = NULL;
+  va_list ap;
+  int ret;
+
+  if (err == NULL || *err == NULL)
+    return -1;
+
+  va_start (ap, fmt);
+  ret = vasprintf (&hint, fmt, ap);
+  va_end (ap);
+  if (ret < 0)
+    return -1;
+
+  if (asprintf (&joined, "%s: %s", sp_error_message (*err), hint) >= 0)
+    {
+      free ((*err)->msg);
+      (*err)->msg = joined;
+    }
+  free (hint);
+  return -1;
+}
+
+int
 sp_error_set_cause (sp_error_t *err, int cause)
 {
   if (err != NULL && *err != NULL && (*err)->cause == 0)

@@ -19,6 +19,11 @@ int sp_make_error (sp_error_t *err, int status, const char *fmt, ...) __attribut
    Returns -1 so that callers can write `return sp_error_wrap (err, ...)`.  */
 int sp_error_wrap (sp_error_t *err, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 
+/* Appends what to do to the message of an existing error: "message: hint",
+   so that the hint stays last whatever context is wrapped around it later
+   ("what is wrong: what to do").  Returns -1.  */
+int sp_error_hint (sp_error_t *err, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+
 /* Says what kind of failure *err is, for a caller that classifies it as a
    value (enum sp_cause, base/cause.h) rather than by its words.  The
    innermost site that knows wins: a cause already set stays.  Returns -1.  */

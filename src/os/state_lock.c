@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -141,10 +142,16 @@ sp_state_lock_take (int state_dirfd, const char *shown, const char *verb, int *l
             return sp_make_error (err, errno, "`%s`: lock `%s`", shown, SP_STATE_LOCK_FILE);
           owner_read (fd, &owner);
           sp_state_owner_describe (&owner, who, sizeof (who));
-          return sp_make_error (err, 0,
-                                "`%s` is in use by %s: one stage, unstage, serve or check at a time on a "
-                                "state directory (`status` reads beside them)",
-                                shown, who);
+          sp_make_error (err, 0,
+                         "`%s` is in use by %s: one stage, unstage, serve or check at a time on a "
+                         "state directory (`status` reads beside them)",
+                         shown, who);
+          if (owner.known)
+            return sp_error_hint (err,
+                                  "wait for it to end, or stop it (kill %ld, or systemctl stop the unit "
+                                  "that runs it) and try again",
+                                  (long)owner.pid);
+          return sp_error_hint (err, "wait for it to end, or stop it, and try again");
         }
       if (!still_named (state_dirfd, fd))
         continue;
@@ -192,4 +199,33 @@ sp_state_lock_holder (int state_dirfd, struct sp_state_owner *owner, sp_error_t 
     return 0;
   owner_read (fd, owner);
   return 1;
+}
+
+pid_t
+sp_flock_holder_pid (int fd)
+{
+  cleanup_file FILE *locks = NULL;
+  char line[256];
+  struct stat st;
+
+  if (fstat (fd, &st) < 0)
+    return 0;
+  locks = fopen ("/proc/locks", "re");
+  if (locks == NULL)
+    return 0;
+  /* "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; a waiter's line has
+     "->" before FLOCK and is not the holder.  */
+  while (fgets (line, sizeof (line), locks) != NULL)
+    {
+      char kind[16];
+      unsigned dev_major, dev_minor;
+      unsigned long long ino;
+      long pid;
+
+      if (sscanf (line, "%*d: %15s %*s %*s %ld %x:%x:%llu", kind, &pid, &dev_major, &dev_minor, &ino) == 5
+          && strcmp (kind, "FLOCK") == 0 && pid > 0 && ino == (unsigned long long)st.st_ino
+          && dev_major == major (st.st_dev) && dev_minor == minor (st.st_dev))
+        return (pid_t)pid;
+    }
+  return 0;
 }

@@ -45,4 +45,10 @@ int sp_state_lock_holder (int state_dirfd, struct sp_state_owner *owner, sp_erro
    into buf.  */
 void sp_state_owner_describe (const struct sp_state_owner *owner, char *buf, size_t size);
 
+/* The pid of a process holding a flock(2) lock on fd's file, from
+   /proc/locks (the kernel's own table: a flock lock, unlike this file's,
+   names no owner in any file), or 0 when none is listed or it cannot be
+   read.  For naming the holder of a lock this process was refused.  */
+pid_t sp_flock_holder_pid (int fd);
+
 #endif

@@ -145,3 +145,14 @@ sp_options_probe_ids (const char *verb, const char *usage, const char *text, uin
   *base = (uint32_t)n;
   return 0;
 }
+
+int
+sp_options_binary_path (const char *verb, const char *usage, const char *option, const char *value)
+{
+  if (value == NULL || value[0] == '/')
+    return 0;
+  return sp_options_usage_error (verb, usage,
+                                 "%s: `%s` is not an absolute path: give the binary's full path "
+                                 "(`command -v %s` prints it)",
+                                 option, value, value);
+}

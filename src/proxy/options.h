@@ -40,6 +40,11 @@ int sp_options_usage_error (const char *verb, const char *usage, const char *fmt
    leading zero, no space); -1 otherwise.  */
 int sp_options_decimal (const char *text, unsigned long max, unsigned long *out);
 
+/* A runtime binary's option (--runc, --runsc, --sbx): an absolute path, so
+   that no PATH lookup picks the binary.  Returns 0, or SP_EXIT_USAGE after
+   reporting, naming the option (never the config's runtime key).  */
+int sp_options_binary_path (const char *verb, const char *usage, const char *option, const char *value);
+
 /* --probe-ids BASE (text; NULL: SP_PROBE_ID_BASE_DEFAULT): the first host id
    of the range the probes' identities come from (bundle.h).  Returns 0, or
    SP_EXIT_USAGE after reporting why.  */

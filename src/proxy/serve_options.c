@@ -94,8 +94,10 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
       || (opt->docker_state_dir != NULL && opt->docker_state_dir[0] != '/'))
     return sp_options_usage_error (verb, usage,
                                    "--docker-socket and --docker-state-dir must be absolute paths");
-  if (opt->sbx != NULL && opt->sbx[0] != '/')
-    return sp_options_usage_error (verb, usage, "--sbx must be an absolute path");
+  if (sp_options_binary_path (verb, usage, "--runc", opt->runc) != 0
+      || sp_options_binary_path (verb, usage, "--runsc", opt->runsc) != 0
+      || sp_options_binary_path (verb, usage, "--sbx", opt->sbx) != 0)
+    return SP_EXIT_USAGE;
   if (opt->sbx_template != NULL && !sp_sbx_template_pinned (opt->sbx_template))
     return sp_options_usage_error (
         verb, usage,

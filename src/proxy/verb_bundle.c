@@ -125,8 +125,10 @@ parse_args (int argc, char **argv, struct bundle_args *a)
   if (a->gvisor_platform != NULL && !sp_gvisor_platform_valid (a->gvisor_platform))
     return sp_options_usage_error ("bundle", USAGE,
                                    "--gvisor-platform: must be `ptrace`, `systrap` or `kvm`");
-  if (a->sbx != NULL && a->sbx[0] != '/')
-    return sp_options_usage_error ("bundle", USAGE, "--sbx must be an absolute path");
+  if (sp_options_binary_path ("bundle", USAGE, "--runc", a->runc) != 0
+      || sp_options_binary_path ("bundle", USAGE, "--runsc", a->runsc) != 0
+      || sp_options_binary_path ("bundle", USAGE, "--sbx", a->sbx) != 0)
+    return SP_EXIT_USAGE;
   if (a->sbx_template != NULL && !sp_sbx_template_pinned (a->sbx_template))
     return sp_options_usage_error (
         "bundle", USAGE,

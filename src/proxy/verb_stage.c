@@ -148,8 +148,6 @@ preflight (const struct sp_config *config, const struct sp_catalog *catalog, con
           "GitHub, which needs a token: the credential `" TOKEN_CREDENTIAL
           "` in $" SP_CREDENTIALS_DIRECTORY_ENV ", GH_TOKEN or GITHUB_TOKEN; none is given",
           config->private_repos[i]);
-  if (geteuid () != 0)
-    return sp_make_error (err, 0, "stage needs root: it gives every seed to root and mounts it read-only");
   return 0;
 }
 
@@ -214,15 +212,29 @@ count_and_check (void *ctx, uint64_t bytes, sp_error_t *err)
    policy omits are recorded in the seed.  */
 static int
 stage_clone (int clone_fd, int seed_fd, struct sp_seed *seed, enum sp_submodule_policy policy,
-             const struct sp_copy_options *limits, sp_error_t *err)
+             const struct sp_copy_options *limits, const char *clone, sp_error_t *err)
 {
   cleanup_git_submodules struct sp_git_submodules sub = { .policy = policy };
+  size_t uncommitted = 0;
 
   if (sp_git_copy_gitdir (clone_fd, seed_fd, limits, &sub, err) < 0
       || sp_progress_check (limits->progress, err) < 0 || sp_git_sanitize (seed_fd, seed->commit, err) < 0
       || sp_progress_check (limits->progress, err) < 0
+      || sp_git_count_uncommitted (clone_fd, seed_fd, seed->commit, &uncommitted, err) < 0
       || sp_git_stage_commit (seed_fd, seed->commit, limits, &sub, err) < 0)
     return -1;
+  /* Staged anyway, as documented; said, so that no operator believes an
+     edit is in the seed.  A count, never a path: the names are the private
+     repository's (docs/threat-model.md).  */
+  if (uncommitted > 0)
+    {
+      sp_progress_clear (limits->progress);
+      sp_verb_report ("stage",
+                      "warning: %s: local clone `%s` has uncommitted changes (%zu path(s)): only its "
+                      "committed HEAD %s is staged, not the changes; commit them and stage again to include "
+                      "them",
+                      seed->repo, clone, uncommitted, seed->commit);
+    }
   seed->omitted_known = true;
   seed->omitted = get_and_reset (&sub.omitted);
   seed->n_omitted = sub.n_omitted;
@@ -260,7 +272,7 @@ stage_one (int run_fd, struct sp_seed *seed, const char *clone, enum sp_submodul
         return sp_make_error (err, errno, "local clone `%s`", clone);
       /* The commit, never the working tree: only `.git` is copied, and
          the tree HEAD names is written from it (docs/staging.md).  */
-      if (stage_clone (clone_fd, seed_fd, seed, policy, &limits, err) < 0)
+      if (stage_clone (clone_fd, seed_fd, seed, policy, &limits, clone, err) < 0)
         return sp_error_wrap (err, "local clone `%s`", clone);
     }
   else
@@ -469,6 +481,11 @@ sp_verb_stage (int argc, char **argv)
     return ret < 0 ? SP_EXIT_OK : ret;
   if (catch_stop_signals (&err) < 0)
     return fail ("%s", sp_error_message (err));
+  /* First: no other complaint (a token, the config) is worth fixing before
+     this one.  */
+  if (geteuid () != 0)
+    return fail ("not root: staging gives every seed to root and mounts it read-only: run it as root "
+                 "(sudo sealed-probe-proxy stage ...)");
 
   /* Before the config: a bad or doubled credential stops everything, so no
      request is ever made with a token the operator did not mean.  */

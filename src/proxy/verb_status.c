@@ -432,7 +432,10 @@ sp_verb_status (int argc, char **argv)
 
   state_fd = TEMP_FAILURE_RETRY (open (state, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (state_fd < 0)
-    return fail ("--state: `%s`: %s", state, strerror (errno));
+    {
+      sp_state_open_error (&err, state, errno);
+      return fail ("--state: %s", sp_error_message (err));
+    }
   held = sp_state_lock_holder (state_fd, &owner, &err);
   if (held < 0)
     return fail ("--state: `%s`: %s", state, sp_error_message (err));

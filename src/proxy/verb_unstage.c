@@ -1,7 +1,9 @@
 /* sealed-probe-proxy unstage: unmounts and removes every staged seed and the
    record of them, for a clean slate.  See docs/staging.md.  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -35,6 +37,13 @@ sp_verb_unstage (int argc, char **argv)
   if (sp_state_open (state, 0, &state_fd, &err) < 0
       || sp_state_lock_take (state_fd, state, "unstage", &owner_lock_fd, &err) < 0)
     {
+      /* Not "run stage first": there is nothing to undo.  */
+      if (err->status == ENOENT)
+        {
+          sp_verb_report ("unstage", "state directory `%s`: %s: nothing is staged there: check --state",
+                          state, strerror (ENOENT));
+          return SP_EXIT_FAIL;
+        }
       sp_verb_report ("unstage", "%s", sp_error_message (err));
       return SP_EXIT_FAIL;
     }

@@ -104,10 +104,20 @@ sp_rootfs_verify (const char *dir, struct sp_rootfs_info *info, sp_error_t *err)
 
   memset (info, 0, sizeof (*info));
   dirfd = TEMP_FAILURE_RETRY (open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dirfd < 0 && errno == ENOENT)
+    return sp_make_error (err, 0,
+                          "open the rootfs `%s`: No such file or directory: build it with "
+                          "`sealed-probe-rootfs build --debs DIR --out %s` (sealed-probe-rootfs(8))",
+                          dir, dir);
   if (dirfd < 0)
     return sp_make_error (err, errno, "open the rootfs `%s`", dir);
   rootfd = TEMP_FAILURE_RETRY (
       openat (dirfd, SP_ROOTFS_ROOT_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (rootfd < 0 && errno == ENOENT)
+    return sp_make_error (err, 0,
+                          "open `%s/%s`: No such file or directory: a rootfs is the directory "
+                          "`sealed-probe-rootfs build --out DIR` made, holding `%s` and `digest`",
+                          dir, SP_ROOTFS_ROOT_DIR, SP_ROOTFS_ROOT_DIR);
   if (rootfd < 0)
     return sp_make_error (err, errno, "open `%s/%s` (a directory, not a symlink)", dir, SP_ROOTFS_ROOT_DIR);
   if (read_recorded_digest (dirfd, recorded, err) < 0)

@@ -87,7 +87,10 @@ docker_verify (struct sp_runtime_backend *rt, sp_error_t *err)
   bool seccomp = false;
 
   if (docker_api_call (d->socket, "GET", "/_ping", NULL, -1, CALL_TIMEOUT_MS, &r, err) < 0)
-    return sp_error_wrap (err, "the Docker daemon is not reachable");
+    {
+      sp_error_wrap (err, "the Docker daemon is not reachable");
+      return sp_error_hint (err, "start dockerd, or give the socket it listens on with --docker-socket PATH");
+    }
   if (r.status != 200 || strcmp (r.body, "OK") != 0)
     {
       docker_response_release (&r);

@@ -76,7 +76,19 @@ free_reference_iterator (git_reference_iterator **p)
 {
   git_reference_iterator_free (*p);
 }
+static inline void
+free_repository (git_repository **p)
+{
+  git_repository_free (*p);
+}
+static inline void
+free_tree_entry (git_tree_entry **p)
+{
+  git_tree_entry_free (*p);
+}
 #define cleanup_git_object             __attribute__ ((cleanup (free_object)))
+#define cleanup_git_repository         __attribute__ ((cleanup (free_repository)))
+#define cleanup_git_tree_entry         __attribute__ ((cleanup (free_tree_entry)))
 #define cleanup_git_tree               __attribute__ ((cleanup (free_tree)))
 #define cleanup_git_commit             __attribute__ ((cleanup (free_commit)))
 #define cleanup_git_blob               __attribute__ ((cleanup (free_blob)))
@@ -838,6 +850,120 @@ stage_with_libgit2 (int seed_dirfd, int gitfd, const git_oid *head, const struct
   return stage_in_repo (&ctx, seed_dirfd, gitfd, head, err);
 }
 
+/* ---- uncommitted changes in the clone, counted, never staged ---- */
+
+static int
+count_blob (const char *root, const git_tree_entry *e, void *payload)
+{
+  size_t *n = payload;
+
+  (void)root;
+  if (git_tree_entry_type (e) != GIT_OBJECT_TREE)
+    (*n)++;
+  return 0;
+}
+
+/* Whether the working tree's entry at path differs from what the index
+   recorded of it, by the stat data git itself compares first: its type,
+   size and modification time.  Only lstat: nothing is opened or read.  */
+static bool
+worktree_differs (int clone_dirfd, const git_index_entry *e)
+{
+  struct stat st;
+  bool is_link = (e->mode & 0170000) == 0120000;
+
+  /* Never a path that could leave the clone by its name.  */
+  if (e->path[0] == '/' || strcmp (e->path, "..") == 0 || strncmp (e->path, "../", 3) == 0
+      || strstr (e->path, "/../") != NULL)
+    return false;
+  if (fstatat (clone_dirfd, e->path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return true; /* deleted, or no longer reachable by its name */
+  if (is_link ? !S_ISLNK (st.st_mode) : !S_ISREG (st.st_mode))
+    return true;
+  /* Whole seconds, as git compares them (it is built without USE_NSEC).  */
+  return e->file_size != (uint32_t)st.st_size || e->mtime.seconds != (int32_t)st.st_mtim.tv_sec;
+}
+
+static int
+count_uncommitted (int clone_dirfd, int gitfd, const git_oid *head, size_t *changed, sp_error_t *err)
+{
+  cleanup_git_repository git_repository *repo = NULL;
+  cleanup_git_commit git_commit *commit = NULL;
+  cleanup_git_tree git_tree *tree = NULL;
+  cleanup_git_index git_index *index = NULL;
+  size_t in_tree = 0, found = 0, n;
+  const char *last_conflict = NULL;
+  char path[64];
+
+  if (faccessat (gitfd, "index", F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT ? 0 : sp_make_error (err, errno, "look for `.git/index`");
+  if (libgit2_open (gitfd, &repo, err) < 0)
+    return -1;
+  if (git_commit_lookup (&commit, repo, head) < 0)
+    return lookup_error (err, head, "HEAD names the commit");
+  if (git_commit_tree (&tree, commit) < 0)
+    return lookup_error (err, git_commit_tree_id (commit), "read HEAD's tree");
+  if (git_tree_walk (tree, GIT_TREEWALK_PRE, count_blob, &in_tree) < 0)
+    return git_fail (err, "walk HEAD's tree");
+  snprintf (path, sizeof (path), "/proc/self/fd/%d/index", gitfd);
+  if (git_index_open (&index, path) < 0)
+    return git_fail (err, "read `.git/index`");
+  n = git_index_entrycount (index);
+  for (size_t i = 0; i < n; i++)
+    {
+      const git_index_entry *e = git_index_get_byindex (index, i);
+      cleanup_git_tree_entry git_tree_entry *te = NULL;
+
+      if (e == NULL)
+        continue;
+      if (GIT_INDEX_ENTRY_STAGE (e) != 0)
+        {
+          /* A conflict: one change, however many stages it has.  */
+          if (last_conflict == NULL || strcmp (last_conflict, e->path) != 0)
+            (*changed)++;
+          last_conflict = e->path;
+          continue;
+        }
+      if (git_tree_entry_bypath (&te, tree, e->path) < 0)
+        {
+          (*changed)++; /* added, never committed */
+          continue;
+        }
+      found++;
+      if (!git_oid_equal (git_tree_entry_id (te), &e->id)
+          || (uint32_t)git_tree_entry_filemode (te) != e->mode)
+        (*changed)++; /* added, never committed */
+      else if ((e->mode & 0170000) != 0160000 && !(e->flags_extended & GIT_INDEX_ENTRY_SKIP_WORKTREE)
+               && worktree_differs (clone_dirfd, e))
+        (*changed)++; /* changed on disk, never added */
+    }
+  /* Removed from the index, never committed.  */
+  if (in_tree > found)
+    *changed += in_tree - found;
+  return 0;
+}
+
+int
+sp_git_count_uncommitted (int clone_dirfd, int seed_dirfd, const char *commit, size_t *changed,
+                          sp_error_t *err)
+{
+  cleanup_close int gitfd = -1;
+  git_oid head;
+  int ret;
+
+  *changed = 0;
+  if (strlen (commit) != GIT_OID_HEXSZ || git_oid_fromstr (&head, commit) < 0)
+    return 0; /* sp_git_stage_commit refuses it, saying why */
+  gitfd = openat (seed_dirfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (gitfd < 0)
+    return sp_make_error (err, errno, "open `.git`");
+  if (git_libgit2_init () < 0)
+    return git_fail (err, "libgit2: init");
+  ret = count_uncommitted (clone_dirfd, gitfd, &head, changed, err);
+  git_libgit2_shutdown ();
+  return ret;
+}
+
 int
 sp_git_stage_commit (int seed_dirfd, const char *commit, const struct sp_copy_options *limits,
                      struct sp_git_submodules *sub, sp_error_t *err)
@@ -892,6 +1018,11 @@ sp_git_copy_gitdir (int clone_dirfd, int seed_dirfd, const struct sp_copy_option
     return sp_make_error (err, errno, "open the seed's `.git`");
   sp_progress_phase (limits->progress, "copy the git directory", SP_PROGRESS_FILES, 0);
   if (sp_tree_copy (src, dst, &without_modules, 0, 0, err) < 0)
-    return sp_error_wrap (err, "copy `.git`");
+    {
+      /* `git clone` of a local path hardlinks the objects by default.  */
+      if ((*err)->status == EMLINK)
+        sp_error_hint (err, "clone it again with `git clone --no-hardlinks`");
+      return sp_error_wrap (err, "copy `.git`");
+    }
   return 0;
 }

@@ -76,4 +76,14 @@ int sp_git_copy_gitdir (int clone_dirfd, int seed_dirfd, const struct sp_copy_op
 int sp_git_stage_commit (int seed_dirfd, const char *commit, const struct sp_copy_options *limits,
                          struct sp_git_submodules *sub, sp_error_t *err);
 
+/* How many paths of the local clone at clone_dirfd hold work its committed
+   HEAD (commit) does not: changed in the index (added, removed, in conflict)
+   or, by git's stat data (type, size, modification time: lstat only, no
+   file is opened), on disk since they were added.  Untracked files are not
+   looked for.  Reads the copy's `.git/index` in seed_dirfd, as
+   sp_git_sanitize left it: call it before sp_git_stage_commit replaces it.
+   For a warning only: staging stages the commit either way.  */
+int sp_git_count_uncommitted (int clone_dirfd, int seed_dirfd, const char *commit, size_t *changed,
+                              sp_error_t *err);
+
 #endif

@@ -16,6 +16,7 @@
 #include "base/cleanup.h"
 #include "base/repo_name.h"
 #include "os/fileio.h"
+#include "os/state_lock.h"
 #include "text/json.h"
 #include "text/yajl_util.h"
 
@@ -424,7 +425,19 @@ sp_ledger_open (int state_dirfd, uint32_t limit, uint64_t run_bit_budget_millibi
   if (flock (lock_fd, LOCK_EX | LOCK_NB) < 0)
     {
       if (errno == EWOULDBLOCK)
-        return sp_make_error (err, 0, "the budget ledger is in use by another process");
+        {
+          pid_t holder = sp_flock_holder_pid (lock_fd);
+
+          if (holder > 0)
+            return sp_make_error (err, 0,
+                                  "the budget ledger is in use by pid %ld (it holds `%s`): stop it, or wait "
+                                  "for it to end, and try again",
+                                  (long)holder, SP_LEDGER_LOCK);
+          return sp_make_error (err, 0,
+                                "the budget ledger is in use by another process (it holds `%s`; `fuser` "
+                                "names it): stop it, or wait for it to end, and try again",
+                                SP_LEDGER_LOCK);
+        }
       return sp_make_error (err, errno, "lock `%s`", SP_LEDGER_LOCK);
     }
 

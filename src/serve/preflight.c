@@ -660,7 +660,10 @@ sp_serve_setup (struct sp_serve *s, const struct sp_serve_options *opt, struct s
     {
       s->host_state_fd = open (opt->state, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (s->host_state_fd < 0)
-        return sp_make_error (err, errno, "--state: `%s`", opt->state);
+        {
+          sp_state_open_error (err, opt->state, errno);
+          return sp_error_wrap (err, "--state");
+        }
       s->host_mnt_ns_fd = open ("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
       if (s->host_mnt_ns_fd < 0)
         return sp_make_error (err, errno, "hold the host's mount namespace");

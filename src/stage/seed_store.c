@@ -34,6 +34,26 @@
 #define STAGED_VERSION_V1 1
 
 int
+sp_state_open_error (sp_error_t *err, const char *path, int status)
+{
+  if (status == ENOENT)
+    sp_make_error (err, 0,
+                   "state directory `%s`: %s: nothing is staged there: run `sealed-probe-proxy stage` "
+                   "first, or give --state the directory stage used",
+                   path, strerror (status));
+  else if (status == EACCES)
+    sp_make_error (err, 0,
+                   "state directory `%s`: %s: it is root's, mode 0700, and only root may read it: run "
+                   "this as root (sudo sealed-probe-proxy ...)",
+                   path, strerror (status));
+  else
+    return sp_make_error (err, status, "state directory `%s`", path);
+  if (*err != NULL)
+    (*err)->status = status;
+  return -1;
+}
+
+int
 sp_state_open (const char *path, int create, int *dirfd, sp_error_t *err)
 {
   cleanup_close int fd = -1;
@@ -43,7 +63,7 @@ sp_state_open (const char *path, int create, int *dirfd, sp_error_t *err)
     return sp_make_error (err, errno, "state directory `%s`: mkdir", path);
   fd = open (path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
-    return sp_make_error (err, errno, "state directory `%s`", path);
+    return sp_state_open_error (err, path, errno);
   if (fstat (fd, &st) < 0)
     return sp_make_error (err, errno, "state directory `%s`: stat", path);
   if (st.st_uid != 0 || (st.st_mode & 077) != 0)

@@ -56,6 +56,12 @@ struct sp_staged
    that is not root's, or that group or others may write or enter.  */
 int sp_state_open (const char *path, int create, int *dirfd, sp_error_t *err);
 
+/* The error for a state directory that could not be opened (status: the
+   open's errno), saying what to do where the operator can act: none there
+   yet (run stage first), or not the caller's (run as root).  The status is
+   kept in the error.  Returns -1.  */
+int sp_state_open_error (sp_error_t *err, const char *path, int status);
+
 /* "local" or "github".  */
 const char *sp_seed_source_name (enum sp_seed_source source);
 

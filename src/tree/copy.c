@@ -329,11 +329,18 @@ check_links (struct copy_ctx *ctx, sp_error_t *err)
         }
     }
   if (worst != NULL)
-    return sp_make_error (err, 0,
-                          "`%s` is a hardlink with %llu names, only %llu of them inside the tree: "
-                          "a file linked from outside is refused",
-                          sp_quote_name (worst->path, q), (unsigned long long)worst->nlink,
-                          (unsigned long long)worst_seen);
+    {
+      sp_make_error (err, 0,
+                     "`%s` is a hardlink with %llu names, only %llu of them inside the tree: "
+                     "a file linked from outside is refused",
+                     sp_quote_name (worst->path, q), (unsigned long long)worst->nlink,
+                     (unsigned long long)worst_seen);
+      /* EMLINK without its strerror: a caller that knows where the link
+         comes from says what to do (git_stage.c: --no-hardlinks).  */
+      if (*err != NULL)
+        (*err)->status = EMLINK;
+      return -1;
+    }
   return 0;
 }
 

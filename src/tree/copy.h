@@ -43,7 +43,8 @@ struct sp_copy_options
      target, whatever it points at;
    - never hardlinks: every regular file is a new file.  A source file whose
      link count exceeds the number of its names inside the source tree is
-     refused, because its other names lie outside it;
+     refused, because its other names lie outside it (the error's status
+     is EMLINK, with no strerror in its message);
    - refuses devices, FIFOs and sockets, and entries on another device than
      src_dirfd (a mount point inside the tree);
    - keeps permission bits but strips setuid, setgid and (unless keep_sticky)
