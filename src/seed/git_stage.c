@@ -24,6 +24,7 @@
 #include "base/quote.h"
 #include "os/dir_names.h"
 #include "os/fileio.h"
+#include "os/open_beneath.h"
 #include "os/progress.h"
 #include "tree/remove.h"
 
@@ -865,19 +866,22 @@ count_blob (const char *root, const git_tree_entry *e, void *payload)
 
 /* Whether the working tree's entry at path differs from what the index
    recorded of it, by the stat data git itself compares first: its type,
-   size and modification time.  Only lstat: nothing is opened or read.  */
+   size and modification time.  Only an O_PATH open and fstat: nothing is
+   read.  */
 static bool
 worktree_differs (int clone_dirfd, const git_index_entry *e)
 {
+  cleanup_close int fd = -1;
   struct stat st;
   bool is_link = (e->mode & 0170000) == 0120000;
 
-  /* Never a path that could leave the clone by its name.  */
-  if (e->path[0] == '/' || strcmp (e->path, "..") == 0 || strncmp (e->path, "../", 3) == 0
-      || strstr (e->path, "/../") != NULL)
-    return false;
-  if (fstatat (clone_dirfd, e->path, &st, AT_SYMLINK_NOFOLLOW) < 0)
-    return true; /* deleted, or no longer reachable by its name */
+  /* Never a path that leaves the clone, by its name or through a symlinked
+     directory: the clone's tree is the repository's, not ours.  */
+  fd = sp_open_beneath (clone_dirfd, e->path, O_PATH | O_NOFOLLOW);
+  if (fd < 0)
+    return errno != EXDEV; /* deleted, or no longer reachable by its name */
+  if (fstat (fd, &st) < 0)
+    return true;
   if (is_link ? !S_ISLNK (st.st_mode) : !S_ISREG (st.st_mode))
     return true;
   /* Whole seconds, as git compares them (it is built without USE_NSEC).  */
