@@ -198,6 +198,10 @@
 #define SP_CLIENT_TIMEOUT_DEFAULT_SECONDS 600
 #define SP_CLIENT_TIMEOUT_MAX_SECONDS     3600
 #define SP_CLIENT_MAX_ARGS                16
+/* `doctor` waits for a connection and the handshake reply at most this
+   long, or the client's own deadline when that is shorter: serve answers a
+   hello at once.  */
+#define SP_DOCTOR_WAIT_SECONDS 10
 
 /* The proxy, serve (docs/operations.md).  */
 #define SP_SERVE_CONCURRENCY_DEFAULT 1

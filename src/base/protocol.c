@@ -97,6 +97,15 @@ sp_frame_header_decode (const uint8_t hdr[SP_FRAME_HEADER_BYTES], uint8_t expect
         return sp_make_error (err, 0, "frame: response body length %u, not %u", announced,
                               (unsigned)SP_RESPONSE_BODY_BYTES);
       break;
+    case SP_FRAME_KIND_HELLO:
+      if (announced != 0)
+        return sp_make_error (err, 0, "frame: hello body length %u, not 0", announced);
+      break;
+    case SP_FRAME_KIND_HELLO_REPLY:
+      if (announced != SP_HELLO_REPLY_BODY_BYTES)
+        return sp_make_error (err, 0, "frame: hello reply body length %u, not %u", announced,
+                              (unsigned)SP_HELLO_REPLY_BODY_BYTES);
+      break;
     default:
       return sp_make_error (err, 0, "frame: no such kind %u", expected_kind);
     }
@@ -261,5 +270,61 @@ sp_response_decode (const uint8_t *buf, size_t len, uint8_t *index, sp_error_t *
     return sp_make_error (err, 0, "response: index %u above %d", buf[SP_FRAME_HEADER_BYTES],
                           SP_OUTCOME_COUNT);
   *index = buf[SP_FRAME_HEADER_BYTES];
+  return 0;
+}
+
+/* Writes a header of kind and body_length body_len at buf.  */
+static void
+put_header (uint8_t *buf, uint8_t kind, uint32_t body_len)
+{
+  memcpy (buf, SP_FRAME_MAGIC, SP_FRAME_MAGIC_BYTES);
+  buf[4] = SP_FRAME_VERSION;
+  buf[5] = kind;
+  put_u32_be (buf + 6, body_len);
+}
+
+uint8_t
+sp_frame_client_kind (const uint8_t hdr[SP_FRAME_HEADER_BYTES])
+{
+  return hdr[5] == SP_FRAME_KIND_HELLO ? SP_FRAME_KIND_HELLO : SP_FRAME_KIND_REQUEST;
+}
+
+void
+sp_hello_encode (uint8_t buf[SP_HELLO_FRAME_BYTES])
+{
+  put_header (buf, SP_FRAME_KIND_HELLO, 0);
+}
+
+int
+sp_hello_decode (const uint8_t *buf, size_t len, sp_error_t *err)
+{
+  size_t body_len;
+
+  if (len < SP_FRAME_HEADER_BYTES)
+    return sp_make_error (err, 0, "hello: truncated header (%zu bytes)", len);
+  if (sp_frame_header_decode (buf, SP_FRAME_KIND_HELLO, &body_len, err) < 0)
+    return -1;
+  if (len != SP_HELLO_FRAME_BYTES)
+    return sp_make_error (err, 0, "hello: %zu trailing bytes after the header", len - SP_HELLO_FRAME_BYTES);
+  return 0;
+}
+
+void
+sp_hello_reply_encode (uint8_t buf[SP_HELLO_REPLY_FRAME_BYTES])
+{
+  put_header (buf, SP_FRAME_KIND_HELLO_REPLY, SP_HELLO_REPLY_BODY_BYTES);
+  buf[SP_FRAME_HEADER_BYTES] = SP_FRAME_VERSION;
+}
+
+int
+sp_hello_reply_decode (const uint8_t *buf, size_t len, uint8_t *version, sp_error_t *err)
+{
+  size_t body_len;
+
+  if (len != SP_HELLO_REPLY_FRAME_BYTES)
+    return sp_make_error (err, 0, "hello reply: %zu bytes, not %d", len, SP_HELLO_REPLY_FRAME_BYTES);
+  if (sp_frame_header_decode (buf, SP_FRAME_KIND_HELLO_REPLY, &body_len, err) < 0)
+    return -1;
+  *version = buf[SP_FRAME_HEADER_BYTES];
   return 0;
 }

@@ -7,6 +7,10 @@
    A request body is exactly five fields, each tag u8 | length u32 BE | value:
      REPO, OUTCOME, OUTCOME, OUTCOME, SCRIPT.
    A response body is one byte: 0 for ERROR, or the 1-based outcome index.
+   A hello (a handshake, for `doctor`) has an empty body; its reply's body is
+   one byte, the protocol version the proxy speaks.  A hello carries nothing
+   of the agent's and its reply is a constant: nothing is debited, queued or
+   launched for it.
 
    Decoding is structural: it bounds every length and checks the field order,
    but it does not judge the values; sp_request_validate (request.h) does.  */
@@ -20,12 +24,14 @@
 #include "base/bytes.h"
 #include "base/error.h"
 
-#define SP_FRAME_MAGIC         "SPRB"
-#define SP_FRAME_MAGIC_BYTES   4
-#define SP_FRAME_VERSION       0x01
-#define SP_FRAME_KIND_REQUEST  0x01
-#define SP_FRAME_KIND_RESPONSE 0x02
-#define SP_FRAME_HEADER_BYTES  10 /* magic, version, kind, body_length */
+#define SP_FRAME_MAGIC            "SPRB"
+#define SP_FRAME_MAGIC_BYTES      4
+#define SP_FRAME_VERSION          0x01
+#define SP_FRAME_KIND_REQUEST     0x01
+#define SP_FRAME_KIND_RESPONSE    0x02
+#define SP_FRAME_KIND_HELLO       0x03 /* client to proxy: empty body */
+#define SP_FRAME_KIND_HELLO_REPLY 0x04 /* proxy to client: the version it speaks */
+#define SP_FRAME_HEADER_BYTES     10   /* magic, version, kind, body_length */
 
 #define SP_FIELD_HEADER_BYTES 5 /* tag u8, length u32 BE */
 #define SP_TAG_REPO           0x01
@@ -48,6 +54,13 @@
 #define SP_RESPONSE_READ_MAX_BYTES (SP_RESPONSE_FRAME_BYTES + 1)
 #define SP_RESPONSE_ERROR          0x00
 
+/* The handshake: a hello is a bare header; its reply is as long as a
+   response, so that one read bound (SP_RESPONSE_READ_MAX_BYTES) serves
+   both.  */
+#define SP_HELLO_FRAME_BYTES       SP_FRAME_HEADER_BYTES
+#define SP_HELLO_REPLY_BODY_BYTES  1
+#define SP_HELLO_REPLY_FRAME_BYTES (SP_FRAME_HEADER_BYTES + SP_HELLO_REPLY_BODY_BYTES)
+
 /* A decoded request.  Every field is a view into the decoded buffer, which
    must outlive it; values may contain any byte, including NUL.  */
 struct sp_request
@@ -60,8 +73,9 @@ struct sp_request
 /* Checks a frame header and returns its body length in *body_len.  The
    magic, version and kind must match, and the body length must be possible
    for that kind (SP_REQUEST_BODY_MIN_BYTES..SP_REQUEST_BODY_MAX_BYTES for a
-   request, exactly SP_RESPONSE_BODY_BYTES for a response), so that a server
-   can bound its read before it allocates anything.  */
+   request, exactly SP_RESPONSE_BODY_BYTES for a response, 0 for a hello,
+   SP_HELLO_REPLY_BODY_BYTES for its reply), so that a server can bound its
+   read before it allocates anything.  */
 int sp_frame_header_decode (const uint8_t hdr[SP_FRAME_HEADER_BYTES], uint8_t expected_kind, size_t *body_len,
                             sp_error_t *err);
 
@@ -86,5 +100,27 @@ int sp_response_encode (uint8_t index, uint8_t buf[SP_RESPONSE_FRAME_BYTES], sp_
    with a valid header and an index of at most SP_OUTCOME_COUNT.  *index is
    SP_RESPONSE_ERROR or the 1-based outcome index.  */
 int sp_response_decode (const uint8_t *buf, size_t len, uint8_t *index, sp_error_t *err);
+
+/* The kind a proxy reads a client's frame as: a hello when its header says
+   so, a request otherwise (so that any other kind is refused as a request
+   would be).  hdr must hold SP_FRAME_HEADER_BYTES.  */
+uint8_t sp_frame_client_kind (const uint8_t hdr[SP_FRAME_HEADER_BYTES]);
+
+/* Encodes the hello, SP_HELLO_FRAME_BYTES.  */
+void sp_hello_encode (uint8_t buf[SP_HELLO_FRAME_BYTES]);
+
+/* Decodes a hello: buf[0..len) must be exactly SP_HELLO_FRAME_BYTES, a
+   header of kind hello with body_length 0.  */
+int sp_hello_decode (const uint8_t *buf, size_t len, sp_error_t *err);
+
+/* Encodes the proxy's reply to a hello: the constant naming
+   SP_FRAME_VERSION.  */
+void sp_hello_reply_encode (uint8_t buf[SP_HELLO_REPLY_FRAME_BYTES]);
+
+/* Decodes a hello reply: buf[0..len) must be exactly
+   SP_HELLO_REPLY_FRAME_BYTES with a valid header of kind hello reply; the
+   version the proxy speaks goes to *version (not judged: the caller
+   compares it with its own).  */
+int sp_hello_reply_decode (const uint8_t *buf, size_t len, uint8_t *version, sp_error_t *err);
 
 #endif

@@ -30,10 +30,14 @@
 #include "base/answer.h"
 #include "base/bounds.h"
 #include "base/cleanup.h"
+#include "base/client_env.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/outcome.h"
 #include "base/protocol.h"
+
+_Static_assert(SP_CLIENT_SOCKET_MAX_BYTES == sizeof (((struct sockaddr_un *)0)->sun_path) - 1,
+               "client_env.h's bound is sun_path's");
 
 /* Time left to print the answer once the deadline has passed: the ERROR line
    that reports a timeout must still get out, but never block forever.  */
@@ -216,19 +220,16 @@ parse_args (int argc, char **argv, struct sp_request *req)
   return sp_outcomes_check (req->outcomes, &err);
 }
 
-/* The socket from SEALED_PROBE_SOCKET, or the default.  It must be absolute,
-   so that the working directory cannot redirect it, and fit sun_path with
-   its NUL.  */
+/* The socket from SEALED_PROBE_SOCKET, or the default, by client_env.h's
+   rules (`doctor` says which one a path breaks).  */
 static int
 proxy_address (struct sockaddr_un *addr, socklen_t *addr_len)
 {
-  const char *path = getenv (SP_SOCKET_ENV);
-  size_t n;
+  cleanup_error sp_error_t err = NULL;
+  const char *path = sp_client_socket_path (getenv (SP_SOCKET_ENV), SP_DEFAULT_SOCKET);
+  size_t n = strlen (path);
 
-  if (path == NULL)
-    path = SP_DEFAULT_SOCKET;
-  n = strlen (path);
-  if (path[0] != '/' || n >= sizeof (addr->sun_path))
+  if (sp_client_socket_check (path, &err) != SP_CLIENT_SOCKET_OK)
     return -1;
   memset (addr, 0, sizeof (*addr));
   addr->sun_family = AF_UNIX;
@@ -237,34 +238,14 @@ proxy_address (struct sockaddr_un *addr, socklen_t *addr_len)
   return 0;
 }
 
-/* The overall deadline in seconds from SEALED_PROBE_TIMEOUT: decimal digits
-   only, 1..SP_CLIENT_TIMEOUT_MAX_SECONDS.  Set but invalid is an error, not
-   the default, so that a typo never means a ten-minute wait.  */
+/* The overall deadline in seconds from SEALED_PROBE_TIMEOUT, by
+   client_env.h's rules: set but invalid is an error, not the default.  */
 static int
 client_timeout (int *seconds)
 {
-  const char *s = getenv (SP_CLIENT_TIMEOUT_ENV);
-  int value = 0;
+  cleanup_error sp_error_t err = NULL;
 
-  if (s == NULL)
-    {
-      *seconds = SP_CLIENT_TIMEOUT_DEFAULT_SECONDS;
-      return 0;
-    }
-  if (*s == '\0')
-    return -1;
-  for (; *s != '\0'; s++)
-    {
-      if (*s < '0' || *s > '9')
-        return -1;
-      value = value * 10 + (*s - '0');
-      if (value > SP_CLIENT_TIMEOUT_MAX_SECONDS)
-        return -1;
-    }
-  if (value < 1)
-    return -1;
-  *seconds = value;
-  return 0;
+  return sp_client_timeout_parse (getenv (SP_CLIENT_TIMEOUT_ENV), seconds, &err);
 }
 
 /* Reads the script from stdin into buf (SP_SCRIPT_MAX_BYTES + 1 bytes, one

@@ -26,6 +26,8 @@ static const struct verb verbs[] = {
   { "skill", sp_verb_skill, "write the agent-facing SKILL.md for the configured repositories" },
   { "status", sp_verb_status,
     "show a run's budget, outcomes and recent failures from the ledger and audit log" },
+  { "doctor", sp_verb_doctor,
+    "from the agent's side, say why a client cannot reach its proxy, and what to do" },
   { "version", sp_verb_version,
     "print the version, the commit, what each backend accepts and the libraries" },
   { "help", NULL, "print this list, or with a VERB that verb's options" },

@@ -16,6 +16,7 @@ int sp_verb_check (int argc, char **argv);
 int sp_verb_skill (int argc, char **argv);
 int sp_verb_status (int argc, char **argv);
 int sp_verb_version (int argc, char **argv);
+int sp_verb_doctor (int argc, char **argv);
 
 struct sp_config;
 

@@ -21,6 +21,7 @@
 #include "base/bounds.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
+#include "base/protocol.h"
 #include "base/request.h"
 
 #include "serve/queue.h"
@@ -115,6 +116,45 @@ enqueue (struct queue *q, struct sp_serve_conn *c)
     refuse_request (q->s, &p.r, SP_CAUSE_QUEUE_FULL, "the queue is full");
 }
 
+/* A whole hello (docs/protocol.md, "Handshake"): answered at once with the
+   constant reply, from here, so that it reaches no queue, slot, ledger,
+   audit line or sandbox.  It carries nothing of the agent's and its reply
+   nothing of a repository's, so it needs no release time either.  */
+static void
+answer_hello (struct sp_serve_conn *c)
+{
+  uint8_t reply[SP_HELLO_REPLY_FRAME_BYTES];
+
+  sp_hello_reply_encode (reply);
+  /* A fresh connection's buffer has room; a client gone loses it.  */
+  (void)send (c->fd, reply, sizeof (reply), MSG_NOSIGNAL | MSG_DONTWAIT);
+  sp_serve_conn_release (c);
+}
+
+/* A whole frame off connection c: a hello is answered, anything else is a
+   request for the queue.  A hello's header was checked as one (reader.c),
+   and its decode here checks the whole frame again.  */
+static void
+take_frame (struct queue *q, struct sp_serve_conn *c)
+{
+  cleanup_error sp_error_t err = NULL;
+
+  if (sp_frame_client_kind (c->frame) != SP_FRAME_KIND_HELLO)
+    {
+      enqueue (q, c);
+      return;
+    }
+  if (sp_hello_decode (c->frame, c->len, &err) < 0)
+    {
+      sp_error_wrap (&err, "frame");
+      sp_serve_refuse (q->s, c->fd, &c->arrival, SP_CAUSE_FRAME, sp_error_message (err));
+      c->fd = -1;
+      sp_serve_conn_release (c);
+      return;
+    }
+  answer_hello (c);
+}
+
 static void
 unread_drop (struct unread *u, size_t i)
 {
@@ -179,7 +219,7 @@ read_ready (struct queue *q, struct unread *u, const struct pollfd *fds, size_t 
       ret = sp_serve_conn_read (&u->conns[i], &err);
       if (ret == 1)
         {
-          enqueue (q, &u->conns[i]);
+          take_frame (q, &u->conns[i]);
           unread_drop (u, i);
         }
       else if (ret < 0)

@@ -1,4 +1,4 @@
-/* The request frame of one connection, read off the slots: loop.c polls
+/* The request frame (or hello) of one connection, read off the slots: loop.c polls
    every connection still sending and calls this when bytes are there, so
    that a silent or slow client holds an fd and a few bytes, never a sandbox
    slot.  */
@@ -84,7 +84,9 @@ sp_serve_conn_read (struct sp_serve_conn *c, sp_error_t *err)
       ret = read_some (c->fd, c->hdr, &c->got, sizeof (c->hdr), err);
       if (ret <= 0)
         return ret;
-      if (sp_frame_header_decode (c->hdr, SP_FRAME_KIND_REQUEST, &body_len, err) < 0)
+      /* A hello is read as a frame like any other, with its own bound (an
+         empty body); every other kind is refused as a request would be.  */
+      if (sp_frame_header_decode (c->hdr, sp_frame_client_kind (c->hdr), &body_len, err) < 0)
         return -1;
       c->len = sizeof (c->hdr) + body_len;
       c->frame = malloc (c->len);

@@ -1,8 +1,8 @@
 /* libFuzzer harness for the wire protocol (docs/protocol.md).  Whatever the
    bytes, decoding must not crash or read out of bounds; a frame it accepts
    must re-encode to exactly the same bytes, and validation must stand on
-   its fields.  The response decoder and the outcome rules get a prefix of
-   the same input.  */
+   its fields.  The response decoder, the handshake's two decoders and the
+   outcome rules get a prefix of the same input.  */
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +77,34 @@ fuzz_response (const uint8_t *data, size_t size)
     abort ();
 }
 
+/* A hello or its reply that decodes is exactly what the encoder writes: the
+   handshake carries nothing that could vary.  */
+static void
+fuzz_hello (const uint8_t *data, size_t size)
+{
+  cleanup_error sp_error_t err = NULL;
+  size_t n = size < SP_RESPONSE_READ_MAX_BYTES ? size : SP_RESPONSE_READ_MAX_BYTES;
+  uint8_t hello[SP_HELLO_FRAME_BYTES];
+  uint8_t reply[SP_HELLO_REPLY_FRAME_BYTES];
+  uint8_t version;
+
+  if (sp_hello_decode (data, n, &err) == 0)
+    {
+      sp_hello_encode (hello);
+      if (n != SP_HELLO_FRAME_BYTES || memcmp (hello, data, n) != 0
+          || sp_frame_client_kind (data) != SP_FRAME_KIND_HELLO)
+        abort ();
+    }
+  sp_error_release (&err);
+  if (sp_hello_reply_decode (data, n, &version, &err) == 0)
+    {
+      sp_hello_reply_encode (reply);
+      if (n != SP_HELLO_REPLY_FRAME_BYTES || memcmp (reply, data, SP_FRAME_HEADER_BYTES) != 0
+          || version != data[SP_FRAME_HEADER_BYTES])
+        abort ();
+    }
+}
+
 static void
 fuzz_outcome (const uint8_t *data, size_t size)
 {
@@ -98,6 +126,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
   fuzz_request (data, size);
   fuzz_response (data, size);
+  fuzz_hello (data, size);
   fuzz_outcome (data, size);
   return 0;
 }

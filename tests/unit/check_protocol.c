@@ -927,6 +927,159 @@ START_TEST (request_frame_is_rejected_as_response)
 }
 END_TEST
 
+/* ---- the handshake (docs/protocol.md, "Handshake") ---------------------- */
+
+static const uint8_t documented_hello[SP_HELLO_FRAME_BYTES]
+    = { 0x53, 0x50, 0x52, 0x42, 0x01, 0x03, 0, 0, 0, 0 };
+static const uint8_t documented_hello_reply[SP_HELLO_REPLY_FRAME_BYTES]
+    = { 0x53, 0x50, 0x52, 0x42, 0x01, 0x04, 0, 0, 0, 0x01, 0x01 };
+
+static char *
+hello_fails (const uint8_t *buf, size_t len)
+{
+  cleanup_error sp_error_t err = NULL;
+
+  ck_assert_int_eq (sp_hello_decode (buf, len, &err), -1);
+  return strdup (sp_error_message (err));
+}
+
+START_TEST (documented_hello_is_what_the_encoder_writes)
+{
+  cleanup_error sp_error_t err = NULL;
+  uint8_t buf[SP_HELLO_FRAME_BYTES];
+
+  sp_hello_encode (buf);
+  ck_assert_int_eq (memcmp (buf, documented_hello, sizeof (buf)), 0);
+  ck_assert_int_eq (sp_hello_decode (buf, sizeof (buf), &err), 0);
+}
+END_TEST
+
+START_TEST (documented_hello_reply_is_what_the_encoder_writes)
+{
+  cleanup_error sp_error_t err = NULL;
+  uint8_t buf[SP_HELLO_REPLY_FRAME_BYTES];
+  uint8_t version = 0xAA;
+
+  sp_hello_reply_encode (buf);
+  ck_assert_int_eq (memcmp (buf, documented_hello_reply, sizeof (buf)), 0);
+  ck_assert_int_eq (sp_hello_reply_decode (buf, sizeof (buf), &version, &err), 0);
+  ck_assert_uint_eq (version, SP_FRAME_VERSION);
+}
+END_TEST
+
+START_TEST (hello_with_a_body_is_rejected_from_its_header)
+{
+  cleanup_error sp_error_t err = NULL;
+  uint8_t buf[SP_HELLO_FRAME_BYTES + 1];
+  size_t body_len;
+
+  memcpy (buf, documented_hello, SP_HELLO_FRAME_BYTES);
+  buf[SP_HELLO_FRAME_BYTES] = 0x01;
+  buf[9] = 1;
+  free (hello_fails (buf, sizeof (buf)));
+  ck_assert_int_eq (sp_frame_header_decode (buf, SP_FRAME_KIND_HELLO, &body_len, &err), -1);
+  ck_assert_ptr_nonnull (strstr (sp_error_message (err), "hello body length 1"));
+}
+END_TEST
+
+START_TEST (hello_with_trailing_bytes_is_rejected)
+{
+  uint8_t buf[SP_HELLO_FRAME_BYTES + 1];
+  cleanup_free char *msg = NULL;
+
+  memcpy (buf, documented_hello, SP_HELLO_FRAME_BYTES);
+  buf[SP_HELLO_FRAME_BYTES] = 0x00;
+  msg = hello_fails (buf, sizeof (buf));
+  ck_assert_ptr_nonnull (strstr (msg, "trailing"));
+}
+END_TEST
+
+START_TEST (hello_truncated_anywhere_is_rejected)
+{
+  for (size_t len = 0; len < SP_HELLO_FRAME_BYTES; len++)
+    free (hello_fails (documented_hello, len));
+}
+END_TEST
+
+START_TEST (hello_with_bad_magic_version_or_kind_is_rejected)
+{
+  for (size_t i = 0; i <= 5; i++)
+    {
+      uint8_t buf[SP_HELLO_FRAME_BYTES];
+
+      memcpy (buf, documented_hello, sizeof (buf));
+      buf[i] ^= 0x40;
+      free (hello_fails (buf, sizeof (buf)));
+    }
+}
+END_TEST
+
+START_TEST (hello_is_no_request_and_no_response)
+{
+  cleanup_error sp_error_t err = NULL;
+  cleanup_error sp_error_t err2 = NULL;
+  struct sp_request req;
+  uint8_t index = 0xAA;
+
+  ck_assert_int_eq (sp_request_decode (documented_hello, sizeof (documented_hello), &req, &err), -1);
+  ck_assert_int_eq (
+      sp_response_decode (documented_hello_reply, sizeof (documented_hello_reply), &index, &err2), -1);
+  ck_assert_uint_eq (index, 0xAA);
+}
+END_TEST
+
+START_TEST (a_response_or_request_is_no_hello_reply)
+{
+  cleanup_error sp_error_t err = NULL;
+  uint8_t version = 0xAA;
+
+  ck_assert_int_eq (sp_hello_reply_decode (documented_response, sizeof (documented_response), &version, &err),
+                    -1);
+  ck_assert_uint_eq (version, 0xAA);
+  sp_error_release (&err);
+  build_valid ();
+  ck_assert_int_eq (sp_hello_reply_decode (f.buf, f.len, &version, &err), -1);
+  sp_error_release (&err);
+  ck_assert_int_eq (sp_hello_reply_decode (f.buf, SP_HELLO_REPLY_FRAME_BYTES, &version, &err), -1);
+  ck_assert_uint_eq (version, 0xAA);
+}
+END_TEST
+
+START_TEST (hello_reply_of_another_length_is_rejected)
+{
+  cleanup_error sp_error_t err = NULL;
+  uint8_t buf[SP_HELLO_REPLY_FRAME_BYTES + 1];
+  uint8_t version = 0xAA;
+  size_t body_len;
+
+  memcpy (buf, documented_hello_reply, SP_HELLO_REPLY_FRAME_BYTES);
+  buf[SP_HELLO_REPLY_FRAME_BYTES] = 0x01;
+  ck_assert_int_eq (sp_hello_reply_decode (buf, sizeof (buf), &version, &err), -1);
+  sp_error_release (&err);
+  ck_assert_int_eq (sp_hello_reply_decode (buf, SP_HELLO_REPLY_FRAME_BYTES - 1, &version, &err), -1);
+  sp_error_release (&err);
+  buf[9] = 2;
+  ck_assert_int_eq (sp_frame_header_decode (buf, SP_FRAME_KIND_HELLO_REPLY, &body_len, &err), -1);
+  ck_assert_uint_eq (version, 0xAA);
+}
+END_TEST
+
+/* The proxy reads a frame as a hello only when its kind says so; every
+   other kind goes to the request decoder, which refuses all but a request.  */
+START_TEST (only_the_hello_kind_is_read_as_a_hello)
+{
+  uint8_t hdr[SP_FRAME_HEADER_BYTES];
+
+  memcpy (hdr, documented_hello, sizeof (hdr));
+  for (unsigned kind = 0; kind <= 0xFF; kind++)
+    {
+      hdr[5] = (uint8_t)kind;
+      ck_assert_uint_eq (sp_frame_client_kind (hdr),
+                         kind == SP_FRAME_KIND_HELLO ? SP_FRAME_KIND_HELLO : SP_FRAME_KIND_REQUEST);
+    }
+}
+END_TEST
+
 #define ADD_TEST(name, ...) tcase_add_test (tc, name);
 
 static Suite *
@@ -991,6 +1144,19 @@ make_suite (void)
   tcase_add_test (tc, response_of_request_kind_is_rejected);
   tcase_add_test (tc, response_with_body_length_other_than_one_is_rejected);
   tcase_add_test (tc, request_frame_is_rejected_as_response);
+  suite_add_tcase (s, tc);
+
+  tc = tcase_create ("hello");
+  tcase_add_test (tc, documented_hello_is_what_the_encoder_writes);
+  tcase_add_test (tc, documented_hello_reply_is_what_the_encoder_writes);
+  tcase_add_test (tc, hello_with_a_body_is_rejected_from_its_header);
+  tcase_add_test (tc, hello_with_trailing_bytes_is_rejected);
+  tcase_add_test (tc, hello_truncated_anywhere_is_rejected);
+  tcase_add_test (tc, hello_with_bad_magic_version_or_kind_is_rejected);
+  tcase_add_test (tc, hello_is_no_request_and_no_response);
+  tcase_add_test (tc, a_response_or_request_is_no_hello_reply);
+  tcase_add_test (tc, hello_reply_of_another_length_is_rejected);
+  tcase_add_test (tc, only_the_hello_kind_is_read_as_a_hello);
   suite_add_tcase (s, tc);
   return s;
 }
