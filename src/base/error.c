@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,55 +42,46 @@ sp_make_error (sp_error_t *err, int status, const char *fmt, ...)
   return -1;
 }
 
-int
-sp_error_wrap (sp_error_t *err, const char *fmt, ...)
+/* Joins the text fmt makes to err's message, before it ("text: message")
+   or after it ("message: text").  Returns -1, whatever happens.  */
+static int
+join_message (sp_error_t *err, bool after, const char *fmt, va_list ap)
 {
-  char *context = NULL;
+  char *text = NULL;
   char *joined = NULL;
-  va_list ap;
-  int ret;
 
-  if (err == NULL || *err == NULL)
+  if (err == NULL || *err == NULL || vasprintf (&text, fmt, ap) < 0)
     return -1;
-
-  va_start (ap, fmt);
-  ret = vasprintf (&context, fmt, ap);
-  va_end (ap);
-  if (ret < 0)
-    return -1;
-
-  if (asprintf (&joined, "%s: %s", context, sp_error_message (*err)) >= 0)
+  if (asprintf (&joined, "%s: %s", after ? sp_error_message (*err) : text,
+                after ? text : sp_error_message (*err))
+      >= 0)
     {
       free ((*err)->msg);
       (*err)->msg = joined;
     }
-  free (context);
+  free (text);
+  return -1;
+}
+
+int
+sp_error_wrap (sp_error_t *err, const char *fmt, ...)
+{
+  va_list ap;
+
+  va_start (ap, fmt);
+  join_message (err, false, fmt, ap);
+  va_end (ap);
   return -1;
 }
 
 int
 sp_error_hint (sp_error_t *err, const char *fmt, ...)
 {
-  char *hint = NULL;
-  char *joined = NULL;
   va_list ap;
-  int ret;
-
-  if (err == NULL || *err == NULL)
-    return -1;
 
   va_start (ap, fmt);
-  ret = vasprintf (&hint, fmt, ap);
+  join_message (err, true, fmt, ap);
   va_end (ap);
-  if (ret < 0)
-    return -1;
-
-  if (asprintf (&joined, "%s: %s", sp_error_message (*err), hint) >= 0)
-    {
-      free ((*err)->msg);
-      (*err)->msg = joined;
-    }
-  free (hint);
   return -1;
 }
 
