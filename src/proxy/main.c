@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/cleanup.h"
+#include "os/log.h"
+
 #include "build_config.h"
 #include "proxy/options.h"
 #include "proxy/verbs.h"
@@ -36,13 +39,16 @@ static const struct verb verbs[] = {
 void
 sp_verb_report (const char *verb, const char *fmt, ...)
 {
+  cleanup_free char *msg = NULL;
   va_list ap;
+  int n;
 
-  fprintf (stderr, "sealed-probe-proxy: %s: ", verb);
   va_start (ap, fmt);
-  vfprintf (stderr, fmt, ap);
+  n = vasprintf (&msg, fmt, ap);
   va_end (ap);
-  fputc ('\n', stderr);
+  if (n < 0)
+    msg = NULL;
+  sp_log (SP_LOG_ERR, "sealed-probe-proxy: %s: %s", verb, msg != NULL ? msg : "(out of memory)");
 }
 
 static void
@@ -90,6 +96,8 @@ help (int argc, char **argv)
 int
 main (int argc, char **argv)
 {
+  /* Before any verb wipes the environment (serve does at once).  */
+  sp_log_init ();
   if (argc < 2)
     {
       usage (stderr);

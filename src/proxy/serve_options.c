@@ -59,8 +59,16 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     { .name = "--queue-wait", .value = &queue_wait },
     { .name = "--pool", .value = &pool },
   };
+  /* check's alone: its report is JSON, always, so --json asks for what it
+     prints anyway, as `status --json` does (docs/operations.md, "JSON").  */
+  int json = 0;
+  struct sp_option options[sizeof (common) / sizeof (common[0]) + 1];
   size_t n_options = with_serving ? sizeof (common) / sizeof (common[0]) : 17;
   int ret;
+
+  memcpy (options, common, n_options * sizeof (common[0]));
+  if (!with_serving)
+    options[n_options++] = (struct sp_option){ .name = "--json", .flag = &json };
 
   *opt = (struct sp_serve_options){
     .verb = verb,
@@ -72,7 +80,7 @@ sp_serve_options_parse (const char *verb, const char *usage, int argc, char **ar
     /* check's canary always starts cold: only serve has a pool.  */
     .pool = with_serving ? SP_SERVE_POOL_DEFAULT : 0,
   };
-  ret = sp_options_parse (verb, usage, argc, argv, common, n_options);
+  ret = sp_options_parse (verb, usage, argc, argv, options, n_options);
   if (ret != 0)
     return ret;
   if (opt->config == NULL)

@@ -24,7 +24,7 @@
   "                                 | [--sbx PATH] --sbx-template NAME@sha256:HEX]\n"                        \
   "                                [--snapshot overlay|copy] [--scratch-size SIZE] [--probe-ids BASE]\n"     \
   "                                [--release bucketed|fixed|immediate] [--bit-budget BITS]\n"               \
-  "                                [--run-bit-budget BITS]"
+  "                                [--run-bit-budget BITS] [--json]"
 
 #define fail(...) (sp_verb_report ("check", __VA_ARGS__), SP_EXIT_FAIL)
 

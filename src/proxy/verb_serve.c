@@ -13,6 +13,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "os/log.h"
 #include "base/bounds.h"
 #include "base/cleanup.h"
 #include "stage/secret_env.h"
@@ -116,20 +117,26 @@ sp_verb_serve (int argc, char **argv)
     ret = fail ("stopped before it was ready");
   else if (sp_serve_listen (opt.socket, group, &listen_fd, &socket_owned, &err) < 0)
     ret = fail ("%s", sp_error_message (err));
+  /* serve.json and the first STATUS=, before anything says ready.  */
+  else if (sp_serve_report_start (&s, &notify, &err) < 0)
+    ret = fail ("%s", sp_error_message (err));
   else if (opt.ready_file && sp_ready_file_write (opt.ready_file, &ready_owned, &err) < 0)
     ret = fail ("%s", sp_error_message (err));
   else
     {
-      fprintf (stderr,
-               "sealed-probe-proxy: serve: ready: run %s, %zu repositories, runtime %s, snapshot %s, release "
-               "%s%s, "
-               "socket %s\n",
-               s.run_id, config->n_private_repos, sp_runtime_name (config->runtime),
-               sp_snapshot_mode_name (opt.snapshot), sp_release_mode_name (opt.release),
-               opt.release == SP_RELEASE_IMMEDIATE ? " (answers leak timing)" : "", opt.socket);
+      sp_log (SP_LOG_NOTICE,
+              "sealed-probe-proxy: serve: ready: run %s, %zu repositories, runtime %s, snapshot %s, release "
+              "%s%s, "
+              "socket %s",
+              s.run_id, config->n_private_repos, sp_runtime_name (config->runtime),
+              sp_snapshot_mode_name (opt.snapshot), sp_release_mode_name (opt.release),
+              opt.release == SP_RELEASE_IMMEDIATE ? " (answers leak timing)" : "", opt.socket);
       sp_notify_send (&notify, "READY=1");
+      sp_serve_report_ready (&s);
       ret = sp_serve_loop (&s, listen_fd, signal_fd, &err) < 0 ? fail ("%s", sp_error_message (err))
                                                                : SP_EXIT_OK;
+      /* Every worker and the pool have ended: the last counts are final.  */
+      sp_serve_report_stop (&s);
       sp_notify_send (&notify, "STOPPING=1");
     }
 
@@ -137,6 +144,7 @@ sp_verb_serve (int argc, char **argv)
      ready file, not a container, mount or directory.  The socket and the
      ready file go only while their paths still name the files this instance
      made: another instance's are never removed.  */
+  sp_serve_report_stop (&s);
   sp_serve_unlisten (opt.socket, &socket_owned);
   sp_closep (&listen_fd);
   if (opt.ready_file)
@@ -146,6 +154,6 @@ sp_verb_serve (int argc, char **argv)
     ret = fail ("cleanup: %s", sp_error_message (err));
   sp_notify_close (&notify);
   if (ret == SP_EXIT_OK)
-    fprintf (stderr, "sealed-probe-proxy: serve: stopped\n");
+    sp_log (SP_LOG_NOTICE, "sealed-probe-proxy: serve: stopped");
   return ret;
 }

@@ -268,6 +268,10 @@ stage_one (int run_fd, struct sp_seed *seed, const char *clone, enum sp_submodul
       cleanup_close int clone_fd = open (clone, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
       seed->source = SP_SEED_LOCAL;
+      /* Recorded, so that status can say when the clone moved on.  */
+      free (seed->clone);
+      if ((seed->clone = strdup (clone)) == NULL)
+        return sp_make_error (err, ENOMEM, "local clone `%s`", clone);
       if (clone_fd < 0)
         return sp_make_error (err, errno, "local clone `%s`", clone);
       /* The commit, never the working tree: only `.git` is copied, and
@@ -566,7 +570,10 @@ out:
   /* The repository names belong to config; the array and the omitted
      paths are ours.  */
   for (size_t i = 0; staged.seeds != NULL && i < config->n_private_repos; i++)
-    sp_seed_omitted_release (&staged.seeds[i]);
+    {
+      sp_seed_omitted_release (&staged.seeds[i]);
+      free (staged.seeds[i].clone);
+    }
   free (staged.seeds);
   sp_catalog_release (&catalog);
   return ret;

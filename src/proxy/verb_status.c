@@ -1,7 +1,12 @@
-/* sealed-probe-proxy status --state DIR [--json]: the budget, the outcomes
-   and the last failures of the state directory's runs, read from the ledger
-   and the audit log beside a running serve, without its lock.  The summary
-   is run_status.h's; this file only prints it.  See docs/operations.md,
+/* sealed-probe-proxy status [--state DIR] [--json]: whether a serve holds
+   the state directory now (its pid, run, backend and release mode, from
+   the serve.json it keeps, trusted only while that pid holds the state
+   lock), its waiting sandboxes, each seed's commit against its clone's
+   HEAD, what each repository's calls and the run's have disclosed against
+   their ceilings, and the outcomes and last failures of the state
+   directory's runs, read from the ledger and the audit log beside a
+   running serve, without its lock.  The summaries are run_status.h's and
+   serve_file.h's; this file only prints them.  See docs/operations.md,
    "status".  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,14 +20,17 @@
 
 #include "base/cleanup.h"
 #include "os/state_lock.h"
+#include "serve/serve.h"
 #include "stage/seed_store.h"
 #include "status/run_status.h"
+#include "status/serve_file.h"
 #include "text/yajl_util.h"
 
+#include "build_config.h"
 #include "proxy/options.h"
 #include "proxy/verbs.h"
 
-#define USAGE "usage: sealed-probe-proxy status --state DIR [--json]"
+#define USAGE "usage: sealed-probe-proxy status [--state DIR] [--json]"
 
 #define fail(...) (sp_verb_report ("status", __VA_ARGS__), SP_EXIT_FAIL)
 
@@ -35,6 +43,47 @@ static void
 format_bits (uint64_t millibits, char out[32])
 {
   snprintf (out, 32, "%" PRIu64 ".%03" PRIu64, millibits / 1000, millibits % 1000);
+}
+
+/* What status knows beyond the ledger and the audit log: the live serve
+   (NULL when none holds the state directory, or its serve.json is stale),
+   a stale serve.json's pid (0: none), and each staged seed's clone.  */
+struct live
+{
+  const struct sp_serve_file *serve;
+  pid_t stale_pid;
+};
+
+enum drift
+{
+  DRIFT_UNKNOWN, /* no clone recorded, or its HEAD unreadable */
+  DRIFT_SAME,
+  DRIFT_MOVED,
+};
+
+struct seed_head
+{
+  enum drift drift;
+  char head[SP_COMMIT_HEX_MAX + 1];
+  const char *why; /* DRIFT_UNKNOWN: a fixed phrase */
+};
+
+static void
+seed_head_read (const struct sp_seed *seed, struct seed_head *h)
+{
+  cleanup_error sp_error_t err = NULL;
+
+  *h = (struct seed_head){ .drift = DRIFT_UNKNOWN };
+  if (seed->source == SP_SEED_GITHUB)
+    h->why = "a GitHub seed: no clone";
+  else if (seed->clone == NULL)
+    h->why = "its clone is not recorded (staged before staged.json version 3)";
+  /* Only the commit id is kept: an error reading an untrusted clone may
+     name its refs, which are shown nowhere.  */
+  else if (sp_clone_head (seed->clone, h->head, &err) < 0)
+    h->why = "its clone's HEAD could not be read";
+  else
+    h->drift = strcmp (h->head, seed->commit) == 0 ? DRIFT_SAME : DRIFT_MOVED;
 }
 
 /* ---- human output -------------------------------------------------------- */
@@ -77,6 +126,31 @@ print_owner (FILE *f, int held, const struct sp_state_owner *owner)
              (long)owner->pid);
   else
     fprintf (f, "%-13s a process holds this state directory now, and has not yet said which\n", "owner");
+}
+
+/* The live serve, as its serve.json says, or why none is shown.  */
+static void
+print_serve (FILE *f, int held, const struct sp_state_owner *owner, const struct live *live)
+{
+  const struct sp_serve_file *sv = live->serve;
+
+  if (sv != NULL)
+    {
+      fprintf (f, "%-13s pid %ld, run %s, backend %s, release %s, snapshot %s, since %s, socket %s\n",
+               "serve", (long)sv->pid, sv->run, sv->backend, sv->release, sv->snapshot, sv->started,
+               sv->socket);
+      fprintf (f, "%-13s %" PRIu64 " answered, %" PRIu64 " refused, %" PRIu64 " failed (this run)\n",
+               "requests", sv->answered, sv->refused, sv->failed);
+    }
+  else if (held == 1 && owner->known && strcmp (owner->verb, "serve") == 0)
+    fprintf (f, "%-13s pid %ld holds the state directory and is not ready yet\n", "serve", (long)owner->pid);
+  else
+    fprintf (f, "%-13s none running\n", "serve");
+  if (live->stale_pid > 0)
+    fprintf (f,
+             "%-13s %s names pid %ld, which does not hold the state directory: stale (a serve killed -9), "
+             "ignored\n",
+             "serve state", SP_SERVE_REPORT_FILE, (long)live->stale_pid);
 }
 
 /* What every repository's calls together could carry, against the run's
@@ -149,7 +223,53 @@ print_staged (FILE *f, const struct sp_staged *staged)
 }
 
 static void
-print_human (FILE *f, const struct sp_run_status *st, const struct sp_staged *staged)
+print_repo_live (FILE *f, const struct sp_run_status_repo *r, const struct live *live)
+{
+  const struct sp_serve_file *sv = live->serve;
+  uint64_t waiting;
+  char bits[32];
+
+  if (sv == NULL)
+    {
+      if (r->in_ledger)
+        fputs (", its ceiling is serve's --bit-budget (no serve runs now to say it)", f);
+      return;
+    }
+  if (r->in_ledger && sv->bit_budget > 0)
+    {
+      uint64_t ceiling = sv->bit_budget * 1000;
+
+      format_bits (r->millibits < ceiling ? ceiling - r->millibits : 0, bits);
+      fprintf (f, ", %s left of %" PRIu64 " (--bit-budget)", bits, sv->bit_budget);
+    }
+  else if (r->in_ledger)
+    fputs (", no bit budget (--bit-budget)", f);
+  if (sp_serve_file_waiting (sv, r->name, &waiting))
+    fprintf (f, ", %" PRIu64 " sandboxes waiting", waiting);
+}
+
+/* Each seed's staged commit against its clone's HEAD now.  */
+static void
+print_heads (FILE *f, const struct sp_staged *staged, const struct seed_head *heads)
+{
+  for (size_t i = 0; staged != NULL && i < staged->n; i++)
+    {
+      const struct sp_seed *seed = &staged->seeds[i];
+      const struct seed_head *h = &heads[i];
+
+      fprintf (f, "%-13s %-24s staged %s", "commit", seed->repo, seed->commit);
+      if (h->drift == DRIFT_UNKNOWN)
+        fprintf (f, "; clone HEAD unknown: %s\n", h->why);
+      else if (h->drift == DRIFT_SAME)
+        fputs ("; its clone's HEAD is the same\n", f);
+      else
+        fprintf (f, "; drift: its clone's HEAD is %s now (stage again to serve it)\n", h->head);
+    }
+}
+
+static void
+print_human (FILE *f, const struct sp_run_status *st, const struct sp_staged *staged,
+             const struct seed_head *heads, const struct live *live)
 {
   const struct sp_ledger_snapshot *l = st->ledger;
 
@@ -178,9 +298,11 @@ print_human (FILE *f, const struct sp_run_status *st, const struct sp_staged *st
         }
       else if (l != NULL && l->version == 1)
         fputs (", bits not recorded (a version 1 ledger)", f);
+      print_repo_live (f, r, live);
       fputc ('\n', f);
     }
   print_staged (f, staged);
+  print_heads (f, staged, heads);
 
   if (!st->audit_present)
     {
@@ -273,9 +395,41 @@ gen_failure (yajl_gen g, const struct sp_run_failure *x)
   return st | yajl_gen_map_close (g);
 }
 
-/* {"run", "seeds": [{"repo", "source", "omitted_submodules"}]}, or null.  */
 static unsigned
-gen_staged (yajl_gen g, const struct sp_staged *staged)
+gen_u64_or_null (yajl_gen g, const char *key, bool known, uint64_t v)
+{
+  return known ? gen_u64 (g, key, v) : gen_key (g, key) | yajl_gen_null (g);
+}
+
+/* null, or {"pid", "run", "started", "backend", "release", "snapshot",
+   "socket", "pool", "bit_budget", "run_bit_budget", "answered", "refused",
+   "failed"}.  */
+static unsigned
+gen_serve (yajl_gen g, const struct live *live)
+{
+  const struct sp_serve_file *sv = live->serve;
+  unsigned st = gen_key (g, "serve");
+
+  if (sv == NULL)
+    st |= yajl_gen_null (g);
+  else
+    {
+      st |= yajl_gen_map_open (g) | gen_u64 (g, "pid", (uint64_t)sv->pid) | gen_str (g, "run", sv->run)
+            | gen_str (g, "started", sv->started) | gen_str (g, "backend", sv->backend)
+            | gen_str (g, "release", sv->release) | gen_str (g, "snapshot", sv->snapshot)
+            | gen_str (g, "socket", sv->socket) | gen_u64 (g, "pool", sv->pool);
+      st |= gen_u64_or_null (g, "bit_budget", sv->bit_budget > 0, sv->bit_budget)
+            | gen_u64_or_null (g, "run_bit_budget", sv->run_bit_budget > 0, sv->run_bit_budget);
+      st |= gen_u64 (g, "answered", sv->answered) | gen_u64 (g, "refused", sv->refused)
+            | gen_u64 (g, "failed", sv->failed) | yajl_gen_map_close (g);
+    }
+  return st | gen_u64_or_null (g, "stale_serve_pid", live->stale_pid > 0, (uint64_t)live->stale_pid);
+}
+
+/* {"run", "seeds": [{"repo", "source", "omitted_submodules", "commit",
+   "clone", "clone_head", "drift"}]}, or null.  */
+static unsigned
+gen_staged (yajl_gen g, const struct sp_staged *staged, const struct seed_head *heads)
 {
   unsigned st = gen_key (g, "staged");
 
@@ -298,17 +452,23 @@ gen_staged (yajl_gen g, const struct sp_staged *staged)
             st |= gen_key (g, seed->omitted[k]);
           st |= yajl_gen_array_close (g);
         }
+      st |= gen_str (g, "commit", seed->commit) | gen_str (g, "clone", seed->clone)
+            | gen_str (g, "clone_head", heads[i].drift != DRIFT_UNKNOWN ? heads[i].head : NULL);
+      st |= gen_key (g, "drift")
+            | (heads[i].drift == DRIFT_UNKNOWN ? yajl_gen_null (g)
+                                               : yajl_gen_bool (g, heads[i].drift == DRIFT_MOVED));
       st |= yajl_gen_map_close (g);
     }
   return st | yajl_gen_array_close (g) | yajl_gen_map_close (g);
 }
 
 static int
-render_json (yajl_gen g, const struct sp_run_status *s, const struct sp_staged *staged, int held,
-             const struct sp_state_owner *owner)
+render_json (yajl_gen g, const char *state, const struct sp_run_status *s, const struct sp_staged *staged,
+             const struct seed_head *heads, int held, const struct sp_state_owner *owner,
+             const struct live *live)
 {
   const struct sp_ledger_snapshot *l = s->ledger;
-  unsigned st = yajl_gen_map_open (g);
+  unsigned st = yajl_gen_map_open (g) | gen_str (g, "state", state);
 
   /* null: nobody holds it; {"verb": null, "pid": null}: held, not yet named.  */
   st |= gen_key (g, "owner");
@@ -317,6 +477,7 @@ render_json (yajl_gen g, const struct sp_run_status *s, const struct sp_staged *
   else
     st |= yajl_gen_map_open (g) | gen_str (g, "verb", owner->known ? owner->verb : NULL) | gen_key (g, "pid")
           | (owner->known ? yajl_gen_integer (g, owner->pid) : yajl_gen_null (g)) | yajl_gen_map_close (g);
+  st |= gen_serve (g, live);
 
   st |= gen_key (g, "budget");
   if (l == NULL)
@@ -336,6 +497,12 @@ render_json (yajl_gen g, const struct sp_run_status *s, const struct sp_staged *
             | (l->version != 1 ? yajl_gen_number (g, bits, strlen (bits)) : yajl_gen_null (g));
       st |= gen_key (g, "run_unbounded_calls")
             | (l->version != 1 ? yajl_gen_integer (g, (long long)l->run_unbounded_calls) : yajl_gen_null (g));
+      format_bits (
+          l->run_millibits < l->run_bit_budget_millibits ? l->run_bit_budget_millibits - l->run_millibits : 0,
+          bits);
+      st |= gen_key (g, "run_bits_left")
+            | (l->run_bit_budget_millibits > 0 && l->version != 1 ? yajl_gen_number (g, bits, strlen (bits))
+                                                                  : yajl_gen_null (g));
       st |= yajl_gen_map_close (g);
     }
 
@@ -351,6 +518,19 @@ render_json (yajl_gen g, const struct sp_run_status *s, const struct sp_staged *
             | (r->in_ledger ? yajl_gen_number (g, bits, strlen (bits)) : yajl_gen_null (g));
       st |= gen_key (g, "unbounded_calls")
             | (r->in_ledger ? yajl_gen_integer (g, (long long)r->unbounded_calls) : yajl_gen_null (g));
+      /* The ceiling is serve's --bit-budget: known only while one runs.  */
+      {
+        const struct sp_serve_file *sv = live->serve;
+        uint64_t waiting = 0;
+        bool has_waiting = sv != NULL && sp_serve_file_waiting (sv, r->name, &waiting);
+        uint64_t ceiling = sv != NULL ? sv->bit_budget * 1000 : 0;
+
+        st |= gen_u64_or_null (g, "bit_budget", ceiling > 0, ceiling / 1000);
+        format_bits (r->millibits < ceiling ? ceiling - r->millibits : 0, bits);
+        st |= gen_key (g, "bits_left")
+              | (ceiling > 0 && r->in_ledger ? yajl_gen_number (g, bits, strlen (bits)) : yajl_gen_null (g));
+        st |= gen_u64_or_null (g, "waiting", has_waiting, waiting);
+      }
       st |= yajl_gen_map_close (g);
     }
   st |= yajl_gen_array_close (g);
@@ -383,22 +563,23 @@ render_json (yajl_gen g, const struct sp_run_status *s, const struct sp_staged *
   for (size_t i = 0; i < s->n_failures; i++)
     st |= gen_failure (g, sp_run_status_failure (s, i));
   st |= yajl_gen_array_close (g);
-  st |= gen_staged (g, staged);
+  st |= gen_staged (g, staged, heads);
 
   st |= yajl_gen_map_close (g);
   return st == yajl_gen_status_ok ? 0 : -1;
 }
 
 static int
-print_json (const struct sp_run_status *s, const struct sp_staged *staged, int held,
-            const struct sp_state_owner *owner)
+print_json (const char *state, const struct sp_run_status *s, const struct sp_staged *staged,
+            const struct seed_head *heads, int held, const struct sp_state_owner *owner,
+            const struct live *live)
 {
   cleanup_yajl_gen yajl_gen g = yajl_gen_alloc (NULL);
   const unsigned char *buf;
   size_t len;
 
   if (g == NULL || !yajl_gen_config (g, yajl_gen_validate_utf8, 1)
-      || render_json (g, s, staged, held, owner) < 0
+      || render_json (g, state, s, staged, heads, held, owner, live) < 0
       || yajl_gen_get_buf (g, &buf, &len) != yajl_gen_status_ok)
     return -1;
   return fwrite (buf, 1, len, stdout) == len && putchar ('\n') != EOF ? 0 : -1;
@@ -410,6 +591,8 @@ sp_verb_status (int argc, char **argv)
   cleanup_error sp_error_t err = NULL;
   cleanup_run_status struct sp_run_status *st = NULL;
   cleanup_close int state_fd = -1;
+  cleanup_free struct seed_head *heads = NULL;
+  cleanup_serve_file struct sp_serve_file serve_file = { 0 };
   const char *state = NULL;
   int json = 0;
   const struct sp_option options[] = {
@@ -419,8 +602,9 @@ sp_verb_status (int argc, char **argv)
   const struct sp_run_status_options opt = { .owner = 0 };
   struct sp_state_owner owner;
   cleanup_staged struct sp_staged staged = { 0 };
+  struct live live = { 0 };
   struct stat st_staged;
-  bool has_staged;
+  bool has_staged, has_serve_file;
   int held;
   int ret;
 
@@ -428,7 +612,7 @@ sp_verb_status (int argc, char **argv)
   if (ret != 0)
     return ret < 0 ? SP_EXIT_OK : ret;
   if (state == NULL)
-    return sp_options_usage_error ("status", USAGE, "--state is required");
+    state = SP_DEFAULT_STATE;
 
   state_fd = TEMP_FAILURE_RETRY (open (state, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (state_fd < 0)
@@ -436,9 +620,19 @@ sp_verb_status (int argc, char **argv)
       sp_state_open_error (&err, state, errno);
       return fail ("--state: %s", sp_error_message (err));
     }
+  /* The lock first, then serve.json: a serve that held the lock when it
+     was asked and wrote the file then is live; a file whose pid does not
+     hold it is stale.  */
   held = sp_state_lock_holder (state_fd, &owner, &err);
   if (held < 0)
     return fail ("--state: `%s`: %s", state, sp_error_message (err));
+  if (sp_serve_file_read (state_fd, &serve_file, &has_serve_file, &err) < 0)
+    return fail ("--state: `%s`: %s", state, sp_error_message (err));
+  if (has_serve_file && held == 1 && owner.known && strcmp (owner.verb, "serve") == 0
+      && owner.pid == serve_file.pid)
+    live.serve = &serve_file;
+  else if (has_serve_file)
+    live.stale_pid = serve_file.pid;
   if (sp_run_status_read (state_fd, &opt, &st, &err) < 0)
     return fail ("--state: `%s`: %s", state, sp_error_message (err));
   /* What stage recorded, when it has: replaced by a rename, so one read
@@ -448,11 +642,21 @@ sp_verb_status (int argc, char **argv)
     return fail ("--state: `%s`: %s: %s", state, SP_STAGED_FILE, strerror (errno));
   if (has_staged && sp_staged_load (state_fd, &staged, &err) < 0)
     return fail ("--state: `%s`: %s", state, sp_error_message (err));
+  heads = calloc (staged.n + 1, sizeof (*heads));
+  if (heads == NULL)
+    return fail ("allocate: %s", strerror (errno));
+  for (size_t i = 0; i < staged.n; i++)
+    seed_head_read (&staged.seeds[i], &heads[i]);
 
   if (!json)
-    print_owner (stdout, held, &owner);
-  if (json ? print_json (st, has_staged ? &staged : NULL, held, &owner) < 0
-           : (print_human (stdout, st, has_staged ? &staged : NULL), 0))
+    {
+      /* The owner first: a script reads the first line for it.  */
+      print_owner (stdout, held, &owner);
+      fprintf (stdout, "%-13s %s\n", "state", state);
+      print_serve (stdout, held, &owner, &live);
+    }
+  if (json ? print_json (state, st, has_staged ? &staged : NULL, heads, held, &owner, &live) < 0
+           : (print_human (stdout, st, has_staged ? &staged : NULL, heads, &live), 0))
     return fail ("write the status");
   if (fflush (stdout) != 0 || ferror (stdout))
     return fail ("write the status: %s", strerror (errno));

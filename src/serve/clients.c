@@ -18,6 +18,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "os/log.h"
 #include "serve/serve.h"
 
 /* A client is named in the epoll set by its worker and its generation, so
@@ -70,7 +71,7 @@ sp_serve_client_watch (struct sp_serve *s, unsigned worker, int fd)
   /* Without the watch, a hangup is still seen at each step the worker
      checks (sp_serve_client_gone): only the kill of a running probe waits.  */
   if (epoll_ctl (s->client_watch_fd, EPOLL_CTL_ADD, fd, &ev) < 0)
-    fprintf (stderr, "sealed-probe-proxy: serve: watch a client's connection: %s\n", strerror (errno));
+    sp_log (SP_LOG_WARNING, "sealed-probe-proxy: serve: watch a client's connection: %s", strerror (errno));
 }
 
 void

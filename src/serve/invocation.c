@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "os/log.h"
 #include "base/bounds.h"
 #include "base/cleanup.h"
 #include "base/protocol.h"
@@ -173,10 +174,10 @@ remove_after_answer (struct invocation *inv, struct sp_serve_sandbox *sb)
 
   snprintf (container, sizeof (container), "%s", sb->container_id);
   if (sp_serve_sandbox_destroy (inv->s, sb, &err) < 0)
-    fprintf (
-        stderr,
+    sp_log (
+        SP_LOG_WARNING,
         "sealed-probe-proxy: serve: invocation %s: its sandbox `%s` could not be removed after its answer "
-        "left: %s; the run's removal at stop takes it\n",
+        "left: %s; the run's removal at stop takes it",
         inv->id, container, sp_error_message (err));
 }
 
@@ -254,11 +255,19 @@ audit (struct invocation *inv, const struct audit_facts *a, bool admission, uint
     }
   if (sp_audit_append (inv->s->audit, &rec, err) < 0)
     {
-      fprintf (stderr, "sealed-probe-proxy: serve: audit %s: not written: %s\n", inv->id,
-               sp_error_message (*err));
+      sp_log (SP_LOG_ERR, "sealed-probe-proxy: serve: audit %s: not written: %s", inv->id,
+              sp_error_message (*err));
       sp_error_wrap (err, "audit");
       sp_serve_halt (inv->s, sp_error_message (*err));
       return -1;
+    }
+  if (!admission)
+    {
+      /* At debug only, and only what the audit log holds of it that is
+         the operator's: never the script, an outcome or the answer.  */
+      sp_log (SP_LOG_DEBUG, "sealed-probe-proxy: serve: request %s: %s, cause %s, repository %s", inv->id,
+              rec.status, sp_cause_name (rec.cause), rec.repo != NULL ? rec.repo : "(none valid)");
+      sp_serve_report_result (inv->s, rec.status);
     }
   return 0;
 }

@@ -15,6 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "os/log.h"
 #include "base/cleanup.h"
 #include "os/fileio.h"
 
@@ -99,8 +100,8 @@ check_path (int dirfd, const char *path, const char *name, bool remove_stale, sp
     return sp_make_error (err, errno, "--socket: remove the stale `%s`", path);
   /* Left by a serve that never stopped (kill -9): said, as every other
      leftover a start removes (docs/operations.md, "A start after kill -9").  */
-  fprintf (stderr, "sealed-probe-proxy: serve: removed the stale socket `%s` (nobody listened on it)\n",
-           path);
+  sp_log (SP_LOG_NOTICE, "sealed-probe-proxy: serve: removed the stale socket `%s` (nobody listened on it)",
+          path);
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "os/log.h"
 #include "base/cleanup.h"
 #include "os/fileio.h"
 
@@ -52,7 +53,7 @@ sp_notify_open (struct sp_notify *n, sp_error_t *err)
 void
 sp_notify_send (struct sp_notify *n, const char *state)
 {
-  char msg[128];
+  char msg[SP_NOTIFY_STATE_MAX + 32];
   int len;
 
   if (n->fd < 0)
@@ -116,13 +117,12 @@ sp_ready_file_claim (const char *path, sp_error_t *err)
   /* Said, as every other leftover a start removes (docs/operations.md, "A
      start after kill -9").  */
   if (pid > 0)
-    fprintf (
-        stderr,
-        "sealed-probe-proxy: serve: removed the stale ready file `%s`, which named pid %ld, no serve now\n",
-        path, pid);
+    sp_log (SP_LOG_NOTICE,
+            "sealed-probe-proxy: serve: removed the stale ready file `%s`, which named pid %ld, no serve now",
+            path, pid);
   else
-    fprintf (stderr, "sealed-probe-proxy: serve: removed the stale ready file `%s`, which named no pid\n",
-             path);
+    sp_log (SP_LOG_NOTICE, "sealed-probe-proxy: serve: removed the stale ready file `%s`, which named no pid",
+            path);
   return 0;
 }
 

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "os/log.h"
 #include "base/bounds.h"
 #include "base/cleanup.h"
 #include "base/quote.h"
@@ -115,6 +116,14 @@ wait_for (struct sp_serve *s, struct sp_serve_pool *p, uint64_t wait_ns)
   pthread_cond_timedwait (&p->cv, &s->lock, &until);
 }
 
+/* How many wait for repository i, told to the report (report.c), whose
+   lock comes after s->lock.  */
+static void
+tell (struct sp_serve *s, const struct sp_serve_pool *p, size_t i)
+{
+  sp_serve_report_waiting (s, i, p->ready_len[i]);
+}
+
 /* Removes sb, unlocked, saying so on stderr when something stays.  */
 static void
 remove_unlocked (struct sp_serve *s, struct sp_serve_sandbox *sb)
@@ -127,8 +136,8 @@ remove_unlocked (struct sp_serve *s, struct sp_serve_sandbox *sb)
   snprintf (name, sizeof (name), "%s", sb->name);
   pthread_mutex_unlock (&s->lock);
   if (sp_serve_sandbox_destroy (s, sb, &err) < 0)
-    fprintf (stderr, "sealed-probe-proxy: serve: pool: remove sandbox %s of `%s`: %s\n", name, repo,
-             sp_error_message (err));
+    sp_log (SP_LOG_WARNING, "sealed-probe-proxy: serve: pool: remove sandbox %s of `%s`: %s", name, repo,
+            sp_error_message (err));
   pthread_mutex_lock (&s->lock);
 }
 
@@ -138,13 +147,14 @@ static void
 give_up (struct sp_serve *s, struct sp_serve_pool *p, size_t i, const sp_error_t why)
 {
   p->gone[i] = true;
-  fprintf (stderr, "sealed-probe-proxy: serve: pool: %s; no sandbox is made ahead for it any more\n",
-           sp_error_message (why));
+  sp_log (SP_LOG_ERR, "sealed-probe-proxy: serve: pool: %s; no sandbox is made ahead for it any more",
+          sp_error_message (why));
   while (p->ready_len[i] > 0)
     {
       struct sp_serve_sandbox *sb = p->ready[i][--p->ready_len[i]];
 
       p->held--;
+      tell (s, p, i);
       remove_unlocked (s, sb);
     }
 }
@@ -190,9 +200,9 @@ make_one (struct sp_serve *s, struct sp_serve_pool *p, size_t i)
           /* Said once per failure, with the sandbox's and the
              repository's names: the same failure reaches the audit log
              through the cold start.  */
-          fprintf (stderr, "sealed-probe-proxy: serve: pool: sandbox %s for `%s`: %s; retrying in %u ms\n",
-                   name, sp_quote_name (s->config->private_repos[i], q), sp_error_message (err),
-                   p->retry_ms[i]);
+          sp_log (SP_LOG_WARNING,
+                  "sealed-probe-proxy: serve: pool: sandbox %s for `%s`: %s; retrying in %u ms", name,
+                  sp_quote_name (s->config->private_repos[i], q), sp_error_message (err), p->retry_ms[i]);
         }
       return;
     }
@@ -205,6 +215,7 @@ make_one (struct sp_serve *s, struct sp_serve_pool *p, size_t i)
       return;
     }
   p->ready[i][p->ready_len[i]++] = sb;
+  tell (s, p, i);
 }
 
 static void *
@@ -313,6 +324,7 @@ sp_serve_pool_take (struct sp_serve *s, size_t seed_index)
       p->ready_len[seed_index]--;
       p->held--;
       sb->refill_owed = true;
+      tell (s, p, seed_index);
     }
   pthread_mutex_unlock (&s->lock);
   return sb;
@@ -354,11 +366,13 @@ sp_serve_pool_stop (struct sp_serve *s)
         snprintf (name, sizeof (name), "%s", sb->name);
         if (sp_serve_sandbox_destroy (s, sb, &err) < 0)
           {
-            fprintf (stderr, "sealed-probe-proxy: serve: pool: remove sandbox %s of `%s`: %s\n", name,
-                     sp_quote_name (s->config->private_repos[i], q), sp_error_message (err));
+            sp_log (SP_LOG_WARNING, "sealed-probe-proxy: serve: pool: remove sandbox %s of `%s`: %s", name,
+                    sp_quote_name (s->config->private_repos[i], q), sp_error_message (err));
             ret = -1;
           }
       }
+  for (size_t i = 0; i < n; i++)
+    sp_serve_report_waiting (s, i, 0);
   s->pool = NULL;
   pthread_cond_destroy (&p->cv);
   pool_free (p, n);

@@ -16,6 +16,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "os/log.h"
 #include "base/bounds.h"
 #include "base/cleanup.h"
 #include "base/quote.h"
@@ -35,13 +36,18 @@
 static void __attribute__ ((format (printf, 2, 3)))
 say_removed (const struct sp_serve *s, const char *fmt, ...)
 {
+  cleanup_free char *what = NULL;
   va_list ap;
+  int n;
 
-  fprintf (stderr, "sealed-probe-proxy: %s: removed ", s->opt->verb != NULL ? s->opt->verb : "serve");
   va_start (ap, fmt);
-  vfprintf (stderr, fmt, ap);
+  n = vasprintf (&what, fmt, ap);
   va_end (ap);
-  fputc ('\n', stderr);
+  if (n < 0)
+    what = NULL;
+  /* A notice: a leftover is expected after kill -9, and it is gone now.  */
+  sp_log (SP_LOG_NOTICE, "sealed-probe-proxy: %s: removed %s", s->opt->verb != NULL ? s->opt->verb : "serve",
+          what != NULL ? what : "leftovers of an earlier run (out of memory to say which)");
 }
 
 enum orphan_kind
@@ -446,18 +452,18 @@ make_slots (struct sp_serve *s, sp_error_t *err)
   uint64_t wanted = (uint64_t)s->opt->pool * s->config->n_private_repos;
 
   if (s->opt->pool > 0 && s->runtime->ops->create == NULL)
-    fprintf (
-        stderr,
+    sp_log (
+        SP_LOG_WARNING,
         "sealed-probe-proxy: serve: --pool %u: runtime `%s` cannot create a sandbox ahead of its request: "
-        "every sandbox starts cold\n",
+        "every sandbox starts cold",
         s->opt->pool, s->runtime->ops->name);
   else if (wanted > SP_SERVE_POOL_SLOTS_MAX)
     {
       s->pool_slots = SP_SERVE_POOL_SLOTS_MAX;
-      fprintf (stderr,
-               "sealed-probe-proxy: serve: --pool %u for %zu repositories: at most %d sandboxes wait in all, "
-               "shared out in the config's order; a request that finds none for its repository starts cold\n",
-               s->opt->pool, s->config->n_private_repos, SP_SERVE_POOL_SLOTS_MAX);
+      sp_log (SP_LOG_WARNING,
+              "sealed-probe-proxy: serve: --pool %u for %zu repositories: at most %d sandboxes wait in all, "
+              "shared out in the config's order; a request that finds none for its repository starts cold",
+              s->opt->pool, s->config->n_private_repos, SP_SERVE_POOL_SLOTS_MAX);
     }
   else
     s->pool_slots = (unsigned)wanted;

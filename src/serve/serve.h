@@ -162,6 +162,10 @@ struct sp_serve
      connections are watched in (the accept loop polls it).  */
   struct sp_serve_client *clients;
   int client_watch_fd;
+
+  /* What serve tells of its state as it changes (report.c): NULL until
+     ready, and for check.  */
+  struct sp_serve_report *report;
 };
 
 /* A serve with no descriptor open yet, as the verbs that run one start it:
@@ -481,6 +485,29 @@ struct sp_notify
 {
   int fd; /* connected datagram socket to $NOTIFY_SOCKET, or -1 */
 };
+/* The longest state sp_notify_send sends (a STATUS= line fits).  */
+#define SP_NOTIFY_STATE_MAX 512
+
+/* serve's state as it changes (report.c; docs/operations.md, "The journal"
+   and "status"): STATUS= through notify, and STATE/serve.json (0600,
+   replaced by a rename, removed at stop), which `status` reads: serve's
+   pid, run, backend, release mode and bit budgets, the requests answered,
+   refused and failed so far, and per repository the sandboxes waiting.  */
+#define SP_SERVE_REPORT_FILE    "serve.json"
+#define SP_SERVE_REPORT_VERSION 1
+struct sp_serve_report;
+/* Before ready: the file's first version, then a thread that writes each
+   change, at most every 200 ms.  */
+int sp_serve_report_start (struct sp_serve *s, struct sp_notify *notify, sp_error_t *err);
+/* Once READY=1 is sent: the first STATUS=.  */
+void sp_serve_report_ready (struct sp_serve *s);
+/* A request's result record was written with status (SP_AUDIT_STATUS_*).  */
+void sp_serve_report_result (struct sp_serve *s, const char *status);
+/* Repository seed_index has waiting sandboxes made ahead now.  */
+void sp_serve_report_waiting (struct sp_serve *s, size_t seed_index, unsigned waiting);
+/* Once no worker runs: the last state is sent (STATUS=) and the file
+   removed.  */
+void sp_serve_report_stop (struct sp_serve *s);
 /* Connects to $NOTIFY_SOCKET when set; call before the environment is
    scrubbed and before the network namespace changes (an abstract socket
    belongs to the namespace it was made in).  */

@@ -17,6 +17,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "os/log.h"
 #include "serve/serve.h"
 
 static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
@@ -99,12 +100,12 @@ sp_serve_signals_read (int signal_fd, const char *verb)
       signal_name ((int)info.ssi_signo, name, sizeof (name));
       if (sp_serve_signal_stops ((int)info.ssi_signo))
         {
-          fprintf (stderr, "sealed-probe-proxy: %s: %s from pid %u: stopping cleanly\n", verb, name,
-                   info.ssi_pid);
+          sp_log (SP_LOG_NOTICE, "sealed-probe-proxy: %s: %s from pid %u: stopping cleanly", verb, name,
+                  info.ssi_pid);
           return (int)info.ssi_signo;
         }
-      fprintf (stderr,
-               "sealed-probe-proxy: %s: %s from pid %u ignored: SIGTERM, SIGINT, SIGHUP or SIGQUIT stop it\n",
-               verb, name, info.ssi_pid);
+      sp_log (SP_LOG_WARNING,
+              "sealed-probe-proxy: %s: %s from pid %u ignored: SIGTERM, SIGINT, SIGHUP or SIGQUIT stop it",
+              verb, name, info.ssi_pid);
     }
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "os/log.h"
 #include "base/cleanup.h"
 #include "os/state_lock.h"
 
@@ -60,10 +61,10 @@ sp_serve_halt (struct sp_serve *s, const char *why)
     }
   pthread_mutex_unlock (&s->lock);
   if (first)
-    fprintf (stderr,
-             "sealed-probe-proxy: serve: halted: %s: from now on every request gets ERROR and nothing runs; "
-             "fix the cause, then restart serve (docs/operations.md)\n",
-             why);
+    sp_log (SP_LOG_ERR,
+            "sealed-probe-proxy: serve: halted: %s: from now on every request gets ERROR and nothing runs; "
+            "fix the cause, then restart serve (docs/operations.md)",
+            why);
 }
 
 bool

@@ -28,9 +28,11 @@
 #include "tree/digest.h"
 #include "tree/remove.h"
 
-/* Version 2 records the submodules each seed omits; version 1, from before
-   the submodule policy, is still read (docs/staging.md).  */
-#define STAGED_VERSION    2
+/* Version 3 records each local seed's clone; version 2 the submodules each
+   seed omits; version 1, from before the submodule policy, and version 2
+   are still read (docs/staging.md).  */
+#define STAGED_VERSION    3
+#define STAGED_VERSION_V2 2
 #define STAGED_VERSION_V1 1
 
 int
@@ -119,6 +121,7 @@ sp_staged_render (const struct sp_staged *staged, char **out, size_t *len, sp_er
             st |= gen_str (g, s->omitted[k]);
           st |= yajl_gen_array_close (g);
         }
+      st |= gen_str (g, "clone") | (s->clone != NULL ? gen_str (g, s->clone) : yajl_gen_null (g));
       st |= yajl_gen_map_close (g);
     }
   st |= yajl_gen_array_close (g) | yajl_gen_map_close (g);
@@ -223,12 +226,16 @@ load_seed (const struct sp_json *item, size_t i, int64_t version, struct sp_seed
   const char *commit = string_member (item, "commit");
   const char *digest = string_member (item, "digest");
   cleanup_error sp_error_t name_err = NULL;
-  size_t members = version == STAGED_VERSION_V1 ? 5 : 6;
+  size_t members = version == STAGED_VERSION_V1 ? 5 : version == STAGED_VERSION_V2 ? 6 : 7;
+  const struct sp_json *clone = sp_json_object_get (item, "clone");
   int64_t index;
 
   if (item->type != SP_JSON_OBJECT || item->u.object.len != members)
     return sp_make_error (err, 0, "%s: seeds[%zu]: must be an object of exactly %s members", SP_STAGED_FILE,
-                          i, members == 5 ? "five" : "six");
+                          i,
+                          members == 5   ? "five"
+                          : members == 6 ? "six"
+                                         : "seven");
   if (repo == NULL || sp_repo_name_check (repo, strlen (repo), &name_err) < 0)
     return sp_make_error (err, 0, "%s: seeds[%zu].repo: must be a repository name", SP_STAGED_FILE, i);
   if (sp_json_integer (sp_json_object_get (item, "index"), 0, SP_CONFIG_MAX_REPOS - 1, &index) < 0)
@@ -254,6 +261,19 @@ load_seed (const struct sp_json *item, size_t i, int64_t version, struct sp_seed
   strcpy (seed->digest, digest);
   if (version == STAGED_VERSION_V1)
     return 0; /* staged before the policy: what it omitted is not known */
+  if (version >= 3)
+    {
+      if (clone == NULL
+          || (clone->type != SP_JSON_NULL
+              && (clone->type != SP_JSON_STRING || seed->source != SP_SEED_LOCAL
+                  || clone->u.string.data[0] != '/' || strlen (clone->u.string.data) != clone->u.string.len
+                  || clone->u.string.len >= PATH_MAX)))
+        return sp_make_error (err, 0,
+                              "%s: seeds[%zu].clone: must be null, or for a local seed an absolute path",
+                              SP_STAGED_FILE, i);
+      if (clone->type == SP_JSON_STRING && (seed->clone = strdup (clone->u.string.data)) == NULL)
+        return sp_make_error (err, ENOMEM, "%s", SP_STAGED_FILE);
+    }
   return load_omitted (sp_json_object_get (item, "omitted_submodules"), i, seed, err);
 }
 
@@ -274,7 +294,7 @@ sp_staged_parse (const char *buf, size_t len, struct sp_staged *out, sp_error_t 
   if (doc->type != SP_JSON_OBJECT || doc->u.object.len != 3
       || sp_json_integer (sp_json_object_get (doc, "version"), STAGED_VERSION_V1, STAGED_VERSION, &version)
              < 0)
-    return sp_make_error (err, 0, "%s: must be a version %d or %d object of version, run and seeds",
+    return sp_make_error (err, 0, "%s: must be a version %d to %d object of version, run and seeds",
                           SP_STAGED_FILE, STAGED_VERSION_V1, STAGED_VERSION);
   if (run == NULL || sp_bundle_id_check (run, &id_err) < 0)
     return sp_make_error (err, 0, "%s: run: must be a run id", SP_STAGED_FILE);
@@ -339,6 +359,7 @@ sp_staged_release (struct sp_staged *staged)
   for (size_t i = 0; i < staged->n; i++)
     {
       free (staged->seeds[i].repo);
+      free (staged->seeds[i].clone);
       sp_seed_omitted_release (&staged->seeds[i]);
     }
   free (staged->seeds);

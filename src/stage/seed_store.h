@@ -40,6 +40,10 @@ struct sp_seed
   bool omitted_known;
   char **omitted;
   size_t n_omitted;
+  /* The local clone it was staged from, as stage was given it (an absolute
+     path), so that status can set the clone's HEAD beside it; NULL for a
+     GitHub seed, and for one recorded before version 3.  */
+  char *clone;
 };
 
 /* Frees seed->omitted (the rest of a seed is its owner's).  */
@@ -65,7 +69,7 @@ int sp_state_open_error (sp_error_t *err, const char *path, int status);
 /* "local" or "github".  */
 const char *sp_seed_source_name (enum sp_seed_source source);
 
-/* The bytes of staged.json (version 2) for staged, in *out (malloc'd,
+/* The bytes of staged.json (version 3) for staged, in *out (malloc'd,
    *len bytes, not NUL-terminated).  Fails when they would be more than
    SP_STAGED_MAX_BYTES, which no reader would take.  */
 int sp_staged_render (const struct sp_staged *staged, char **out, size_t *len, sp_error_t *err);
@@ -74,9 +78,10 @@ int sp_staged_render (const struct sp_staged *staged, char **out, size_t *len, s
 int sp_staged_write (int state_dirfd, const struct sp_staged *staged, sp_error_t *err);
 
 /* Parses the bytes of a staged.json strictly: anything malformed is an
-   error.  Version 2 seeds have exactly six members, `omitted_submodules`
-   the sixth: an array of quoted paths, or null (a GitHub seed's is always
-   null).  Version 1, from before the submodule policy, has exactly the
+   error.  Version 3 seeds have exactly seven members: `clone` the seventh,
+   an absolute path (a local seed's) or null.  Version 2 seeds have the
+   other six, `omitted_submodules` the sixth: an array of quoted paths, or
+   null (a GitHub seed's is always null).  Version 1, from before the submodule policy, has exactly the
    other five, and its seeds' omitted_known is false.  On success out holds
    the seeds (sp_staged_release frees them); on failure it is empty.  */
 int sp_staged_parse (const char *buf, size_t len, struct sp_staged *out, sp_error_t *err);

@@ -58,6 +58,15 @@ try:
         tap.ok(report.get("rootfs", "").startswith("sha256:")
                and open(os.path.join(work.rootfs, "digest")).read().strip() == report.get("rootfs"),
                f"check reports the verified rootfs digest ({mode})", r.stdout)
+        if mode == "overlay":
+            # --json, as status takes it: the same one JSON line (it is all check prints).
+            rj = check(config, state, "--snapshot", mode, "--json")
+            try:
+                same = json.loads(rj.stdout) == report
+            except ValueError:
+                same = False
+            tap.ok(rj.returncode == 0 and rj.stderr == "" and same and rj.stdout.count("\n") == 1,
+                   "check --json: accepted, and the same one JSON line", rj.stderr + rj.stdout)
         left = [p for p in (S.work_dir(state), os.path.join(state, B.state_subdir))
                 if os.path.isdir(p) and os.listdir(p)]
         tap.ok(left == [] and S.mounts_under(S.work_dir(state)) == [],

@@ -143,8 +143,8 @@ try:
         tap.ok(f.read() == gitmodules, ".gitmodules is in the seed exactly as the commit holds it")
     tap.ok(record["commit"] == head and not os.path.exists(os.path.join(seed, ".git/modules")),
            "the seed is the superproject's commit, and its .git has no modules/", record)
-    tap.ok(record.get("omitted_submodules") == OMITTED and S.staged(state)["version"] == 2,
-           "staged.json (version 2) records the omitted paths, quoted, in tree order", record)
+    tap.ok(record.get("omitted_submodules") == OMITTED and S.staged(state)["version"] == 3,
+           "staged.json (version 3) records the omitted paths, quoted, in tree order", record)
     st = subprocess.run(["git", "-c", "safe.directory=*", "-C", seed, "status", "--porcelain"], capture_output=True,
                         text=True, env=work.git_env)
     tap.ok(st.returncode == 0 and st.stdout == "", "git status in the seed is clean: the index holds the gitlinks",
@@ -162,7 +162,8 @@ try:
            and f"`{HOSTILE_QUOTED}`, `lib`, `vendor/sha1`" in line and "\x1b" not in human.stdout,
            "status names the omitted paths, the hostile one quoted (no raw ESC)", human.stdout + human.stderr)
     doc = json.loads(as_json.stdout) if as_json.returncode == 0 else {}
-    tap.ok(doc.get("staged", {}).get("seeds") == [{"repo": APP, "source": "local", "omitted_submodules": OMITTED}],
+    seeds = [{k: x[k] for k in ("repo", "source", "omitted_submodules")} for x in doc.get("staged", {}).get("seeds", [])]
+    tap.ok(seeds == [{"repo": APP, "source": "local", "omitted_submodules": OMITTED}],
            "status --json gives the seed's omitted paths", as_json.stdout + as_json.stderr)
 
     # ---- what the agent sees: the skill, and a probe --------------------------

@@ -1,4 +1,4 @@
-"""`sealed-probe-proxy status --state DIR [--json]` (docs/operations.md,
+"""`sealed-probe-proxy status [--state DIR] [--json]` (docs/operations.md,
 "status") against a real serve on the backend the test runs on: after
 probes with known outcomes (answers, a probe's exit, an invalid /probe/out,
 an unknown repository), with serve live (status takes no lock, blocks
@@ -6,9 +6,15 @@ nothing, writes nothing), after a clean restart (SIGTERM: the budget goes
 on, a new run begins), and after kill -9 with a probe in flight (its
 admission unfinished; a torn last line tolerated; the spent budget refused
 by the next serve); human and JSON output agree with the ledger and the
-audit log.  The canary: the scripts, the outcomes, the probes' output, the
-repository and the staging credential carry ghp_CANARY-style tokens, and no
-output of status holds any of them."""
+audit log.  Against a live serve with --pool 1, --bit-budget and
+--run-bit-budget: the holder (pid, run, backend, release mode), the waiting
+sandboxes, a seed's drift from its clone (a commit made after staging) and
+the ceilings, in text and JSON; a stale serve.json (a kill -9 left it) is
+said and ignored; serve's stderr, under JOURNAL_STREAM, carries a priority
+on every line and one debug line per request.  The canary: the scripts, the
+outcomes, the probes' output, the repository and the staging credential
+carry ghp_CANARY-style tokens, and no output of status, and no line of
+serve's stderr, holds any of them."""
 
 import json
 import os
@@ -53,6 +59,8 @@ BAD_OUTPUT = (f"# {SCRIPT_CANARY} bad output\nimport json\n"
 SLEEPING = f"# {SCRIPT_CANARY} sleep\nimport time\ntime.sleep(60)\n"
 
 outputs = []  # every status output, for the canary check at the end
+serve_stderrs = []  # every serve's stderr, for the same check
+DEFAULT_STATE = "/var/lib/sealed-probe/state"
 
 
 def status(state, *extra):
@@ -156,9 +164,12 @@ def check(state, label, want_latest=None, want_causes=None, want_used=None):
     hf = human_fields(h)
     ok = doc is not None and h is not None
     if ok:
+        # What the ledger and the audit log say; what a live serve adds
+        # (ceilings, waiting sandboxes) is checked against one below.
         got = {
-            "budget": doc["budget"],
-            "repositories": doc["repositories"],
+            "budget": {k: v for k, v in doc["budget"].items() if k != "run_bits_left"} if doc["budget"] else None,
+            "repositories": [{k: r[k] for k in ("repo", "invocations", "bits", "unbounded_calls")}
+                             for r in doc["repositories"]],
             "records": doc["audit"]["records"], "runs": doc["audit"]["runs"],
             "latest_run": (doc["latest_run"] or {}).get("id"),
             "latest": (doc["latest_run"] or {}).get("counts"),
@@ -196,6 +207,22 @@ def check(state, label, want_latest=None, want_causes=None, want_used=None):
     return doc
 
 
+def settled_file(state, requests, waiting, timeout=60):
+    """Waits until serve's serve.json counts requests results and waiting
+    sandboxes in all, then for one more write's interval."""
+    def done():
+        try:
+            with open(os.path.join(state, "serve.json")) as f:
+                d = json.load(f)
+        except (OSError, ValueError):
+            return False
+        return (d["answered"] + d["refused"] + d["failed"] == requests
+                and sum(r["waiting"] for r in d["repositories"]) == waiting)
+    ok = S.wait_for(done, timeout=timeout)
+    time.sleep(0.5)
+    return ok
+
+
 def tree_state(top):
     """Every entry under top: (path, type, size, mtime): what status must not change."""
     out = []
@@ -225,10 +252,12 @@ try:
     t_start = time.monotonic()
     # ---- usage ------------------------------------------------------------------
     r = subprocess.run([S.PROXY, "status", "--help"], capture_output=True, text=True)
-    tap.ok(r.returncode == 0 and r.stdout.startswith("usage: sealed-probe-proxy status --state DIR [--json]\n\noptions:\n"),
+    tap.ok(r.returncode == 0 and r.stdout.startswith("usage: sealed-probe-proxy status [--state DIR] [--json]\n\noptions:\n"),
            "--help prints the usage line with exactly --state and --json, then the options, exit 0", r)
     r = subprocess.run([S.PROXY, "status"], capture_output=True, text=True)
-    tap.ok(r.returncode == 2 and "--state is required" in r.stderr, "no --state: usage error, exit 2", r)
+    tap.ok((r.returncode == 0 and f"\nstate         {DEFAULT_STATE}\n" in r.stdout)
+           or (r.returncode == 1 and f"`{DEFAULT_STATE}`" in r.stderr and r.stdout == ""),
+           f"no --state: the default {DEFAULT_STATE}, as every other verb (shown, or named in the error)", r)
     missing = os.path.join(work.dir, "no-such-state")
     r = subprocess.run([S.PROXY, "status", "--state", missing], capture_output=True, text=True)
     tap.ok(r.returncode == 1 and r.stdout == "" and missing in r.stderr and "No such file" in r.stderr,
@@ -268,6 +297,8 @@ try:
         # after it (immediate release), and the pool refills.
         S.leaks(state, srv.run, serve_pid=srv.pid)
         S.wait_pool_full(srv, repos=2)
+        # serve.json too: its last change written (at most 200 ms after it).
+        settled_file(state, 5, S.pool_expected(2))
         before = tree_state(state)
         t0 = time.monotonic()
         doc = check(state, "live serve", want_latest={"answered": 2, "probe": 2, "refused": 1},
@@ -293,6 +324,7 @@ try:
         rc = srv.stop()
         tap.ok(rc == 0, "serve 1 stops cleanly (SIGTERM)", srv.stderr()[-300:])
     finally:
+        serve_stderrs.append(srv.stderr())
         srv.cleanup()
     check(state, "after SIGTERM", want_used=5)
 
@@ -321,6 +353,7 @@ try:
         srv.kill9()
         th.join(120)
     finally:
+        serve_stderrs.append(srv.stderr())
         srv.cleanup()
     doc = check(state, "after kill -9", want_used=6)
     tap.ok(doc is not None and doc["all_runs"]["unfinished"] == 1 and doc["latest_run"]["id"] == run2
@@ -351,7 +384,126 @@ try:
         tap.ok(doc is not None and doc["audit"]["runs"] == 3 and doc["latest_run"]["id"] not in (run1, run2),
                "after kill -9 and a restart: a third run, the latest", doc and doc["latest_run"])
     finally:
+        serve_stderrs.append(srv.stderr())
         srv.cleanup()
+
+    # ---- a live serve: holder, waiting sandboxes, drift, ceilings ---------------------------
+    live_state = stage_with_credential(config, [(ALPHA, alpha), (BETA, beta)])
+    staged_alpha = json.load(open(os.path.join(live_state, "staged.json")))["seeds"]
+    tap.ok([(x["repo"], x["clone"]) for x in staged_alpha] == [(ALPHA, alpha), (BETA, beta)],
+           "stage records each local seed's clone in staged.json (version 3)", staged_alpha)
+    # The clone moves on after staging: its HEAD is no longer the seed's.
+    with open(os.path.join(alpha, "NEW.md"), "w") as f:
+        f.write("after staging\n")
+    work.git(alpha, "add", "-A")
+    work.git(alpha, "commit", "-q", "-m", "after staging")
+    alpha_head = work.git(alpha, "rev-parse", "HEAD")
+    # Bucketed release (a bit budget needs a bounded timing channel): each
+    # answer leaves at its bucket, 1 s at the least.
+    BIT_BUDGET, RUN_BIT_BUDGET = 20, 40
+    WAITING = 1 if S.CREATES_AHEAD else 0  # --pool 1
+    srv = S.Serve(work, config, live_state, probe_id_base=base,
+                  extra=["--release", "bucketed", "--pool", "1", "--bit-budget", str(BIT_BUDGET), "--run-bit-budget", str(RUN_BIT_BUDGET)])
+    # stderr as the journal sees it: JOURNAL_STREAM names the file serve's
+    # stderr is (the same inode: start() truncates it, and does not replace it).
+    open(srv.stderr_path, "wb").close()
+    st_err = os.stat(srv.stderr_path)
+    srv.env = dict(srv.env, JOURNAL_STREAM=f"{st_err.st_dev}:{st_err.st_ino}")
+    if not srv.start():
+        raise S.ServeFailed(srv.stderr()[-800:])
+    serve_file = os.path.join(live_state, "serve.json")
+    try:
+        got = [srv.probe(answering(0, "live-a"), ALPHA, OUTCOMES), srv.probe(answering(1, "live-b"), BETA, OUTCOMES),
+               srv.probe(BAD_OUTPUT, ALPHA, OUTCOMES), srv.probe(answering(0, "live-nope"), NOPE, OUTCOMES)]
+        tap.ok(got == [S.answer(OUTCOMES[0]), S.answer("NO"), S.ERROR_LINE, S.ERROR_LINE],
+               "live serve: two answers, an invalid /probe/out, an unknown repository", got)
+        live_run = S.audit_lines(live_state)[-1]["run"]
+
+        tap.ok(settled_file(live_state, 4, 2 * WAITING) and [
+                   r["waiting"] for r in json.load(open(serve_file))["repositories"]] == [WAITING, WAITING],
+               f"live serve: serve.json settles at 4 results and {WAITING} sandbox(es) waiting per repository "
+               f"(--pool 1{'' if S.CREATES_AHEAD else f'; {B.name} cannot create ahead'})",
+               open(serve_file).read() if os.path.exists(serve_file) else "no serve.json")
+        st_file = os.stat(serve_file)
+        tap.ok(st_file.st_uid == 0 and st_file.st_mode & 0o777 == 0o600, "serve.json is root's, mode 0600",
+               oct(st_file.st_mode))
+        h, doc, detail = both(live_state)
+        ledger = json.load(open(os.path.join(live_state, "budget.json")))
+        bits = {n: r["millibits"] / 1000 for n, r in ledger["repositories"].items()}
+        want_serve = {"pid": srv.pid, "run": live_run, "backend": B.runtime, "release": "bucketed", "pool": WAITING,
+                      "bit_budget": BIT_BUDGET, "run_bit_budget": RUN_BIT_BUDGET, "answered": 2, "refused": 1,
+                      "failed": 1}
+        tap.ok(doc is not None and doc["state"] == live_state and doc["owner"] == {"verb": "serve", "pid": srv.pid}
+               and {k: doc["serve"][k] for k in want_serve} == want_serve and doc["stale_serve_pid"] is None,
+               "live serve --json: the holder's pid, run, backend, release mode, pool and bit budgets", detail)
+        repos = {r["repo"]: r for r in (doc or {}).get("repositories", [])}
+        tap.ok(doc is not None and all(repos[n]["waiting"] == WAITING and repos[n]["bit_budget"] == BIT_BUDGET
+                                       and abs(repos[n]["bits_left"] - (BIT_BUDGET - bits[n])) < 1e-9
+                                       for n in (ALPHA, BETA))
+               and abs(doc["budget"]["run_bits_left"] - (RUN_BIT_BUDGET - sum(bits.values()))) < 1e-9
+               and doc["budget"]["run_bit_budget"] == RUN_BIT_BUDGET,
+               f"live serve --json: per repository {WAITING} sandbox(es) waiting, its bits left of --bit-budget; the run's "
+               "bits left of --run-bit-budget", (repos, doc and doc["budget"], bits))
+        seeds = {x["repo"]: x for x in ((doc or {}).get("staged") or {}).get("seeds", [])}
+        tap.ok(seeds.get(ALPHA, {}).get("drift") is True and seeds[ALPHA]["clone_head"] == alpha_head
+               and seeds[ALPHA]["commit"] != alpha_head and seeds[ALPHA]["clone"] == alpha
+               and seeds.get(BETA, {}).get("drift") is False and seeds[BETA]["clone_head"] == seeds[BETA]["commit"],
+               "live serve --json: the clone committed after staging drifts (its HEAD named), the other does not",
+               seeds)
+        lines = (h or "").splitlines()
+        serve_line = next((x for x in lines if x.startswith("serve ")), "")
+        tap.ok(serve_line.startswith(f"serve         pid {srv.pid}, run {live_run}, backend {B.runtime}, "
+                                     "release bucketed, ")
+               and any(x.startswith("owner") and f"serve (pid {srv.pid}) holds" in x for x in lines)
+               and any(x.startswith("requests") and "2 answered, 1 refused, 1 failed" in x for x in lines),
+               "live serve, text: the holder's pid, run, backend and release mode, and its requests", h)
+        tap.ok(all(any(x.startswith("repository") and n in x and f"left of {BIT_BUDGET} (--bit-budget)" in x
+                       and x.endswith(f", {WAITING} sandboxes waiting") for x in lines) for n in (ALPHA, BETA))
+               and any(x.startswith("run bits") and f"left, of {RUN_BIT_BUDGET} (--run-bit-budget" in x
+                       for x in lines),
+               f"live serve, text: per repository its bits left of --bit-budget and {WAITING} sandbox(es) waiting; the run's "
+               "bits left of --run-bit-budget", h)
+        tap.ok(any(x.startswith("commit") and ALPHA in x and f"drift: its clone's HEAD is {alpha_head} now" in x
+                   for x in lines)
+               and any(x.startswith("commit") and BETA in x and "its clone's HEAD is the same" in x for x in lines),
+               "live serve, text: drift said for the clone that moved on, with its HEAD; the same for the other", h)
+        rc = srv.stop()
+        err_text = srv.stderr()
+        serve_stderrs.append(err_text)
+        err_lines = err_text.splitlines()
+        tap.ok(rc == 0 and not os.path.exists(serve_file), "live serve stops cleanly and removes serve.json",
+               err_text[-400:])
+        tap.ok(err_lines and all(re.match(r"^<[3-7]>sealed-probe-proxy: ", x) for x in err_lines)
+               and any(x.startswith("<5>sealed-probe-proxy: serve: ready: ") for x in err_lines)
+               and err_lines[-1] == "<5>sealed-probe-proxy: serve: stopped",
+               "JOURNAL_STREAM names serve's stderr: every line has its priority, ready and stopped at notice (5)",
+               err_text[-1500:])
+        requests = [x for x in err_lines if ": serve: request " in x]
+        tap.ok(len(requests) == 4 and all(x.startswith(f"<7>sealed-probe-proxy: serve: request {live_run}-")
+                                          for x in requests)
+               and sorted(x.split(": ", 3)[3].split(",")[0] for x in requests)
+               == ["answered", "answered", "probe", "refused"],
+               "one line per request, at debug (7) only: its id and status (the audit log's), nothing more of it",
+               requests)
+    finally:
+        srv.cleanup()
+    h, doc, detail = both(live_state)
+    tap.ok(doc is not None and doc["serve"] is None and doc["owner"] is None and "serve         none running" in h
+           and all(r["waiting"] is None and r["bit_budget"] is None for r in doc["repositories"]),
+           "after the stop: no serve, no waiting sandboxes, the per-repository ceiling unknown (serve's option)",
+           detail)
+    # A serve.json that no serve holds (kill -9 leaves one): said, ignored.
+    with open(serve_file, "w") as f:
+        json.dump({"version": 1, "pid": 2 ** 22 + 7, "run": "stale", "started": "2026-01-01T00:00:00.000Z",
+                   "backend": B.runtime, "release": "immediate", "snapshot": "overlay", "socket": "/nonexistent",
+                   "pool": 1, "bit_budget": None, "run_bit_budget": None, "answered": 0, "refused": 0, "failed": 0,
+                   "repositories": [{"repo": ALPHA, "waiting": 1}]}, f)
+    os.chmod(serve_file, 0o600)
+    h, doc, detail = both(live_state)
+    tap.ok(doc is not None and doc["serve"] is None and doc["stale_serve_pid"] == 2 ** 22 + 7
+           and "serve         none running" in h and f"names pid {2 ** 22 + 7}, which does not hold" in h,
+           "a stale serve.json (its pid holds nothing): said, and nothing of it shown as live", detail)
+    os.unlink(serve_file)
 
     # ---- the canary ------------------------------------------------------------------------
     with open(log, "rb") as f:
@@ -362,6 +514,10 @@ try:
     tap.ok(not leaked and len(outputs) >= 16,
            f"canary: no output of status ({len(outputs)}, human and JSON, stdout and stderr) holds a script, "
            "outcome, output, repository or staging-credential canary", leaked)
+    leaked = [(c, i) for i, out in enumerate(serve_stderrs) for c in CANARIES if c in out]
+    tap.ok(not leaked and len(serve_stderrs) >= 4,
+           f"canary: no line of serve's stderr ({len(serve_stderrs)} serves, every priority, debug included) "
+           "holds a script, outcome, output or repository canary", leaked)
     print(f"# status: {time.monotonic() - t_start:.0f} s", flush=True)
 finally:
     work.close()

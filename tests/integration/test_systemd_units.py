@@ -218,9 +218,33 @@ try:
     tap.ok(re.search(r"serve: ready: run \w+, 2 repositories, runtime " + B.runtime, log) is not None
            and log.index("serve: ready:") < log.index("Started "),
            "Type=notify: the unit is started only after serve's READY=1 (its ready line comes first)", log[-2000:])
+    status_ready = show(SERVE, "StatusText")["StatusText"]
     tap.ok(ask("acme/local", "LOCAL-MARKER") == '{"result":"YES"}',
            "as soon as start returns, the socket answers: a probe of the local clone's seed")
     tap.ok(ask("acme/remote", "REMOTE-MARKER") == '{"result":"YES"}', "a probe of the GitHub seed answers too")
+
+    # ---- the journal: STATUS= as serve's state changes, priorities -------------
+    status_after = status_ready
+    for _ in range(50):
+        status_after = show(SERVE, "StatusText")["StatusText"]
+        if "2 answered" in status_after:
+            break
+        time.sleep(0.2)
+    tap.ok(status_ready.startswith("2 repositories; 0 answered, 0 refused, 0 failed; budget ")
+           and status_after.startswith("2 repositories; 2 answered, 0 refused, 0 failed; budget ")
+           and re.search(r"; budget (\d+) of", status_after).group(1)
+           == str(int(re.search(r"; budget (\d+) of", status_ready).group(1)) - 2),
+           "STATUS=: `systemctl status` shows serve's state as it changes (repositories, answered, refused, failed, "
+           "budget left)", (status_ready, status_after))
+    entries = [json.loads(x) for x in sd.run(["journalctl", "--no-pager", "-o", "json", "-u", SERVE + ".service"]
+                                             ).stdout.splitlines() if x.startswith("{")]
+    serve_lines = [(e.get("PRIORITY"), e.get("MESSAGE")) for e in entries
+                   if isinstance(e.get("MESSAGE"), str) and e["MESSAGE"].startswith("sealed-probe-proxy: ")]
+    ready = [p for p, m in serve_lines if m.startswith("sealed-probe-proxy: serve: ready: ")]
+    requests = [p for p, m in serve_lines if m.startswith("sealed-probe-proxy: serve: request ")]
+    tap.ok(ready == ["5"] and requests == ["7", "7"] and not any(m.startswith("<") for _, m in serve_lines),
+           "journal: serve's lines carry their priorities (JOURNAL_STREAM): ready at notice (5), each request at "
+           "debug (7), no `<N>` left in a message", serve_lines[-10:])
 
     # ---- the credential: stage's only, through systemd ----------------------
     api_auth = [h.get("Authorization") for host, _, h in fake.requests if host == "api"]
@@ -278,6 +302,12 @@ try:
     p = show(SERVE, "ActiveState", "Result", "ExecMainStatus")
     left = sd.run(["sh", "-c", f"ls -A {STATE}/runc {STATE}/runsc 2>/dev/null; ls /sys/fs/cgroup/*/sealed-probe "
                    "2>/dev/null | grep -c -- '-' || true"]).stdout.split()
+    stopped = [e for e in (json.loads(x) for x in sd.run(["journalctl", "--no-pager", "-o", "json", "-u",
+                                                           SERVE + ".service"]).stdout.splitlines()
+                           if x.startswith("{"))
+               if e.get("MESSAGE") == "sealed-probe-proxy: serve: stopped"]
+    tap.ok(stopped and stopped[-1].get("PRIORITY") == "5",
+           "journal: serve's `stopped` at notice (5)", stopped[-1:])
     tap.ok(r.returncode == 0 and p == {"ActiveState": "inactive", "Result": "success", "ExecMainStatus": "0"}
            and "serve: stopped" in journal(SERVE)
            and sd.run(["test", "-e", "/run/sealed-probe/probe.sock"]).returncode != 0,

@@ -90,7 +90,8 @@ START_TEST (a_render_parses_back_to_the_same_record_as_version_2)
       .digest = DIGEST,
       .omitted_known = true,
       .omitted = paths,
-      .n_omitted = 2 },
+      .n_omitted = 2,
+      .clone = (char *)"/srv/clones/app" },
     { .repo = "acme/remote", .index = 1, .source = SP_SEED_GITHUB, .commit = COMMIT, .digest = DIGEST },
   };
   struct sp_staged staged = { .run = RUN, .seeds = seeds, .n = 2 }, again;
@@ -99,13 +100,15 @@ START_TEST (a_render_parses_back_to_the_same_record_as_version_2)
   size_t len;
 
   ck_assert_int_eq (sp_staged_render (&staged, &text, &len, &err), 0);
-  ck_assert_ptr_nonnull (has (text, len, "\"version\":2"));
+  ck_assert_ptr_nonnull (has (text, len, "\"version\":3"));
   ck_assert_ptr_nonnull (has (text, len, "\"omitted_submodules\":[\"lib\",\"vendor/sha1\"]"));
   ck_assert_ptr_nonnull (has (text, len, "\"omitted_submodules\":null"));
   ck_assert_int_eq (sp_staged_parse (text, len, &again, &err), 0);
   ck_assert (again.seeds[0].omitted_known && again.seeds[0].n_omitted == 2);
   ck_assert_str_eq (again.seeds[0].omitted[1], "vendor/sha1");
   ck_assert (!again.seeds[1].omitted_known);
+  ck_assert_str_eq (again.seeds[0].clone, "/srv/clones/app");
+  ck_assert_ptr_null (again.seeds[1].clone);
   sp_staged_release (&again);
 }
 END_TEST
@@ -119,7 +122,13 @@ START_TEST (a_version_2_seed_without_the_member_is_refused)
   parse_fails_with (DOC (1, SEED ("acme/app", 0, "local") ",\"omitted_submodules\":[]}"),
                     "seeds[0]: must be an object of exactly five members");
   parse_fails_with (DOC (3, SEED ("acme/app", 0, "local") ",\"omitted_submodules\":[]}"),
-                    "must be a version 1 or 2 object");
+                    "seeds[0]: must be an object of exactly seven members");
+  parse_fails_with (DOC (3, SEED ("acme/app", 0, "github") ",\"omitted_submodules\":null,\"clone\":\"/c\"}"),
+                    "seeds[0].clone: must be null, or for a local seed an absolute path");
+  parse_fails_with (DOC (3, SEED ("acme/app", 0, "local") ",\"omitted_submodules\":[],\"clone\":\"c\"}"),
+                    "seeds[0].clone: must be null, or for a local seed an absolute path");
+  parse_fails_with (DOC (4, SEED ("acme/app", 0, "local") ",\"omitted_submodules\":[]}"),
+                    "must be a version 1 to 3 object");
 }
 END_TEST
 

@@ -129,6 +129,18 @@ sp_serve_sandbox_warm (struct sp_serve_sandbox *sb, uint64_t max_entries)
   (void)sb, (void)max_entries;
 }
 
+/* report.c's, which the pool tells how many wait: the last count told per
+   repository, under s->lock as the pool tells it.  */
+static unsigned told_waiting[8];
+
+void
+sp_serve_report_waiting (struct sp_serve *s, size_t seed_index, unsigned waiting)
+{
+  (void)s;
+  if (seed_index < sizeof (told_waiting) / sizeof (told_waiting[0]))
+    told_waiting[seed_index] = waiting;
+}
+
 int
 sp_serve_sandbox_destroy (struct sp_serve *s, struct sp_serve_sandbox *sb, sp_error_t *err)
 {
@@ -164,6 +176,17 @@ waiting (size_t i)
   pthread_mutex_lock (&fake.lock);
   unsigned n = fake.made[i] - fake.destroyed[i];
   pthread_mutex_unlock (&fake.lock);
+  return n;
+}
+
+/* What the pool last told the report for repository i, read under the lock
+   it is told under.  */
+static unsigned
+told (struct sp_serve *s, size_t i)
+{
+  pthread_mutex_lock (&s->lock);
+  unsigned n = told_waiting[i];
+  pthread_mutex_unlock (&s->lock);
   return n;
 }
 
@@ -268,7 +291,12 @@ START_TEST (it_fills_each_repository_to_its_pool_and_no_further)
   ck_assert_uint_eq (count (fake.made, 1), 2);
   ck_assert_uint_eq (waiting (0), 2);
   ck_assert_uint_eq (waiting (1), 2);
+  /* What serve.json and STATUS= say (report.c): the waiting ones.  */
+  ck_assert_uint_eq (told (&fx.s, 0), 2);
+  ck_assert_uint_eq (told (&fx.s, 1), 2);
   fixture_stop (&fx);
+  ck_assert_uint_eq (told_waiting[0], 0);
+  ck_assert_uint_eq (told_waiting[1], 0);
 }
 END_TEST
 
@@ -330,6 +358,9 @@ START_TEST (a_take_hands_out_the_oldest_once_and_a_refill_replaces_it)
      take's back: a take alone does not refill.  */
   ck_assert_uint_eq (waiting (0), 2);
   ck_assert_uint_eq (count (fake.made, 1), 2);
+  /* The one taken waits no more, as the report is told at once.  */
+  ck_assert_uint_eq (told (&fx.s, 1), 1);
+  ck_assert_uint_eq (told (&fx.s, 0), 2);
   /* The taker destroys what it took (sandbox.c, after its one run).  */
   ck_assert_int_eq (sp_serve_sandbox_destroy (&fx.s, first, NULL), 0);
   sp_serve_pool_refill (&fx.s);
