@@ -267,7 +267,6 @@ audit (struct invocation *inv, const struct audit_facts *a, bool admission, uint
          the operator's: never the script, an outcome or the answer.  */
       sp_log (SP_LOG_DEBUG, "sealed-probe-proxy: serve: request %s: %s, cause %s, repository %s", inv->id,
               rec.status, sp_cause_name (rec.cause), rec.repo != NULL ? rec.repo : "(none valid)");
-      sp_serve_report_result (inv->s, rec.status);
     }
   return 0;
 }
@@ -306,6 +305,10 @@ finish (struct invocation *inv, int fd, struct audit_facts *a, uint8_t index, co
   sp_serve_release_wait (inv->s, &release);
   if (inv->cause != SP_CAUSE_CLIENT_GONE)
     sp_serve_answer (fd, index);
+  /* Counted once released, not when the record is written: STATUS= is
+     open to every user, and a count that moved when the probe ended would
+     tell its duration past the release ladder.  */
+  sp_serve_report_result (inv->s, inv->status);
 }
 
 static void

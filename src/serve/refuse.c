@@ -37,5 +37,6 @@ sp_serve_refuse (struct sp_serve *s, int client_fd, const struct sp_serve_arriva
     {
       sp_serve_answer (client_fd, SP_RESPONSE_ERROR);
       close (client_fd);
+      sp_serve_report_result (s, SP_AUDIT_STATUS_REFUSED);
     }
 }

@@ -4,7 +4,8 @@
    of released durations, which tells nothing new.  Answers refused off the
    slots (a bad frame, a full queue) go to one releaser thread, which holds
    them in a small heap by release time.  A stopping proxy lets everything
-   go at once.  */
+   go at once.  Each held answer is a refusal, counted for STATUS= when it
+   goes (report.c), not before.  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -21,6 +22,7 @@
 
 struct sp_serve_releaser
 {
+  struct sp_serve *s;
   pthread_mutex_t lock;
   pthread_cond_t changed;      /* CLOCK_MONOTONIC */
   struct sp_release_heap heap; /* by release time */
@@ -89,6 +91,7 @@ releaser_main (void *arg)
 
           pthread_mutex_unlock (&q->lock);
           send_error (h.fd);
+          sp_serve_report_result (q->s, SP_AUDIT_STATUS_REFUSED);
           pthread_mutex_lock (&q->lock);
           continue;
         }
@@ -133,6 +136,7 @@ sp_serve_releaser_start (struct sp_serve *s, sp_error_t *err)
       return sp_make_error (err, ENOMEM, "allocate the releaser");
     }
   q->heap.cap = SP_SERVE_RELEASE_HELD_MAX;
+  q->s = s;
   pthread_mutex_init (&q->lock, NULL);
   if ((e = monotonic_cond (&q->changed)) != 0 || (e = monotonic_cond (&s->release_cv)) != 0)
     {
@@ -200,7 +204,10 @@ sp_serve_releaser_stop (struct sp_serve *s)
   if (q->started)
     pthread_join (q->thread, NULL);
   while (q->heap.len > 0)
-    send_error (sp_release_heap_pop (&q->heap).fd);
+    {
+      send_error (sp_release_heap_pop (&q->heap).fd);
+      sp_serve_report_result (s, SP_AUDIT_STATUS_REFUSED);
+    }
   pthread_cond_destroy (&q->changed);
   pthread_mutex_destroy (&q->lock);
   free (q->heap.items);

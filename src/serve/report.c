@@ -4,7 +4,11 @@
    Both hold numbers and names the operator configured, never anything of
    a request: the STATUS= line only counts (systemctl status is open to
    every user), serve.json also the repositories' names and serve's own
-   settings.
+   settings.  What STATUS= shows may change only at moments the agent sees
+   anyway (an admission, a release), never when a probe ends or the pool
+   refills, which follow the probe's duration: so it counts results when
+   they are released, leaves out the waiting sandboxes, and is sent only
+   when its text changes.
 
    The workers and the pool only count here (a lock, a few additions and a
    signal); one thread of its own writes, at most once every
@@ -45,6 +49,7 @@ struct sp_serve_report
   uint64_t answered, refused, failed;
   unsigned *waiting; /* per repository: sandboxes made ahead, waiting for a request */
   char started[SP_AUDIT_TIME_BYTES];
+  char last_status[SP_NOTIFY_STATE_MAX]; /* the STATUS= text last sent */
 };
 
 /* What one write says, copied under the lock and written outside it.  */
@@ -52,7 +57,6 @@ struct report_view
 {
   uint64_t answered, refused, failed;
   unsigned *waiting;
-  unsigned waiting_total;
 };
 
 static void
@@ -63,17 +67,13 @@ view_take (struct sp_serve_report *r, struct report_view *v)
   v->answered = r->answered;
   v->refused = r->refused;
   v->failed = r->failed;
-  v->waiting_total = 0;
   for (size_t i = 0; i < n; i++)
-    {
-      v->waiting[i] = r->waiting[i];
-      v->waiting_total += r->waiting[i];
-    }
+    v->waiting[i] = r->waiting[i];
   r->dirty = false;
 }
 
 /* "STATUS=2 repositories; 3 answered, 1 refused, 0 failed; budget 96 of
-   100 left; 2 sandboxes waiting": counts only.  */
+   100 left": counts only, and only when they changed.  */
 static void
 send_status (struct sp_serve_report *r, const struct report_view *v, const char *prefix)
 {
@@ -96,9 +96,10 @@ send_status (struct sp_serve_report *r, const struct report_view *v, const char 
                        "; run bits %" PRIu64 ".%03" PRIu64 " of %" PRIu64 " left", left / 1000, left % 1000,
                        run_budget / 1000);
     }
-  if (len > 0 && (size_t)len < sizeof (text) && s->pool_slots > 0)
-    snprintf (text + len, sizeof (text) - (size_t)len, "; %u sandboxes waiting", v->waiting_total);
+  if (strcmp (text, r->last_status) == 0)
+    return;
   sp_notify_send (r->notify, text);
+  snprintf (r->last_status, sizeof (r->last_status), "%s", text);
 }
 
 static unsigned

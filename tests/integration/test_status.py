@@ -11,7 +11,8 @@ audit log.  Against a live serve with --pool 1, --bit-budget and
 sandboxes, a seed's drift from its clone (a commit made after staging) and
 the ceilings, in text and JSON; a stale serve.json (a kill -9 left it) is
 said and ignored; serve's stderr, under JOURNAL_STREAM, carries a priority
-on every line and one debug line per request.  The canary: the scripts, the
+on every line and one debug line per request; STATUS= counts a result only
+once it is released, and holds counts only.  The canary: the scripts, the
 outcomes, the probes' output, the repository and the staging credential
 carry ghp_CANARY-style tokens, and no output of status, and no line of
 serve's stderr, holds any of them."""
@@ -19,6 +20,7 @@ serve's stderr, holds any of them."""
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -408,11 +410,31 @@ try:
     # stderr is (the same inode: start() truncates it, and does not replace it).
     open(srv.stderr_path, "wb").close()
     st_err = os.stat(srv.stderr_path)
-    srv.env = dict(srv.env, JOURNAL_STREAM=f"{st_err.st_dev}:{st_err.st_ino}")
+    # STATUS= as systemd would get it, each datagram with when it came.
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(os.path.join(work.dir, "notify-live"))
+    notify.settimeout(0.1)
+    notified, notify_stop = [], threading.Event()
+
+    def listen():
+        while not notify_stop.is_set():
+            try:
+                data = notify.recv(4096)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            notified.append((time.monotonic(), data.decode(errors="replace")))
+
+    listener = threading.Thread(target=listen, daemon=True)
+    listener.start()
+    srv.env = dict(srv.env, JOURNAL_STREAM=f"{st_err.st_dev}:{st_err.st_ino}",
+                   NOTIFY_SOCKET=os.path.join(work.dir, "notify-live"))
     if not srv.start():
         raise S.ServeFailed(srv.stderr()[-800:])
     serve_file = os.path.join(live_state, "serve.json")
     try:
+        first_sent = time.monotonic()
         got = [srv.probe(answering(0, "live-a"), ALPHA, OUTCOMES), srv.probe(answering(1, "live-b"), BETA, OUTCOMES),
                srv.probe(BAD_OUTPUT, ALPHA, OUTCOMES), srv.probe(answering(0, "live-nope"), NOPE, OUTCOMES)]
         tap.ok(got == [S.answer(OUTCOMES[0]), S.answer("NO"), S.ERROR_LINE, S.ERROR_LINE],
@@ -467,7 +489,23 @@ try:
                    for x in lines)
                and any(x.startswith("commit") and BETA in x and "its clone's HEAD is the same" in x for x in lines),
                "live serve, text: drift said for the clone that moved on, with its HEAD; the same for the other", h)
+        # STATUS= is open to every user: a result may show there only once
+        # its answer is released (bucketed: 1 s after acceptance at the
+        # least), never when its probe ends, which would tell the agent the
+        # probe's duration past the ladder.
+        counted = [(t, text) for t, text in notified
+                   if (m := re.search(r"STATUS=.*?(\d+) answered", text)) and int(m.group(1)) >= 1]
+        tap.ok(counted and counted[0][0] >= first_sent + 1.0
+               and any(re.search(r"STATUS=2 repositories; 2 answered, 1 refused, 1 failed; budget ", x)
+                       for _, x in notified)
+               and not any("waiting" in x or any(c in x for c in CANARIES) for _, x in notified),
+               "STATUS=: the first answer counted no sooner than its release (1 s after it was sent, at least), "
+               "the final counts, no waiting sandboxes, counts only",
+               [(round(t - first_sent, 3), x) for t, x in notified])
         rc = srv.stop()
+        notify_stop.set()
+        listener.join(timeout=5)
+        notify.close()
         err_text = srv.stderr()
         serve_stderrs.append(err_text)
         err_lines = err_text.splitlines()
