@@ -864,10 +864,66 @@ count_blob (const char *root, const git_tree_entry *e, void *payload)
   return 0;
 }
 
+/* Above this, a file whose stat data differs from the index is counted as
+   changed without reading it: a warning may err on the side of saying.  */
+#define CONTENT_CHECK_MAX_BYTES (64u << 20)
+
+/* Whether the content at fd (the O_PATH fd of the entry, whose lstat is st)
+   hashes to the blob the index recorded: the link's target for a symlink,
+   the bytes for a file, read through a fresh descriptor of the same inode.
+   Filters (CRLF, LFS) are not applied, so a filtered file can seem changed.  */
+static bool
+content_matches (int fd, const struct stat *st, const git_index_entry *e)
+{
+  cleanup_free char *data = NULL;
+  cleanup_close int rfd = -1;
+  struct stat again;
+  char proc[64];
+  size_t len = 0;
+  git_oid oid;
+
+  if (st->st_size < 0 || (uint64_t)st->st_size > CONTENT_CHECK_MAX_BYTES
+      || (data = malloc ((size_t)st->st_size + 1)) == NULL)
+    return false;
+  if (S_ISLNK (st->st_mode))
+    {
+      ssize_t n = readlinkat (fd, "", data, (size_t)st->st_size + 1);
+
+      if (n < 0 || (size_t)n > (size_t)st->st_size)
+        return false;
+      len = (size_t)n;
+    }
+  else
+    {
+      /* Reopened by the O_PATH fd, so never another path's file; checked to
+         be the same inode; O_NONBLOCK, so that nothing can hold it.  */
+      snprintf (proc, sizeof (proc), "/proc/self/fd/%d", fd);
+      rfd = open (proc, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+      if (rfd < 0 || fstat (rfd, &again) < 0 || again.st_dev != st->st_dev || again.st_ino != st->st_ino)
+        return false;
+      while (len <= (size_t)st->st_size)
+        {
+          ssize_t n = read (rfd, data + len, (size_t)st->st_size + 1 - len);
+
+          if (n < 0 && errno == EINTR)
+            continue;
+          if (n < 0)
+            return false;
+          if (n == 0)
+            break;
+          len += (size_t)n;
+        }
+      if (len != (size_t)st->st_size)
+        return false;
+    }
+  return git_odb_hash (&oid, data, len, GIT_OBJECT_BLOB) == 0 && git_oid_equal (&oid, &e->id);
+}
+
 /* Whether the working tree's entry at path differs from what the index
-   recorded of it, by the stat data git itself compares first: its type,
-   size and modification time.  Only an O_PATH open and fstat: nothing is
-   read.  */
+   recorded of it.  As git does: first the stat data (type, size, whole-
+   second modification time); where that differs, the content decides,
+   since a file written in the same second as the index is "racily clean"
+   (git zeroes its size in the index) and only its content tells.  */
 static bool
 worktree_differs (int clone_dirfd, const git_index_entry *e)
 {
@@ -885,7 +941,9 @@ worktree_differs (int clone_dirfd, const git_index_entry *e)
   if (is_link ? !S_ISLNK (st.st_mode) : !S_ISREG (st.st_mode))
     return true;
   /* Whole seconds, as git compares them (it is built without USE_NSEC).  */
-  return e->file_size != (uint32_t)st.st_size || e->mtime.seconds != (int32_t)st.st_mtim.tv_sec;
+  if (e->file_size == (uint32_t)st.st_size && e->mtime.seconds == (int32_t)st.st_mtim.tv_sec)
+    return false;
+  return !content_matches (fd, &st, e);
 }
 
 static int

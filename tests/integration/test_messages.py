@@ -212,6 +212,17 @@ try:
     r = work.stage(clean_state, config, [("acme/one", clone)])
     tap.ok(r.returncode == 0 and "warning" not in r.stderr,
            "stage of a clean clone prints no warning", r.stderr)
+    # Stat data that differs from the index with the same content (a file
+    # touched, or one written in the same second as the index, whose size git
+    # zeroes there): as for git, the content decides, and it is unchanged.
+    tracked = os.path.join(clone, CANARY_NAME)
+    later = os.stat(tracked).st_mtime + 5
+    os.utime(tracked, (later, later))
+    touched_state = work.new_state()
+    r = work.stage(touched_state, config, [("acme/one", clone)])
+    tap.ok(r.returncode == 0 and "warning" not in r.stderr,
+           "stage of a clone with a file touched but unchanged (stat data differs, content the same) prints no "
+           "warning", r.stderr)
 finally:
     work.close()
 tap.finish()
