@@ -44,6 +44,9 @@ sp_make_error (sp_error_t *err, int status, const char *fmt, ...)
 
 /* Joins the text fmt makes to err's message, before it ("text: message")
    or after it ("message: text").  Returns -1, whatever happens.  */
+static int join_message (sp_error_t *err, bool after, const char *fmt, va_list ap)
+    __attribute__ ((format (printf, 3, 0)));
+
 static int
 join_message (sp_error_t *err, bool after, const char *fmt, va_list ap)
 {
