@@ -341,41 +341,28 @@ print_human (FILE *f, const struct sp_run_status *st, const struct sp_staged *st
 
 /* Every yajl_gen call's status is OR-ed together: yajl_gen_status_ok is 0.  */
 static unsigned
-gen_key (yajl_gen g, const char *s)
-{
-  return yajl_gen_string (g, (const unsigned char *)s, strlen (s));
-}
-
-static unsigned
-gen_u64 (yajl_gen g, const char *key, uint64_t v)
-{
-  char text[24];
-  int n = snprintf (text, sizeof (text), "%" PRIu64, v);
-
-  return gen_key (g, key) | yajl_gen_number (g, text, (size_t)n);
-}
-
-static unsigned
 gen_str (yajl_gen g, const char *key, const char *value)
 {
-  return gen_key (g, key) | (value ? gen_key (g, value) : yajl_gen_null (g));
+  return sp_yajl_gen_cstr (g, key) | (value ? sp_yajl_gen_cstr (g, value) : yajl_gen_null (g));
 }
 
 static unsigned
 gen_tristate (yajl_gen g, const char *key, int v)
 {
-  return gen_key (g, key) | (v < 0 ? yajl_gen_null (g) : yajl_gen_bool (g, v));
+  return sp_yajl_gen_cstr (g, key) | (v < 0 ? yajl_gen_null (g) : yajl_gen_bool (g, v));
 }
 
 static unsigned
 gen_counts (yajl_gen g, const char *key, const struct sp_run_counts *c)
 {
-  unsigned st = gen_key (g, key) | yajl_gen_map_open (g) | gen_key (g, "outcomes") | yajl_gen_map_open (g);
+  unsigned st = sp_yajl_gen_cstr (g, key) | yajl_gen_map_open (g) | sp_yajl_gen_cstr (g, "outcomes")
+                | yajl_gen_map_open (g);
 
   for (int o = 0; o < SP_RUN_OUTCOME_COUNT; o++)
-    st |= gen_u64 (g, sp_run_outcome_name ((enum sp_run_outcome)o), c->outcomes[o]);
+    st |= sp_yajl_gen_key_u64 (g, sp_run_outcome_name ((enum sp_run_outcome)o), c->outcomes[o]);
   st |= yajl_gen_map_close (g);
-  st |= gen_u64 (g, "admitted", c->admitted) | gen_u64 (g, "unfinished", c->unfinished);
+  st |= sp_yajl_gen_key_u64 (g, "admitted", c->admitted)
+        | sp_yajl_gen_key_u64 (g, "unfinished", c->unfinished);
   return st | yajl_gen_map_close (g);
 }
 
@@ -388,17 +375,18 @@ gen_failure (yajl_gen g, const struct sp_run_failure *x)
         | gen_str (g, "repo", x->repo[0] ? x->repo : NULL);
   st |= gen_str (g, "status", sp_run_outcome_name (x->status))
         | gen_str (g, "cause", sp_cause_name (x->cause));
-  st |= gen_key (g, "exit") | (x->has_exit ? yajl_gen_integer (g, x->exit_code) : yajl_gen_null (g));
-  st |= gen_key (g, "signal") | (x->has_signal ? yajl_gen_integer (g, x->signal) : yajl_gen_null (g));
+  st |= sp_yajl_gen_cstr (g, "exit") | (x->has_exit ? yajl_gen_integer (g, x->exit_code) : yajl_gen_null (g));
+  st |= sp_yajl_gen_cstr (g, "signal")
+        | (x->has_signal ? yajl_gen_integer (g, x->signal) : yajl_gen_null (g));
   st |= gen_tristate (g, "oom", x->oom) | gen_tristate (g, "timed_out", x->timed_out);
-  st |= gen_key (g, "release_overflow") | yajl_gen_bool (g, x->release_overflow);
+  st |= sp_yajl_gen_cstr (g, "release_overflow") | yajl_gen_bool (g, x->release_overflow);
   return st | yajl_gen_map_close (g);
 }
 
 static unsigned
 gen_u64_or_null (yajl_gen g, const char *key, bool known, uint64_t v)
 {
-  return known ? gen_u64 (g, key, v) : gen_key (g, key) | yajl_gen_null (g);
+  return known ? sp_yajl_gen_key_u64 (g, key, v) : sp_yajl_gen_cstr (g, key) | yajl_gen_null (g);
 }
 
 /* null, or {"pid", "run", "started", "backend", "release", "snapshot",
@@ -408,20 +396,22 @@ static unsigned
 gen_serve (yajl_gen g, const struct live *live)
 {
   const struct sp_serve_file *sv = live->serve;
-  unsigned st = gen_key (g, "serve");
+  unsigned st = sp_yajl_gen_cstr (g, "serve");
 
   if (sv == NULL)
     st |= yajl_gen_null (g);
   else
     {
-      st |= yajl_gen_map_open (g) | gen_u64 (g, "pid", (uint64_t)sv->pid) | gen_str (g, "run", sv->run)
-            | gen_str (g, "started", sv->started) | gen_str (g, "backend", sv->backend)
-            | gen_str (g, "release", sv->release) | gen_str (g, "snapshot", sv->snapshot)
-            | gen_str (g, "socket", sv->socket) | gen_u64 (g, "pool", sv->pool);
+      st |= yajl_gen_map_open (g) | sp_yajl_gen_key_u64 (g, "pid", (uint64_t)sv->pid)
+            | gen_str (g, "run", sv->run) | gen_str (g, "started", sv->started)
+            | gen_str (g, "backend", sv->backend) | gen_str (g, "release", sv->release)
+            | gen_str (g, "snapshot", sv->snapshot) | gen_str (g, "socket", sv->socket)
+            | sp_yajl_gen_key_u64 (g, "pool", sv->pool);
       st |= gen_u64_or_null (g, "bit_budget", sv->bit_budget > 0, sv->bit_budget)
             | gen_u64_or_null (g, "run_bit_budget", sv->run_bit_budget > 0, sv->run_bit_budget);
-      st |= gen_u64 (g, "answered", sv->answered) | gen_u64 (g, "refused", sv->refused)
-            | gen_u64 (g, "failed", sv->failed) | yajl_gen_map_close (g);
+      st |= sp_yajl_gen_key_u64 (g, "answered", sv->answered)
+            | sp_yajl_gen_key_u64 (g, "refused", sv->refused) | sp_yajl_gen_key_u64 (g, "failed", sv->failed)
+            | yajl_gen_map_close (g);
     }
   return st | gen_u64_or_null (g, "stale_serve_pid", live->stale_pid > 0, (uint64_t)live->stale_pid);
 }
@@ -431,30 +421,31 @@ gen_serve (yajl_gen g, const struct live *live)
 static unsigned
 gen_staged (yajl_gen g, const struct sp_staged *staged, const struct seed_head *heads)
 {
-  unsigned st = gen_key (g, "staged");
+  unsigned st = sp_yajl_gen_cstr (g, "staged");
 
   if (staged == NULL)
     return st | yajl_gen_null (g);
-  st |= yajl_gen_map_open (g) | gen_str (g, "run", staged->run) | gen_key (g, "seeds")
+  st |= yajl_gen_map_open (g) | gen_str (g, "run", staged->run) | sp_yajl_gen_cstr (g, "seeds")
         | yajl_gen_array_open (g);
   for (size_t i = 0; i < staged->n; i++)
     {
       const struct sp_seed *seed = &staged->seeds[i];
 
       st |= yajl_gen_map_open (g) | gen_str (g, "repo", seed->repo)
-            | gen_str (g, "source", sp_seed_source_name (seed->source)) | gen_key (g, "omitted_submodules");
+            | gen_str (g, "source", sp_seed_source_name (seed->source))
+            | sp_yajl_gen_cstr (g, "omitted_submodules");
       if (!seed->omitted_known)
         st |= yajl_gen_null (g);
       else
         {
           st |= yajl_gen_array_open (g);
           for (size_t k = 0; k < seed->n_omitted; k++)
-            st |= gen_key (g, seed->omitted[k]);
+            st |= sp_yajl_gen_cstr (g, seed->omitted[k]);
           st |= yajl_gen_array_close (g);
         }
       st |= gen_str (g, "commit", seed->commit) | gen_str (g, "clone", seed->clone)
             | gen_str (g, "clone_head", heads[i].drift != DRIFT_UNKNOWN ? heads[i].head : NULL);
-      st |= gen_key (g, "drift")
+      st |= sp_yajl_gen_cstr (g, "drift")
             | (heads[i].drift == DRIFT_UNKNOWN ? yajl_gen_null (g)
                                                : yajl_gen_bool (g, heads[i].drift == DRIFT_MOVED));
       st |= yajl_gen_map_close (g);
@@ -471,15 +462,16 @@ render_json (yajl_gen g, const char *state, const struct sp_run_status *s, const
   unsigned st = yajl_gen_map_open (g) | gen_str (g, "state", state);
 
   /* null: nobody holds it; {"verb": null, "pid": null}: held, not yet named.  */
-  st |= gen_key (g, "owner");
+  st |= sp_yajl_gen_cstr (g, "owner");
   if (held == 0)
     st |= yajl_gen_null (g);
   else
-    st |= yajl_gen_map_open (g) | gen_str (g, "verb", owner->known ? owner->verb : NULL) | gen_key (g, "pid")
+    st |= yajl_gen_map_open (g) | gen_str (g, "verb", owner->known ? owner->verb : NULL)
+          | sp_yajl_gen_cstr (g, "pid")
           | (owner->known ? yajl_gen_integer (g, owner->pid) : yajl_gen_null (g)) | yajl_gen_map_close (g);
   st |= gen_serve (g, live);
 
-  st |= gen_key (g, "budget");
+  st |= sp_yajl_gen_cstr (g, "budget");
   if (l == NULL)
     st |= yajl_gen_null (g);
   else
@@ -487,36 +479,38 @@ render_json (yajl_gen g, const char *state, const struct sp_run_status *s, const
       char bits[32];
 
       format_bits (l->run_millibits, bits);
-      st |= yajl_gen_map_open (g) | gen_u64 (g, "limit", l->limit) | gen_u64 (g, "used", l->used)
-            | gen_u64 (g, "left", l->limit - l->used) | gen_u64 (g, "ledger_version", (uint64_t)l->version);
-      st |= gen_key (g, "run_bit_budget")
+      st |= yajl_gen_map_open (g) | sp_yajl_gen_key_u64 (g, "limit", l->limit)
+            | sp_yajl_gen_key_u64 (g, "used", l->used) | sp_yajl_gen_key_u64 (g, "left", l->limit - l->used)
+            | sp_yajl_gen_key_u64 (g, "ledger_version", (uint64_t)l->version);
+      st |= sp_yajl_gen_cstr (g, "run_bit_budget")
             | (l->run_bit_budget_millibits
                    ? yajl_gen_integer (g, (long long)(l->run_bit_budget_millibits / 1000))
                    : yajl_gen_null (g));
-      st |= gen_key (g, "run_bits_carried")
+      st |= sp_yajl_gen_cstr (g, "run_bits_carried")
             | (l->version != 1 ? yajl_gen_number (g, bits, strlen (bits)) : yajl_gen_null (g));
-      st |= gen_key (g, "run_unbounded_calls")
+      st |= sp_yajl_gen_cstr (g, "run_unbounded_calls")
             | (l->version != 1 ? yajl_gen_integer (g, (long long)l->run_unbounded_calls) : yajl_gen_null (g));
       format_bits (
           l->run_millibits < l->run_bit_budget_millibits ? l->run_bit_budget_millibits - l->run_millibits : 0,
           bits);
-      st |= gen_key (g, "run_bits_left")
+      st |= sp_yajl_gen_cstr (g, "run_bits_left")
             | (l->run_bit_budget_millibits > 0 && l->version != 1 ? yajl_gen_number (g, bits, strlen (bits))
                                                                   : yajl_gen_null (g));
       st |= yajl_gen_map_close (g);
     }
 
-  st |= gen_key (g, "repositories") | yajl_gen_array_open (g);
+  st |= sp_yajl_gen_cstr (g, "repositories") | yajl_gen_array_open (g);
   for (size_t i = 0; i < s->n_repos; i++)
     {
       const struct sp_run_status_repo *r = &s->repos[i];
       char bits[32];
 
       format_bits (r->millibits, bits);
-      st |= yajl_gen_map_open (g) | gen_str (g, "repo", r->name) | gen_u64 (g, "invocations", r->invocations);
-      st |= gen_key (g, "bits")
+      st |= yajl_gen_map_open (g) | gen_str (g, "repo", r->name)
+            | sp_yajl_gen_key_u64 (g, "invocations", r->invocations);
+      st |= sp_yajl_gen_cstr (g, "bits")
             | (r->in_ledger ? yajl_gen_number (g, bits, strlen (bits)) : yajl_gen_null (g));
-      st |= gen_key (g, "unbounded_calls")
+      st |= sp_yajl_gen_cstr (g, "unbounded_calls")
             | (r->in_ledger ? yajl_gen_integer (g, (long long)r->unbounded_calls) : yajl_gen_null (g));
       /* The ceiling is serve's --bit-budget: known only while one runs.  */
       {
@@ -527,7 +521,7 @@ render_json (yajl_gen g, const char *state, const struct sp_run_status *s, const
 
         st |= gen_u64_or_null (g, "bit_budget", ceiling > 0, ceiling / 1000);
         format_bits (r->millibits < ceiling ? ceiling - r->millibits : 0, bits);
-        st |= gen_key (g, "bits_left")
+        st |= sp_yajl_gen_cstr (g, "bits_left")
               | (ceiling > 0 && r->in_ledger ? yajl_gen_number (g, bits, strlen (bits)) : yajl_gen_null (g));
         st |= gen_u64_or_null (g, "waiting", has_waiting, waiting);
       }
@@ -535,14 +529,15 @@ render_json (yajl_gen g, const char *state, const struct sp_run_status *s, const
     }
   st |= yajl_gen_array_close (g);
 
-  st |= gen_key (g, "audit") | yajl_gen_map_open (g);
-  st |= gen_key (g, "present") | yajl_gen_bool (g, s->audit_present);
-  st |= gen_u64 (g, "bytes", s->audit_bytes) | gen_u64 (g, "read_from", s->read_from)
-        | gen_u64 (g, "records", s->records) | gen_u64 (g, "torn_tail_bytes", s->torn_tail_bytes)
-        | gen_u64 (g, "runs", s->runs);
+  st |= sp_yajl_gen_cstr (g, "audit") | yajl_gen_map_open (g);
+  st |= sp_yajl_gen_cstr (g, "present") | yajl_gen_bool (g, s->audit_present);
+  st |= sp_yajl_gen_key_u64 (g, "bytes", s->audit_bytes) | sp_yajl_gen_key_u64 (g, "read_from", s->read_from)
+        | sp_yajl_gen_key_u64 (g, "records", s->records)
+        | sp_yajl_gen_key_u64 (g, "torn_tail_bytes", s->torn_tail_bytes)
+        | sp_yajl_gen_key_u64 (g, "runs", s->runs);
   st |= yajl_gen_map_close (g);
 
-  st |= gen_key (g, "latest_run");
+  st |= sp_yajl_gen_cstr (g, "latest_run");
   if (s->latest_run[0] == '\0')
     st |= yajl_gen_null (g);
   else
@@ -553,13 +548,13 @@ render_json (yajl_gen g, const char *state, const struct sp_run_status *s, const
     }
   st |= gen_counts (g, "all_runs", &s->all);
 
-  st |= gen_u64 (g, "failures_total", s->failures_total);
-  st |= gen_key (g, "failure_causes") | yajl_gen_map_open (g);
+  st |= sp_yajl_gen_key_u64 (g, "failures_total", s->failures_total);
+  st |= sp_yajl_gen_cstr (g, "failure_causes") | yajl_gen_map_open (g);
   for (int c = 0; c < SP_CAUSE_COUNT; c++)
     if (s->causes[c] > 0)
-      st |= gen_u64 (g, sp_cause_name ((enum sp_cause)c), s->causes[c]);
+      st |= sp_yajl_gen_key_u64 (g, sp_cause_name ((enum sp_cause)c), s->causes[c]);
   st |= yajl_gen_map_close (g);
-  st |= gen_key (g, "failures") | yajl_gen_array_open (g);
+  st |= sp_yajl_gen_cstr (g, "failures") | yajl_gen_array_open (g);
   for (size_t i = 0; i < s->n_failures; i++)
     st |= gen_failure (g, sp_run_status_failure (s, i));
   st |= yajl_gen_array_close (g);

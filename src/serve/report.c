@@ -103,24 +103,10 @@ send_status (struct sp_serve_report *r, const struct report_view *v, const char 
 }
 
 static unsigned
-gen_key (yajl_gen g, const char *k)
-{
-  return yajl_gen_string (g, (const unsigned char *)k, strlen (k));
-}
-
-static unsigned
-gen_u64 (yajl_gen g, const char *k, uint64_t v)
-{
-  char text[24];
-  int n = snprintf (text, sizeof (text), "%" PRIu64, v);
-
-  return gen_key (g, k) | yajl_gen_number (g, text, (size_t)n);
-}
-
-static unsigned
 gen_bits_or_null (yajl_gen g, const char *k, uint64_t millibits)
 {
-  return millibits > 0 ? gen_u64 (g, k, millibits / 1000) : gen_key (g, k) | yajl_gen_null (g);
+  return millibits > 0 ? sp_yajl_gen_key_u64 (g, k, millibits / 1000)
+                       : sp_yajl_gen_cstr (g, k) | yajl_gen_null (g);
 }
 
 /* STATE/serve.json, replaced by a rename: a reader sees one whole version.  */
@@ -135,23 +121,24 @@ write_file (struct sp_serve_report *r, const struct report_view *v, sp_error_t *
 
   if (g == NULL || !yajl_gen_config (g, yajl_gen_validate_utf8, 1))
     return sp_make_error (err, ENOMEM, "%s", SP_SERVE_REPORT_FILE);
-  st = yajl_gen_map_open (g) | gen_u64 (g, "version", SP_SERVE_REPORT_VERSION)
-       | gen_u64 (g, "pid", (uint64_t)getpid ());
-  st |= gen_key (g, "run") | gen_key (g, s->run_id);
-  st |= gen_key (g, "started") | gen_key (g, r->started);
-  st |= gen_key (g, "backend") | gen_key (g, sp_runtime_name (s->config->runtime));
-  st |= gen_key (g, "release") | gen_key (g, sp_release_mode_name (s->opt->release));
-  st |= gen_key (g, "snapshot") | gen_key (g, sp_snapshot_mode_name (s->opt->snapshot));
-  st |= gen_key (g, "socket") | gen_key (g, s->opt->socket);
-  st |= gen_u64 (g, "pool", s->pool_slots > 0 ? s->opt->pool : 0);
+  st = yajl_gen_map_open (g) | sp_yajl_gen_key_u64 (g, "version", SP_SERVE_REPORT_VERSION)
+       | sp_yajl_gen_key_u64 (g, "pid", (uint64_t)getpid ());
+  st |= sp_yajl_gen_cstr (g, "run") | sp_yajl_gen_cstr (g, s->run_id);
+  st |= sp_yajl_gen_cstr (g, "started") | sp_yajl_gen_cstr (g, r->started);
+  st |= sp_yajl_gen_cstr (g, "backend") | sp_yajl_gen_cstr (g, sp_runtime_name (s->config->runtime));
+  st |= sp_yajl_gen_cstr (g, "release") | sp_yajl_gen_cstr (g, sp_release_mode_name (s->opt->release));
+  st |= sp_yajl_gen_cstr (g, "snapshot") | sp_yajl_gen_cstr (g, sp_snapshot_mode_name (s->opt->snapshot));
+  st |= sp_yajl_gen_cstr (g, "socket") | sp_yajl_gen_cstr (g, s->opt->socket);
+  st |= sp_yajl_gen_key_u64 (g, "pool", s->pool_slots > 0 ? s->opt->pool : 0);
   st |= gen_bits_or_null (g, "bit_budget", s->opt->bit_budget_millibits);
   st |= gen_bits_or_null (g, "run_bit_budget", s->opt->run_bit_budget_millibits);
-  st |= gen_u64 (g, "answered", v->answered) | gen_u64 (g, "refused", v->refused)
-        | gen_u64 (g, "failed", v->failed);
-  st |= gen_key (g, "repositories") | yajl_gen_array_open (g);
+  st |= sp_yajl_gen_key_u64 (g, "answered", v->answered) | sp_yajl_gen_key_u64 (g, "refused", v->refused)
+        | sp_yajl_gen_key_u64 (g, "failed", v->failed);
+  st |= sp_yajl_gen_cstr (g, "repositories") | yajl_gen_array_open (g);
   for (size_t i = 0; i < s->config->n_private_repos; i++)
-    st |= yajl_gen_map_open (g) | gen_key (g, "repo") | gen_key (g, s->config->private_repos[i])
-          | gen_u64 (g, "waiting", v->waiting[i]) | yajl_gen_map_close (g);
+    st |= yajl_gen_map_open (g) | sp_yajl_gen_cstr (g, "repo")
+          | sp_yajl_gen_cstr (g, s->config->private_repos[i])
+          | sp_yajl_gen_key_u64 (g, "waiting", v->waiting[i]) | yajl_gen_map_close (g);
   st |= yajl_gen_array_close (g) | yajl_gen_map_close (g);
   if (st != yajl_gen_status_ok || yajl_gen_get_buf (g, &buf, &len) != yajl_gen_status_ok)
     return sp_make_error (err, 0, "%s: cannot render", SP_SERVE_REPORT_FILE);

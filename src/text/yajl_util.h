@@ -3,6 +3,9 @@
 #ifndef SP_TEXT_YAJL_UTIL_H
 #define SP_TEXT_YAJL_UTIL_H
 
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_parse.h>
 
@@ -21,6 +24,24 @@ char *sp_yajl_error_line (yajl_handle h);
    command line of a dry run's runtime-commands.json.  Returns 0, or -1
    when yajl fails.  */
 int sp_yajl_gen_command (yajl_gen g, const char *step, char *const argv[]);
+
+/* A NUL-terminated string (a key or a value), and a key with an unsigned
+   number: each returns yajl's status, so that a run of calls can be OR-ed
+   together and checked once (yajl_gen_status_ok is 0).  */
+static inline unsigned
+sp_yajl_gen_cstr (yajl_gen g, const char *s)
+{
+  return yajl_gen_string (g, (const unsigned char *)s, strlen (s));
+}
+
+static inline unsigned
+sp_yajl_gen_key_u64 (yajl_gen g, const char *key, uint64_t v)
+{
+  char text[24];
+  int n = snprintf (text, sizeof (text), "%" PRIu64, v);
+
+  return sp_yajl_gen_cstr (g, key) | yajl_gen_number (g, text, (size_t)n);
+}
 
 static inline void
 sp_yajl_freep (yajl_handle *h)
