@@ -223,6 +223,19 @@ try:
     tap.ok(r.returncode == 0 and "warning" not in r.stderr,
            "stage of a clone with a file touched but unchanged (stat data differs, content the same) prints no "
            "warning", r.stderr)
+    # A directory on a tracked path swapped for a symlink out of the clone, to
+    # a copy of the same file: the lookup never goes through it (for git too
+    # the file is gone), so it counts, whatever lies outside.
+    two = work.make_clone("two", {"sub/inner.txt": b"inside\n"})
+    outside = work.path("outside-sub")
+    os.makedirs(outside)
+    shutil.copy2(os.path.join(two, "sub", "inner.txt"), os.path.join(outside, "inner.txt"))
+    shutil.rmtree(os.path.join(two, "sub"))
+    os.symlink(outside, os.path.join(two, "sub"))
+    r = work.stage(work.new_state(), work.write_config(["acme/two"]), [("acme/two", two)])
+    tap.ok(r.returncode == 0 and f"`{two}` has uncommitted changes (1 path(s))" in r.stderr,
+           "a tracked file behind a directory swapped for a symlink out of the clone counts as changed: its "
+           "lookup stops at the symlink, even where the same file lies outside", r.stderr)
 finally:
     work.close()
 tap.finish()
