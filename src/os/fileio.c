@@ -156,3 +156,23 @@ sp_path_split (const char *path, char **dir, const char **base, sp_error_t *err)
     return sp_make_error (err, errno, "allocate a path");
   return 0;
 }
+
+const char *
+sp_file_type_name (mode_t mode)
+{
+  if (S_ISREG (mode))
+    return "a regular file";
+  if (S_ISDIR (mode))
+    return "a directory";
+  if (S_ISLNK (mode))
+    return "a symbolic link";
+  if (S_ISFIFO (mode))
+    return "a FIFO";
+  if (S_ISSOCK (mode))
+    return "a socket";
+  if (S_ISCHR (mode))
+    return "a character device";
+  if (S_ISBLK (mode))
+    return "a block device";
+  return "of an unknown file type";
+}

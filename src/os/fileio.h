@@ -16,6 +16,11 @@ int sp_read_fd_capped (int fd, size_t cap, char **out, size_t *len, sp_error_t *
    code path, so both behave identically.  */
 int sp_read_path_capped (const char *path, size_t cap, char **out, size_t *len, sp_error_t *err);
 
+/* The type of a file of this mode, as a message says it: "a regular file",
+   "a directory", "a symbolic link", "a FIFO", "a socket", "a character
+   device", "a block device", or "of an unknown file type".  */
+const char *sp_file_type_name (mode_t mode);
+
 /* Writes all of buf to fd, retrying short writes and EINTR.  */
 int sp_write_all (int fd, const void *buf, size_t len, sp_error_t *err);
 

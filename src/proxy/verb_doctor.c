@@ -33,6 +33,7 @@
 
 #include "base/bounds.h"
 #include "base/cleanup.h"
+#include "os/fileio.h"
 #include "base/client_env.h"
 #include "base/clock.h"
 #include "base/protocol.h"
@@ -306,20 +307,6 @@ check_directories (const struct who *w, const struct doctor *d)
 
 /* ---- 3. the socket, and 4. the permission to connect ---------------------- */
 
-static const char *
-file_kind (mode_t mode)
-{
-  if (S_ISREG (mode))
-    return "a regular file";
-  if (S_ISDIR (mode))
-    return "a directory";
-  if (S_ISFIFO (mode))
-    return "a FIFO";
-  if (S_ISLNK (mode))
-    return "a symbolic link";
-  return "a device";
-}
-
 static int
 check_socket (const struct doctor *d, struct stat *st)
 {
@@ -339,7 +326,7 @@ check_socket (const struct doctor *d, struct stat *st)
     return problem ("socket",
                     "`%s` is %s, not a socket: serve cannot listen there (it refuses to replace anything "
                     "but a stale socket). Remove it, or give serve and %s another path",
-                    sp_quote_name (d->path, q), file_kind (st->st_mode), SP_SOCKET_ENV);
+                    sp_quote_name (d->path, q), sp_file_type_name (st->st_mode), SP_SOCKET_ENV);
   describe (st, desc);
   passed ("socket", "`%s`: a socket, %s", sp_quote_name (d->path, q), desc);
   return 0;

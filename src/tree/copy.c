@@ -17,6 +17,7 @@
 #include "base/cleanup.h"
 #include "base/quote.h"
 #include "os/dir_names.h"
+#include "os/fileio.h"
 #include "os/progress.h"
 
 #define COPY_CHUNK (64 * 1024)
@@ -199,20 +200,6 @@ copy_symlink (int srcdir, int dstdir, const char *name, struct copy_ctx *ctx, sp
   return 0;
 }
 
-static const char *
-refused_kind (mode_t mode)
-{
-  if (S_ISFIFO (mode))
-    return "a FIFO";
-  if (S_ISSOCK (mode))
-    return "a socket";
-  if (S_ISCHR (mode))
-    return "a character device";
-  if (S_ISBLK (mode))
-    return "a block device";
-  return "of an unknown file type";
-}
-
 static int copy_dir (int srcdir, int dstdir, size_t path_len, unsigned depth, struct copy_ctx *ctx,
                      sp_error_t *err);
 
@@ -295,7 +282,7 @@ copy_dir (int srcdir, int dstdir, size_t path_len, unsigned depth, struct copy_c
         ret = copy_symlink (srcdir, dstdir, name, ctx, err);
       else
         ret = sp_make_error (err, 0, "`%s` is %s: only directories, regular files and symlinks are copied",
-                             shown (ctx->path, q), refused_kind (st.st_mode));
+                             shown (ctx->path, q), sp_file_type_name (st.st_mode));
       if (ret < 0)
         return -1;
       ctx->path[path_len] = '\0';

@@ -77,6 +77,24 @@ START_TEST (atomic_write_gives_exactly_the_mode_whatever_the_umask)
 }
 END_TEST
 
+START_TEST (file_type_names_each_type_a_message_meets)
+{
+  static const struct
+  {
+    mode_t mode;
+    const char *name;
+  } types[] = {
+    { S_IFREG | 0644, "a regular file" },  { S_IFDIR | 0755, "a directory" },
+    { S_IFLNK | 0777, "a symbolic link" }, { S_IFIFO | 0600, "a FIFO" },
+    { S_IFSOCK | 0660, "a socket" },       { S_IFCHR | 0666, "a character device" },
+    { S_IFBLK | 0660, "a block device" },  { 0, "of an unknown file type" },
+  };
+
+  for (size_t i = 0; i < sizeof (types) / sizeof (types[0]); i++)
+    ck_assert_str_eq (sp_file_type_name (types[i].mode), types[i].name);
+}
+END_TEST
+
 static Suite *
 fileio_suite (void)
 {
@@ -86,6 +104,7 @@ fileio_suite (void)
   tcase_add_test (tc, split_names_directory_and_file);
   tcase_add_test (tc, split_refuses_a_path_that_names_no_file);
   tcase_add_test (tc, atomic_write_gives_exactly_the_mode_whatever_the_umask);
+  tcase_add_test (tc, file_type_names_each_type_a_message_meets);
   suite_add_tcase (s, tc);
   return s;
 }
