@@ -33,6 +33,12 @@
    script directory on sys.path), without site (-S) and writes no bytecode
    (-B).  */
 static const char *const python3_args[] = { "/usr/bin/python3", "-I", "-S", "-B", PROBE_SCRIPT_PATH, NULL };
+/* The same interpreter started ahead: the same flags, and waiter.py in
+   place of the script's path, which it then runs.  */
+#define PYTHON3_WAITER_ARGS                                                                                  \
+  {                                                                                                          \
+    "/usr/bin/python3", "-I", "-S", "-B", "-c", (const char *)sp_bundle_waiter_py, NULL                      \
+  }
 
 /* A fixed environment: nothing from the host or the request.  */
 static const char *const probe_env[] = { "PATH=/usr/bin", "LANG=C.UTF-8", "HOME=/tmp", NULL };
@@ -273,7 +279,14 @@ gen_process (yajl_gen g, const struct sp_bundle_spec *spec)
   switch (spec->interpreter)
     {
     case SP_INTERPRETER_PYTHON3:
-      st |= gen_str_array (g, python3_args);
+      if (spec->interpreter_waits)
+        {
+          const char *const waiter_args[] = PYTHON3_WAITER_ARGS;
+
+          st |= gen_str_array (g, waiter_args);
+        }
+      else
+        st |= gen_str_array (g, python3_args);
       break;
     default:
       return yajl_gen_invalid_string;

@@ -104,7 +104,17 @@ struct sp_bundle_spec
      RLIMIT_NPROC the coarse SP_SANDBOX_NPROC); with host_ids_direct, no user
      namespace, and the probe runs as host_probe_id itself.  */
   struct sp_bundle_rules rules;
+  /* The process is the interpreter started ahead: `python3 -I -S -B -c
+     <sp_bundle_waiter_py>`, which runs /probe/probe.py once its stdin, a
+     pipe serve holds, ends (docs/runtimes.md, "Interpreters started
+     ahead").  false: `python3 -I -S -B /probe/probe.py`.  */
+  bool interpreter_waits;
 };
+
+/* src/bundle/waiter.py, compiled in by src/embed.py: NUL-terminated,
+   sp_bundle_waiter_py_len long without the NUL.  */
+extern const unsigned char sp_bundle_waiter_py[];
+extern const size_t sp_bundle_waiter_py_len;
 
 /* The two host ids of slot K of the range that starts at base.  */
 static inline void

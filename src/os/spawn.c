@@ -153,7 +153,7 @@ child_exec (const char *path, char *const argv[], char *const envp[], pid_t pare
 {
   struct sigaction dfl;
   sigset_t none;
-  int null_hi, out_hi, err_hi;
+  int null_hi, in_hi, out_hi, err_hi;
 
   /* The error pipe first, so that every later failure can be reported.  */
   err_hi = fcntl (errfd, F_DUPFD_CLOEXEC, CHILD_PARK_FD);
@@ -175,6 +175,13 @@ child_exec (const char *path, char *const argv[], char *const envp[], pid_t pare
   null_hi = fcntl (devnull, F_DUPFD_CLOEXEC, CHILD_PARK_FD);
   if (null_hi < 0)
     child_fail (errfd, errno);
+  in_hi = null_hi;
+  if (opt->input_fd >= 0)
+    {
+      in_hi = fcntl (opt->input_fd, F_DUPFD_CLOEXEC, CHILD_PARK_FD);
+      if (in_hi < 0)
+        child_fail (errfd, errno);
+    }
   out_hi = null_hi;
   if (opt->output_fd >= 0)
     {
@@ -183,7 +190,7 @@ child_exec (const char *path, char *const argv[], char *const envp[], pid_t pare
         child_fail (errfd, errno);
     }
   /* dup2 clears FD_CLOEXEC on 0, 1 and 2; the error pipe keeps it on 3.  */
-  if (dup2 (null_hi, STDIN_FILENO) < 0 || dup2 (out_hi, STDOUT_FILENO) < 0
+  if (dup2 (in_hi, STDIN_FILENO) < 0 || dup2 (out_hi, STDOUT_FILENO) < 0
       || dup2 (opt->output_stderr_too ? out_hi : null_hi, STDERR_FILENO) < 0)
     child_fail (errfd, errno);
   if (dup3 (errfd, CHILD_ERR_FD, O_CLOEXEC) < 0)
@@ -278,7 +285,7 @@ sp_spawn_with (const char *path, char *const argv[], char *const envp[],
 int
 sp_spawn (const char *path, char *const argv[], char *const envp[], struct sp_child *child, sp_error_t *err)
 {
-  static const struct sp_spawn_options defaults = { .output_fd = -1, .root_dirfd = -1 };
+  static const struct sp_spawn_options defaults = { .input_fd = -1, .output_fd = -1, .root_dirfd = -1 };
 
   return sp_spawn_with (path, argv, envp, &defaults, child, err);
 }
@@ -453,8 +460,9 @@ sp_spawn_capture (const char *path, char *const argv[], char *const envp[], int 
     return sp_make_error (err, errno, "capture `%s`: pipe", path ? path : "(null)");
   rd = pipefd[0];
   wr = pipefd[1];
-  if (sp_spawn_with (path, argv, envp, &(struct sp_spawn_options){ .output_fd = wr, .root_dirfd = -1 },
-                     &child, err)
+  if (sp_spawn_with (path, argv, envp,
+                     &(struct sp_spawn_options){ .input_fd = -1, .output_fd = wr, .root_dirfd = -1 }, &child,
+                     err)
       < 0)
     return -1;
   sp_closep (&wr);

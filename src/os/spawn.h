@@ -28,6 +28,8 @@ int sp_spawn (const char *path, char *const argv[], char *const envp[], struct s
 /* What sp_spawn_with changes in the child from sp_spawn's.  */
 struct sp_spawn_options
 {
+  /* The child's stdin; -1: /dev/null, as sp_spawn.  */
+  int input_fd;
   /* The child's stdout, and its stderr too when output_stderr_too; -1:
      /dev/null, as sp_spawn.  */
   int output_fd;

@@ -181,7 +181,8 @@ run_compiler (int rootfd, struct tail *t, int *status, sp_error_t *err)
      packages running as root on the build host: it gets its chroot and no
      capability.  */
   if (sp_spawn_with (SP_ROOTFS_PYTHON, argv, envp,
-                     &(struct sp_spawn_options){ .output_fd = out_wr,
+                     &(struct sp_spawn_options){ .input_fd = -1,
+                                                 .output_fd = out_wr,
                                                  .output_stderr_too = true,
                                                  .root_dirfd = rootfd,
                                                  .drop_capabilities = true },

@@ -361,9 +361,11 @@ pid_file_path (const struct oci_cli *r, const char *container_id)
 /* Runs `create`, bounded.  */
 static int
 create_container (const struct oci_cli *r, const struct sp_runtime_job *job, const char *pid_file,
-                  struct sp_run_facts *facts, sp_error_t *err)
+                  int stdin_fd, struct sp_run_facts *facts, sp_error_t *err)
 {
   char *words[] = CREATE_WORDS (job->bundle_dir, pid_file, job->container_id);
+  /* Both runtimes hand create's stdin on to the container's process.  */
+  const struct sp_spawn_options options = { .input_fd = stdin_fd, .output_fd = -1, .root_dirfd = -1 };
   char *argv[ARGV_MAX];
   struct sp_child child;
   const char *name = r->flavor->binary_name;
@@ -372,7 +374,7 @@ create_container (const struct oci_cli *r, const struct sp_runtime_job *job, con
   int ret;
 
   command_line (r, r->root, words, argv);
-  if (sp_spawn (r->binary, argv, runtime_env, &child, err) < 0)
+  if (sp_spawn_with (r->binary, argv, runtime_env, &options, &child, err) < 0)
     return sp_error_wrap (err, "%s create `%s`", name, job->container_id);
   facts->launched = true;
   facts->stage = SP_RUN_STAGE_CREATE;
@@ -439,12 +441,16 @@ struct sp_runtime_sandbox
   uint32_t timeout_seconds;
   struct sp_child init;
   struct sp_child helper;
+  int signal_fd; /* the write end of the probe's stdin while its interpreter waits; else -1 */
+  bool released; /* the init was let go: it runs the interpreter */
   bool started;
 };
 
 static void
 sandbox_free (struct sp_runtime_sandbox *sb)
 {
+  if (sb->signal_fd >= 0)
+    close (sb->signal_fd);
   free (sb->container_id);
   free (sb->cgroup_path);
   free (sb->pid_file);
@@ -471,13 +477,37 @@ sandbox_remove (struct oci_cli *r, struct sp_runtime_sandbox *sb, sp_error_t *er
   return state_gone (r, sb->container_id, err);
 }
 
+/* The probe's stdin: a pipe.  With start_ahead, *signal_wr keeps its write
+   end, whose closing is the signal the waiting interpreter runs the script
+   on; otherwise it is closed at once, so that every probe finds the same
+   stdin, an empty pipe at its end.  */
+static int
+probe_stdin (bool start_ahead, int *rd, int *signal_wr, sp_error_t *err)
+{
+  int fds[2];
+
+  if (pipe2 (fds, O_CLOEXEC) < 0)
+    return sp_make_error (err, errno, "make the probe's stdin");
+  *rd = fds[0];
+  if (start_ahead)
+    *signal_wr = fds[1];
+  else
+    close (fds[1]);
+  return 0;
+}
+
+static int release_init (struct oci_cli *r, struct sp_runtime_sandbox *sb, struct sp_run_facts *facts,
+                         sp_error_t *err);
+
 int
 oci_cli_create (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, struct sp_run_facts *facts,
                 struct sp_runtime_sandbox **out, sp_error_t *err)
 {
   struct oci_cli *r = (struct oci_cli *)rt;
   cleanup_error sp_error_t ignored = NULL;
+  cleanup_close int stdin_rd = -1;
   struct sp_runtime_sandbox *sb;
+  int ret;
 
   *out = NULL;
   if (run_checked (r, job, facts, err) < 0)
@@ -487,6 +517,7 @@ oci_cli_create (struct sp_runtime_backend *rt, const struct sp_runtime_job *job,
     return sp_make_error (err, ENOMEM, "allocate");
   sb->init = (struct sp_child){ .pid = -1, .pidfd = -1 };
   sb->helper = (struct sp_child){ .pid = -1, .pidfd = -1 };
+  sb->signal_fd = -1;
   sb->timeout_seconds = job->timeout_seconds;
   sb->container_id = strdup (job->container_id);
   sb->cgroup_path = job->cgroup_path ? strdup (job->cgroup_path) : NULL;
@@ -501,7 +532,14 @@ oci_cli_create (struct sp_runtime_backend *rt, const struct sp_runtime_job *job,
      the probe; `start` releases it.  A failure up to there is the
      runtime's (or the host's), never the probe's: `run`'s exit status could
      not tell the two apart (docs/runtimes.md).  */
-  if (create_container (r, job, sb->pid_file, facts, err) < 0)
+  if (probe_stdin (job->start_ahead, &stdin_rd, &sb->signal_fd, err) < 0)
+    {
+      sandbox_free (sb);
+      return -1;
+    }
+  ret = create_container (r, job, sb->pid_file, stdin_rd, facts, err);
+  sp_closep (&stdin_rd);
+  if (ret < 0)
     {
       if (facts->stage != SP_RUN_STAGE_NONE)
         (void)sandbox_remove (r, sb, &ignored);
@@ -509,7 +547,8 @@ oci_cli_create (struct sp_runtime_backend *rt, const struct sp_runtime_job *job,
       return -1;
     }
   if (init_open (sb->pid_file, &sb->init, err) < 0
-      || (r->flavor->adopt_helpers && r->flavor->adopt_helpers (r, job->container_id, &sb->helper, err) < 0))
+      || (r->flavor->adopt_helpers && r->flavor->adopt_helpers (r, job->container_id, &sb->helper, err) < 0)
+      || (job->start_ahead && release_init (r, sb, facts, err) < 0))
     {
       (void)sandbox_remove (r, sb, &ignored);
       sandbox_free (sb);
@@ -588,26 +627,15 @@ start_by_exec_fifo (const struct oci_cli *r, struct sp_runtime_sandbox *sb, cons
   return 0;
 }
 
-int
-oci_cli_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, struct sp_run_facts *facts,
-               sp_error_t *err)
+/* Lets the created container's init go: it execs the process of the
+   bundle (the probe, or the interpreter that waits for its signal).  */
+static int
+release_init (struct oci_cli *r, struct sp_runtime_sandbox *sb, struct sp_run_facts *facts, sp_error_t *err)
 {
-  struct oci_cli *r = (struct oci_cli *)rt;
-  const char *name = r->flavor->binary_name;
-  cleanup_error sp_error_t ignored = NULL;
-  struct sp_cgroup_stats stats;
   char what[64 + CONTAINER_ID_MAX];
-  uint64_t start;
-  int status = 0;
-  int ret;
 
-  if (sb->started)
-    return sp_make_error (err, 0, "%s start `%s`: a sandbox starts once", name, sb->container_id);
-  sb->started = true;
-  facts->launched = true;
-  facts->stage = SP_RUN_STAGE_CREATE;
-  start = sp_monotonic_ns ();
-  snprintf (what, sizeof (what), "%s start `%s`", name, sb->container_id);
+  snprintf (what, sizeof (what), "%s start `%s`", r->flavor->binary_name, sb->container_id);
+  sb->released = true;
   if (r->flavor->start_by_exec_fifo)
     {
       if (start_by_exec_fifo (r, sb, what, err) < 0)
@@ -634,6 +662,61 @@ oci_cli_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, str
           return -1;
         }
     }
+  return 0;
+}
+
+/* The signal to an interpreter started ahead, once it is known to be still
+   waiting: its stdin's write end closed.  *cpu_ns is what the sandbox had
+   used until then (0 when unknown), which the run's facts leave out.  */
+static int
+signal_interpreter (struct oci_cli *r, struct sp_runtime_sandbox *sb, uint64_t *cpu_ns, sp_error_t *err)
+{
+  cleanup_error sp_error_t ignored = NULL;
+  struct pollfd init = { .fd = sb->init.pidfd, .events = POLLIN };
+  struct sp_cgroup_stats stats;
+
+  *cpu_ns = 0;
+  if (sb->init.pidfd < 0 || poll (&init, 1, 0) != 0)
+    {
+      sp_child_kill_and_reap (&sb->init);
+      return sp_make_error (err, 0,
+                            "%s start `%s`: the interpreter started ahead did not wait for its script",
+                            r->flavor->binary_name, sb->container_id);
+    }
+  if (sb->cgroup_path && sp_cgroup_stats_read (sb->cgroup_path, &stats, &ignored) == 0)
+    *cpu_ns = stats.cpu_ns;
+  sp_closep (&sb->signal_fd);
+  return 0;
+}
+
+int
+oci_cli_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, struct sp_run_facts *facts,
+               sp_error_t *err)
+{
+  struct oci_cli *r = (struct oci_cli *)rt;
+  const char *name = r->flavor->binary_name;
+  cleanup_error sp_error_t ignored = NULL;
+  struct sp_cgroup_stats stats;
+  uint64_t cpu_before = 0;
+  uint64_t start;
+  int status = 0;
+  int ret;
+
+  if (sb->started)
+    return sp_make_error (err, 0, "%s start `%s`: a sandbox starts once", name, sb->container_id);
+  sb->started = true;
+  facts->launched = true;
+  facts->stage = SP_RUN_STAGE_CREATE;
+  start = sp_monotonic_ns ();
+  if (sb->released)
+    {
+      /* Started ahead: the timeout and the facts count from the signal.  */
+      if (signal_interpreter (r, sb, &cpu_before, err) < 0)
+        return -1;
+      start = sp_monotonic_ns ();
+    }
+  else if (release_init (r, sb, facts, err) < 0)
+    return -1;
   facts->stage = SP_RUN_STAGE_PROBE;
 
   /* runc: the probe runs as the init itself, so its wait status is the
@@ -668,7 +751,7 @@ oci_cli_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, str
   if (sb->cgroup_path && sp_cgroup_stats_read (sb->cgroup_path, &stats, &ignored) == 0)
     {
       facts->peak_memory_bytes = stats.peak_memory_bytes;
-      facts->cpu_ns = stats.cpu_ns;
+      facts->cpu_ns = stats.cpu_ns > cpu_before ? stats.cpu_ns - cpu_before : 0;
       facts->oom = stats.oom_kills > 0;
     }
   return ret < 0 ? -1 : 0;

@@ -75,10 +75,10 @@ void oci_cli_close (struct sp_runtime_backend *rt);
 /* The ops every flavor shares; name, kernel and evidence are its own.  */
 #define OCI_CLI_OPS(NAME, KERNEL, EVIDENCE)                                                                  \
   {                                                                                                          \
-    .name = (NAME), .kernel = (KERNEL), .canary_evidence = (EVIDENCE), .verify = oci_cli_verify,             \
-    .prepare = oci_cli_prepare, .run = oci_cli_run, .create = oci_cli_create, .start = oci_cli_start,        \
-    .destroy = oci_cli_destroy, .kill = oci_cli_kill, .cleanup_orphans = oci_cli_cleanup_orphans,            \
-    .describe = oci_cli_describe, .close = oci_cli_close,                                                    \
+    .name = (NAME), .kernel = (KERNEL), .canary_evidence = (EVIDENCE), .starts_ahead = true,                 \
+    .verify = oci_cli_verify, .prepare = oci_cli_prepare, .run = oci_cli_run, .create = oci_cli_create,      \
+    .start = oci_cli_start, .destroy = oci_cli_destroy, .kill = oci_cli_kill,                                \
+    .cleanup_orphans = oci_cli_cleanup_orphans, .describe = oci_cli_describe, .close = oci_cli_close,        \
   }
 
 /* Parses `N.N.N` at p (each part 1 to 6 digits), followed by anything that

@@ -42,6 +42,10 @@ struct sp_runtime_job
   const char *container_id; /* sp_bundle_container_id: "sp-<run>-<invocation>" */
   const char *cgroup_path;  /* config.json's linux.cgroupsPath */
   uint32_t timeout_seconds; /* wall clock, from launch */
+  /* create only, and only where ops->starts_ahead: the bundle's process is
+     the interpreter started ahead (sp_bundle_spec.interpreter_waits), and
+     create starts it too; start then only signals it.  */
+  bool start_ahead;
 };
 
 /* What every backend is given when it is opened.  */
@@ -154,6 +158,9 @@ struct sp_runtime_ops
   const char *name;                   /* sp_runtime_name's spelling */
   enum sp_sandbox_kernel kernel;      /* what the canary must find inside */
   const char *const *canary_evidence; /* what the canary checked it by, for `check`; NULL-terminated */
+  /* create can start a sandbox's interpreter ahead of its request, to wait
+     on its stdin (docs/runtimes.md, "Interpreters started ahead").  */
+  bool starts_ahead;
   /* The fail-closed preflight of the binary: it exists, is root's and not
      writable by others, and its version is one this project supports.  The
      confinement canary (serve's preflight) runs after it through `run`.  */
@@ -185,7 +192,13 @@ struct sp_runtime_ops
      never starts the probe.  `start` releases the probe and waits for it,
      under job->timeout_seconds from that moment, with `run`'s facts and
      return rules (a failure at `start` itself leaves facts->stage at
-     SP_RUN_STAGE_CREATE).  `destroy` kills what is left, removes the
+     SP_RUN_STAGE_CREATE).  With job->start_ahead, create also starts
+     the container, whose interpreter then waits for end of file on its
+     stdin, a pipe whose write end the handle holds; start checks that it
+     still waits, closes that end (the signal) and waits for the probe under
+     the timeout from there, and the facts' CPU time counts from there too.
+     Every other sandbox gets that pipe already closed, so that a probe's
+     stdin is the same either way.  `destroy` kills what is left, removes the
      container, confirms it is gone and frees the handle, whatever happened
      before; it returns -1 when something stayed.  A handle is started at
      most once.  On a failed create, *out is NULL and nothing is left.  */

@@ -466,7 +466,8 @@ take_sandbox (struct invocation *inv, bool cold, struct sp_serve_sandbox **sandb
 
       if (slot < 0)
         return cancelled (inv, "before its sandbox was made", err);
-      if (sp_serve_sandbox_make (s, seed_index, (unsigned)slot, inv->inv, &sb, &inv->ran, &inv->facts, err)
+      if (sp_serve_sandbox_make (s, seed_index, (unsigned)slot, inv->inv, false, &sb, &inv->ran, &inv->facts,
+                                 err)
           < 0)
         {
           sp_serve_slot_free (s, (unsigned)slot);

@@ -179,7 +179,7 @@ make_one (struct sp_serve *s, struct sp_serve_pool *p, size_t i)
   slot = sp_serve_slot_claim (s);
   if (slot < 0)
     sp_make_error (&err, 0, "no free slot");
-  else if (sp_serve_sandbox_make (s, i, (unsigned)slot, name, &sb, &ran, NULL, &err) < 0)
+  else if (sp_serve_sandbox_make (s, i, (unsigned)slot, name, true, &sb, &ran, NULL, &err) < 0)
     sp_serve_slot_free (s, (unsigned)slot);
   else if (s->opt->snapshot == SP_SNAPSHOT_OVERLAY)
     sp_serve_sandbox_warm (sb, SP_SERVE_POOL_WARM_ENTRIES);

@@ -103,7 +103,7 @@ sandbox_remove (struct sp_serve *s, struct sp_serve_sandbox *sb, sp_error_t *err
 }
 
 int
-sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, const char *name,
+sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, const char *name, bool ahead,
                        struct sp_serve_sandbox **out, bool *ran, struct sp_run_facts *facts, sp_error_t *err)
 {
   static const struct sp_copy_options copy_limits = {
@@ -140,6 +140,7 @@ sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, con
     .rules = s->rules,
     .host_root_id = id->host_root_id,
     .host_probe_id = id->host_probe_id,
+    .interpreter_waits = ahead && s->runtime->ops->starts_ahead,
   };
   sb->name = strdup (name);
   sb->container_id = sp_bundle_container_id (&spec);
@@ -200,6 +201,7 @@ sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, con
         .container_id = sb->container_id,
         .cgroup_path = sb->cgroup_path,
         .timeout_seconds = s->config->timeout_seconds,
+        .start_ahead = spec.interpreter_waits,
       };
 
       *ran = true;

@@ -234,8 +234,11 @@ int sp_serve_seed_check (const struct sp_serve *s, size_t seed_index, sp_error_t
    has one).  On failure *out is NULL, everything made is gone, the slot is
    still the caller's, *ran says whether the runtime was asked, and *facts
    (when not NULL) what its `create` did.  A seed found gone before the
-   snapshot, or once a snapshot failed, is sp_serve_seed_check's error.  */
-int sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, const char *name,
+   snapshot, or once a snapshot failed, is sp_serve_seed_check's error.
+   ahead: made before its request (the pool), so that where the backend
+   can, its interpreter is started too and waits for its script
+   (docs/runtimes.md, "Interpreters started ahead").  */
+int sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, const char *name, bool ahead,
                            struct sp_serve_sandbox **out, bool *ran, struct sp_run_facts *facts,
                            sp_error_t *err);
 /* Puts the script in, once the seed is checked (sp_serve_seed_check):

@@ -739,8 +739,10 @@ def pool_expected(repos=1):
 
 
 def created_containers(state, run):
-    """run's containers that the runtime reports as created and not started
-    (`runc list`'s and `runsc list`'s status column; docker's State)."""
+    """run's containers that wait for their request: created and not
+    started, or where the backend starts_ahead, running the interpreter
+    that waits for its script (`runc list`'s and `runsc list`'s status
+    column; docker's State)."""
     return B.created_containers(state, run)
 
 

@@ -87,12 +87,14 @@ sp_serve_slot_free (struct sp_serve *s, unsigned slot)
 }
 
 int
-sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, const char *name,
+sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, const char *name, bool ahead,
                        struct sp_serve_sandbox **out, bool *ran, struct sp_run_facts *facts, sp_error_t *err)
 {
   struct sp_serve_sandbox *sb;
 
   (void)s, (void)facts;
+  /* What the pool makes is made ahead of its request.  */
+  ck_assert (ahead);
   *out = NULL;
   *ran = false;
   pthread_mutex_lock (&fake.lock);
