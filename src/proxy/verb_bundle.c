@@ -38,7 +38,7 @@
 
 #define USAGE                                                                                                \
   "usage: sealed-probe-proxy bundle --dry-run --config PATH|- --repo OWNER/NAME --script PATH|- --out DIR\n" \
-  "                                 [--rootfs DIR] [--state DIR] [--probe-ids BASE]\n"                       \
+  "                                 [--rootfs DIR] [--state DIR] [--probe-ids BASE] [--started-ahead]\n"     \
   "                                 [--runc PATH | --runsc PATH [--gvisor-platform NAME]\n"                  \
   "                                  | --docker-socket PATH [--docker-state-dir PATH]\n"                     \
   "                                  | [--sbx PATH] --sbx-template NAME@sha256:HEX]\n"                       \
@@ -71,6 +71,7 @@ struct bundle_args
   const char *sbx;
   const char *sbx_template;
   const char *remove;
+  int started_ahead;
   uint32_t probe_id_base;
 };
 
@@ -94,6 +95,7 @@ parse_args (int argc, char **argv, struct bundle_args *a)
     { .name = "--docker-state-dir", .value = &a->docker_state_dir },
     { .name = "--sbx", .value = &a->sbx },
     { .name = "--sbx-template", .value = &a->sbx_template },
+    { .name = "--started-ahead", .flag = &a->started_ahead },
     { .name = "--remove", .value = &a->remove },
   };
   const size_t n_options = sizeof (options) / sizeof (options[0]);
@@ -189,6 +191,7 @@ write_commands (int dirfd, struct sp_runtime_backend *rt, const struct sp_bundle
     .container_id = container_id,
     .cgroup_path = cgroup_path,
     .timeout_seconds = timeout,
+    .start_ahead = spec->interpreter_waits,
   };
   if (rt->ops->describe (rt, &job, &json, &len, err) < 0)
     return -1;
@@ -428,6 +431,14 @@ sp_verb_bundle (int argc, char **argv)
       return fail ("%s", sp_error_message (err));
     }
   rules = sp_runtime_bundle_rules_for (config->runtime);
+  if (a.started_ahead && !backend->ops->starts_ahead)
+    {
+      sp_rootfs_info_release (&rootfs);
+      return fail (
+          "--started-ahead: %s does not start an interpreter ahead; serve starts its sandboxes at their "
+          "request (docs/runtimes.md, \"Interpreters started ahead\")",
+          sp_runtime_name (config->runtime));
+    }
 
   if (mkdir (a.out, 0711) < 0)
     {
@@ -463,6 +474,7 @@ sp_verb_bundle (int argc, char **argv)
     .host_root_id = host_root_id,
     .host_probe_id = host_probe_id,
     .rules = rules,
+    .interpreter_waits = a.started_ahead != 0,
   };
   ret = sp_bundle_write (dirfd, &spec, script, script_len, &err);
   if (ret == 0 && spec.rules.tmp_on_host)

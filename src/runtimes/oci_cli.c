@@ -849,6 +849,17 @@ oci_cli_describe (struct sp_runtime_backend *rt, const struct sp_runtime_job *jo
       command_line (r, r->root, start, argv);
       bad |= sp_yajl_gen_command (g, "start", argv) < 0;
     }
+  if (job->start_ahead)
+    {
+      /* The steps above ran before the request; this one is the request's.  */
+      bad |= yajl_gen_map_open (g) != yajl_gen_status_ok;
+      bad |= (sp_yajl_gen_cstr (g, "step") | sp_yajl_gen_cstr (g, "signal") | sp_yajl_gen_cstr (g, "stdin")
+              | sp_yajl_gen_cstr (g,
+                                  "serve closes the write end of the probe's stdin once probe.py holds the "
+                                  "script; the interpreter started ahead then runs it"))
+             != yajl_gen_status_ok;
+      bad |= yajl_gen_map_close (g) != yajl_gen_status_ok;
+    }
   command_line (r, r->root, kill_words, argv);
   bad |= sp_yajl_gen_command (g, "kill (on timeout or stop)", argv) < 0;
   command_line (r, r->root, delete_words, argv);

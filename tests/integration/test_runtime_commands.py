@@ -80,10 +80,24 @@ def dry_run(config, state, script_text, *extra, repo="acme/one", backend_args=Tr
     try:
         with open(os.path.join(out, "runtime-commands.json")) as f:
             doc = json.load(f)
+        with open(os.path.join(out, "config.json")) as f:
+            LAST_CONFIG[:] = [json.load(f)]
     except (OSError, ValueError):
-        pass
+        LAST_CONFIG[:] = []
     remove_bundle(out)
     return r, doc, out
+
+
+LAST_CONFIG = []  # dry_run's config.json, parsed
+
+
+def started_ahead_refused(config, state, repo="acme/one"):
+    """Where the backend does not start ahead: `bundle --dry-run
+    --started-ahead` is refused, naming the option, and leaves no bundle."""
+    r, doc, out = dry_run(config, state, "print(1)\n", "--started-ahead", repo=repo)
+    tap.ok(r.returncode != 0 and "--started-ahead" in r.stderr and "does not start an interpreter ahead" in r.stderr
+           and not os.path.lexists(out),
+           f"dry run --started-ahead is refused on {B.BACKEND}, naming the option", r.stderr)
 
 
 def after(argv, flag):
@@ -227,6 +241,7 @@ def docker_main():
         tap.ok(r.returncode == 0 and doc is not None, "dry run writes runtime-commands.json beside config.json",
                r.stderr)
         doc = doc or {"requests": []}
+        started_ahead_refused(config, state)
         steps = [q.get("step") for q in doc.get("requests", [])]
         image = doc.get("image") or ""
         tap.ok(doc.get("runtime") == "docker" and steps == DOCKER_STEPS
@@ -512,6 +527,7 @@ def sbx_main():
         tap.ok(r.returncode == 0 and doc is not None, "dry run writes runtime-commands.json beside config.json",
                r.stderr)
         tap.ok(double.argv_log() == [], "dry run: no sbx command is run", double.argv_log()[:3])
+        started_ahead_refused(config, state, repo)
         doc = doc or {"commands": []}
         steps = [c.get("step") for c in doc.get("commands", [])]
         tap.ok(doc.get("runtime") == "sbx" and steps == SBX_STEPS,
@@ -688,6 +704,22 @@ try:
         flags = create[3:6] if len(create) > 6 else []
         tap.ok(flags == ["--network=none", "--oci-seccomp", "--platform=ptrace"],
                "dry run (gvisor): --network=none --oci-seccomp --platform=ptrace follow --root", create)
+
+    # ---- the dry run of a sandbox started ahead (issue 29) ----
+    cold_args = (LAST_CONFIG[0] if LAST_CONFIG else {}).get("process", {}).get("args", []) if r2 else []
+    r3, doc3, _ = dry_run(config, state, "print(1)\n", "--started-ahead")
+    args3 = (LAST_CONFIG[0] if LAST_CONFIG else {}).get("process", {}).get("args", [])
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "bundle", "waiter.py")) as f:
+        waiter = f.read()
+    tap.ok(r3.returncode == 0 and cold_args[:4] == args3[:4] == ["/usr/bin/python3", "-I", "-S", "-B"]
+           and cold_args[4:] == ["/probe/probe.py"] and args3[4:] == ["-c", waiter],
+           "dry run --started-ahead: the process is python3 -I -S -B -c and src/bundle/waiter.py whole, where a "
+           "cold one names /probe/probe.py", (r3.stderr, cold_args, args3[:5]))
+    steps3 = [c.get("step") for c in (doc3 or {}).get("commands", [])]
+    signal_step = next((c for c in (doc3 or {}).get("commands", []) if c.get("step") == "signal"), {})
+    tap.ok(steps3 == STEPS[:2] + ["signal"] + STEPS[2:] and "closes the write end" in signal_step.get("stdin", ""),
+           "dry run --started-ahead: runtime-commands.json has the signal (stdin closed) between start and kill",
+           steps3)
 
     # ---- serve, through the logging wrapper ----
     extra = (B.BINARY_OPTION, wrapper)
