@@ -368,7 +368,8 @@ sh_with (const char *script, bool drop_capabilities)
 
   ck_assert_int_eq (pipe2 (pipefd, O_CLOEXEC), 0);
   ck_assert_msg (sp_spawn_with (SH, argv, env,
-                                &(struct sp_spawn_options){ .output_fd = pipefd[1],
+                                &(struct sp_spawn_options){ .input_fd = -1,
+                                                            .output_fd = pipefd[1],
                                                             .output_stderr_too = true,
                                                             .root_dirfd = -1,
                                                             .drop_capabilities = drop_capabilities },
@@ -383,6 +384,43 @@ sh_with (const char *script, bool drop_capabilities)
   ck_assert_int_eq (sp_child_wait (&child, 10000, &status, &err), 1);
   return status;
 }
+
+/* input_fd becomes the child's stdin: what the parent writes into a pipe is
+   what it reads, and its end is the pipe's end (runtimes hand a probe its
+   stdin this way, docs/runtimes.md, "Interpreters started ahead").  */
+START_TEST (with_options_input_fd_is_the_childs_stdin)
+{
+  char *argv[] = { (char *)"sh", (char *)"-c", (char *)"cat; echo end", NULL };
+  char *env[] = { (char *)"PATH=/usr/bin:/bin", NULL };
+  cleanup_error sp_error_t err = NULL;
+  struct sp_child child;
+  int in[2], outp[2];
+  char buf[64];
+  size_t used = 0;
+  ssize_t n;
+  int status = -1;
+
+  ck_assert_int_eq (pipe2 (in, O_CLOEXEC), 0);
+  ck_assert_int_eq (pipe2 (outp, O_CLOEXEC), 0);
+  ck_assert_msg (
+      sp_spawn_with (SH, argv, env,
+                     &(struct sp_spawn_options){ .input_fd = in[0], .output_fd = outp[1], .root_dirfd = -1 },
+                     &child, &err)
+          == 0,
+      "%s", sp_error_message (err));
+  close (in[0]);
+  close (outp[1]);
+  ck_assert_int_eq (write (in[1], "given\n", 6), 6);
+  close (in[1]);
+  while (used < sizeof (buf) - 1 && (n = read (outp[0], buf + used, sizeof (buf) - 1 - used)) > 0)
+    used += (size_t)n;
+  buf[used] = '\0';
+  close (outp[0]);
+  ck_assert_int_eq (sp_child_wait (&child, 10000, &status, &err), 1);
+  ck_assert (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  ck_assert_str_eq (buf, "given\nend\n");
+}
+END_TEST
 
 START_TEST (with_options_stderr_joins_stdout_and_no_capability_survives_the_exec)
 {
@@ -422,10 +460,11 @@ START_TEST (with_options_the_child_runs_chrooted_into_the_tree)
   rootfd = open (tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   ck_assert_int_ge (rootfd, 0);
   /* /bin/sh is on the host, not in the empty tree: exec fails, named.  */
-  ck_assert_int_eq (sp_spawn_with (SH, argv, no_env,
-                                   &(struct sp_spawn_options){ .output_fd = -1, .root_dirfd = rootfd },
-                                   &child, &err),
-                    -1);
+  ck_assert_int_eq (
+      sp_spawn_with (SH, argv, no_env,
+                     &(struct sp_spawn_options){ .input_fd = -1, .output_fd = -1, .root_dirfd = rootfd },
+                     &child, &err),
+      -1);
   ck_assert_int_eq (err->status, ENOENT);
   ck_assert_ptr_nonnull (strstr (sp_error_message (err), SH));
   ck_assert_int_eq (child.pid, -1);
@@ -433,10 +472,11 @@ START_TEST (with_options_the_child_runs_chrooted_into_the_tree)
   close (rootfd);
   ck_assert_int_eq (rmdir (tree), 0);
   /* Control: the same spawn without the chroot runs.  */
-  ck_assert_int_eq (sp_spawn_with (SH, argv, no_env,
-                                   &(struct sp_spawn_options){ .output_fd = -1, .root_dirfd = -1 }, &child,
-                                   &err),
-                    0);
+  ck_assert_int_eq (
+      sp_spawn_with (SH, argv, no_env,
+                     &(struct sp_spawn_options){ .input_fd = -1, .output_fd = -1, .root_dirfd = -1 }, &child,
+                     &err),
+      0);
   ck_assert_int_eq (sp_child_wait (&child, 10000, &status, &err), 1);
   ck_assert (WIFEXITED (status) && WEXITSTATUS (status) == 0);
 }
@@ -478,6 +518,7 @@ make_suite (void)
   tcase_add_test (tc, an_orphan_of_a_subreaper_is_adopted_waited_and_killed);
   tcase_add_test (tc, strays_are_reaped_and_known_children_are_left_to_their_owner);
   tcase_add_test (tc, a_missing_binary_is_an_error_naming_it);
+  tcase_add_test (tc, with_options_input_fd_is_the_childs_stdin);
   tcase_add_test (tc, with_options_stderr_joins_stdout_and_no_capability_survives_the_exec);
   tcase_add_test (tc, with_options_the_child_runs_chrooted_into_the_tree);
   suite_add_tcase (s, tc);
