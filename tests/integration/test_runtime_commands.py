@@ -6,7 +6,9 @@ a probe with exactly those argv once the run id, container id and bundle path
 are put in: same flags, same order, same verbs.  Under runc there is no
 delete: once the init is reaped serve removes the container's cgroup and
 state directory itself (the dry run's `remove` step), and right after each
-answer, with serve still up, neither is left.  No flag ever comes from a
+answer, with serve still up, neither is left; a cgroup that cannot simply
+be removed (the test makes a child cgroup in it while the probe runs) is
+left to `delete --force`, which removes both.  No flag ever comes from a
 request: a script that spells `--allow-flag-override`, `--debug` and the like
 reaches no argv.  Runs on the backend SP_BACKEND names (runc by default).
 
@@ -37,6 +39,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -68,6 +71,9 @@ SMUGGLED = ("--allow-flag-override", "--debug", "--debug-log=/tmp/sp-x", "--stra
             f"--{MARKER}")
 SCRIPT = (f"# {MARKER} " + " ".join(SMUGGLED) + "\n" + S.answer_script("YES"))
 SLEEPER = "# " + " ".join(SMUGGLED) + "\nimport time\ntime.sleep(600)\n"
+# Runs long enough for the test to find its cgroup and make a child in it.
+HELD = "import time\ntime.sleep(2)\n" + S.answer_script("YES")
+CHILD_CGROUP = "sp-test-child"
 
 tap = Tap()
 work = S.Work(f"sp-runtime-commands-{B.BACKEND}-")
@@ -135,6 +141,31 @@ def removed_now(state, run):
         out[f"sp-{name}"] = ([path] if os.path.lexists(path) else []) + [
             d for d in S.cgroup_dirs(run or "none") if d.endswith(f"/{name}")]
     return out
+
+
+def occupy_probe_cgroup(run, found, timeout=20):
+    """Makes a child cgroup in the cgroup (in one hierarchy) of the running
+    probe of run, found by its python3's command line: the container's
+    cgroup then cannot be removed by a plain rmdir.  found gets the path."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for d in S.cgroup_dirs(run or "none"):
+            try:
+                with open(os.path.join(d, "cgroup.procs")) as f:
+                    pids = f.read().split()
+            except OSError:
+                continue
+            for pid in pids:
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        running = b"/probe/probe.py" in f.read()
+                except OSError:
+                    continue
+                if running:
+                    os.mkdir(os.path.join(d, CHILD_CGROUP))
+                    found.append(d)
+                    return
+        time.sleep(0.02)
 
 
 def forbidden_in(argvs):
@@ -740,11 +771,22 @@ try:
         slept = srv.probe(SLEEPER, "acme/one")
         tap.ok(slept == S.ERROR_LINE, "a probe past the timeout answers ERROR", slept)
         gone_after["timed_out"] = removed_now(state, run)
+        occupied = []
+        if DIRECT_REMOVE:
+            occupier = threading.Thread(target=occupy_probe_cgroup, args=(run, occupied))
+            occupier.start()
+            held = srv.probe(HELD, "acme/one")
+            occupier.join()
+            tap.ok(held == S.answer("YES") and len(occupied) == 1,
+                   "runc: a probe whose cgroup got a child cgroup while it ran still answers", (held, occupied))
+            gone_after["answered (its cgroup busy)"] = removed_now(state, run)
         rc = srv.stop()
         tap.ok(rc == 0, "serve stops cleanly", srv.stderr()[-400:])
     records = S.audit_lines(state)
-    tap.ok(run is not None and [r["status"] for r in records] == ["answered", "timed_out"],
-           "the audit log holds the answered probe and the timed-out one", records)
+    tap.ok(run is not None and [r["status"] for r in records]
+           == ["answered", "timed_out"] + (["answered"] if DIRECT_REMOVE else []),
+           "the audit log holds the answered probe and the timed-out one"
+           + (" (runc: and the one whose cgroup was busy)" if DIRECT_REMOVE else ""), records)
     logged = B.read_log(log)
     real_wrapper = os.path.realpath(wrapper)
     tap.ok(logged and all(a[0] == real_wrapper for a in logged),
@@ -784,6 +826,15 @@ try:
             tap.ok(step is not None and got == want,
                    f"serve's {verb_of(argv)} ({rec['status']}) is the dry run's, up to run, container and bundle",
                    f"dry:   {want}\nserve: {got}")
+    if DIRECT_REMOVE and len(records) > 2:
+        rec = records[2]
+        cid = f"sp-{run}-{rec['sandbox'] or S.audit_id_inv(rec)}"
+        verbs = [verb_of(a) for a in commands_of(cid)]
+        left = gone_after.get("answered (its cgroup busy)", {}).get(cid, ["not looked at"])
+        tap.ok(verbs == ["create", "delete"] and left == [],
+               "runc: a cgroup that rmdir cannot remove (a child cgroup in it) falls back to `delete --force`, "
+               "which removes the child, the cgroup in every hierarchy and the state directory",
+               {"verbs": verbs, "left": left, "occupied": occupied})
     bad = forbidden_in(logged)
     tap.ok(bad == [] and not any(MARKER in " ".join(a) for a in logged),
            "serve: no argv holds a flag from the request, nor --allow-flag-override, --debug, --strace, --profile",
