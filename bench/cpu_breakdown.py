@@ -18,7 +18,8 @@ each process at its execs.  A thread's CPU is its sum_exec_runtime (exact,
 user and system together); the user/system split is the kernel's
 tick-sampled utime/stime (4 ms ticks at HZ=250: rough per process, fair over
 a block).  serve's live threads are read from /proc/PID/task/*/schedstat
-before and after.  Kernel threads (kworkers: cgroup and overlay teardown
+before and after (their user/system split from /proc/PID/stat, at the
+clock tick's 10 ms, of the whole process).  Kernel threads (kworkers: cgroup and overlay teardown
 done asynchronously) are not in it; work the kernel does in a process's
 context (mounts, namespaces, cgroup creation, page faults, exec) is in that
 process's system time.
@@ -73,6 +74,14 @@ ROWS = [
     ("runc delete or kill", r"^runc delete or kill$"),
     ("serve's threads", r"^serve"),
 ]
+
+
+def user_sys_ns(pid):
+    """The process's utime and stime (all its threads, tick-sampled)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tick = 1e9 / os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) * tick, int(fields[12]) * tick
 
 
 def schedstat_ns(pid):
@@ -173,6 +182,7 @@ def block(h, s, repo, runs, pause_s, work, k):
         clients = []
         spid = s.proc.pid
         before = schedstat_ns(spid)
+        us_before = user_sys_ns(spid)
         for i in range(runs):
             time.sleep(pause_s)
             c = subprocess.Popen([h.client, "--repo", repo] + [a for o in OUTCOMES for a in ("--outcome", o)],
@@ -185,6 +195,7 @@ def block(h, s, repo, runs, pause_s, work, k):
         # The last probe's removal and the pool's refill.
         time.sleep(max(1.0, pause_s))
         live = schedstat_ns(spid) - before
+        us = [a - b for a, b in zip(user_sys_ns(spid), us_before)]
     finally:
         bt.send_signal(signal.SIGINT)
         try:
@@ -193,7 +204,7 @@ def block(h, s, repo, runs, pause_s, work, k):
             bt.kill()
             bt.wait()
     rows = parse(trace, [spid] + clients, spid)
-    rows["serve (live threads)"] = [live, 0, 0, 0]
+    rows["serve (live threads)"] = [live, us[0], us[1], 0]
     return {lab: [v[0] / runs / 1e6, v[1] / runs / 1e6, v[2] / runs / 1e6, v[3] / runs] for lab, v in rows.items()}
 
 
