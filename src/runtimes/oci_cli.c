@@ -793,7 +793,7 @@ signal_interpreter (struct oci_cli *r, struct sp_runtime_sandbox *sb, uint64_t *
   *cpu_ns = 0;
   if (sb->init.pidfd < 0 || poll (&init, 1, 0) != 0)
     {
-      sp_child_kill_and_reap (&sb->init);
+      init_kill_and_reap (sb);
       return sp_make_error (err, 0,
                             "%s start `%s`: the interpreter started ahead did not wait for its script",
                             r->flavor->binary_name, sb->container_id);
