@@ -425,19 +425,22 @@ sp_child_wait (struct sp_child *child, int timeout_ms, int *status, sp_error_t *
     }
 }
 
-void
+int
 sp_child_kill_and_reap (struct sp_child *child)
 {
+  pid_t pid = child->pid;
   int st;
+  pid_t r;
 
-  if (child->pid <= 0)
-    return;
+  if (pid <= 0)
+    return 0;
   /* The pgid is the pid (setpgid (0, 0)), and it cannot be reused while the
      unreaped child holds it.  */
-  kill (-child->pid, SIGKILL);
-  kill (child->pid, SIGKILL);
-  TEMP_FAILURE_RETRY (waitpid (child->pid, &st, 0));
+  kill (-pid, SIGKILL);
+  kill (pid, SIGKILL);
+  r = TEMP_FAILURE_RETRY (waitpid (pid, &st, 0));
   child_reaped (child);
+  return r == pid;
 }
 
 int

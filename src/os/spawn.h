@@ -58,9 +58,10 @@ int sp_child_adopt (pid_t pid, struct sp_child *child, sp_error_t *err);
    still runs), -1 on error.  */
 int sp_child_wait (struct sp_child *child, int timeout_ms, int *status, sp_error_t *err);
 
-/* SIGKILL to the child's whole process group, then reaps it.  A no-op on a
-   child already reaped (its pid may be reused).  */
-void sp_child_kill_and_reap (struct sp_child *child);
+/* SIGKILL to the child's whole process group, then reaps it: 1 when this
+   call reaped it, 0 when waitpid failed (it is forgotten all the same).  A
+   no-op returning 0 on a child already reaped (its pid may be reused).  */
+int sp_child_kill_and_reap (struct sp_child *child);
 
 /* Reaps every child of this process that exited and that neither
    sp_spawn made nor sp_child_adopt took: the strays a subreaper inherits

@@ -48,6 +48,8 @@
 #define CGROUP_DRAIN_MS     2000
 #define CGROUP_DRAIN_NAP_MS 10
 #define CGROUP_PROCS_MAX    (256 * 1024)
+/* A reaped container's cgroup: how long it may still be busy.  */
+#define REMOVE_BUSY_MS 200
 /* "sp-" <run> "-" <invocation>.  */
 #define CONTAINER_ID_MAX (3 + SP_ID_MAX_CHARS + 1 + SP_ID_MAX_CHARS)
 /* runc's fifo in <root>/<id>/ that a created container's init waits on.  */
@@ -55,9 +57,13 @@
 /* A --root holds runc's <id>/ with state.json and exec.fifo, or runsc's
    <id>_sandbox:<id>.state and .lock: shallow.  */
 #define STATE_TREE_MAX_DEPTH 4
+/* runc's <root>/<id>/: state.json and the exec fifo, no directories.  */
+#define CONTAINER_DIR_MAX_DEPTH 1
 /* The longest command line: binary, --root ROOT, the flags, a verb's own
    words (create's six) and the NULL.  */
 #define ARGV_MAX (3 + OCI_CLI_FLAGS_MAX + 8)
+
+static int remove_tree_at (int dirfd, const char *name, int depth);
 
 static char *const runtime_env[] = { (char *)"PATH=" SP_RUNTIME_SEARCH_PATH, NULL };
 
@@ -444,6 +450,7 @@ struct sp_runtime_sandbox
   int signal_fd; /* the write end of the probe's stdin while its interpreter waits; else -1 */
   bool released; /* the init was let go: it runs the interpreter */
   bool started;
+  bool init_reaped; /* this process reaped the init it adopted */
 };
 
 static void
@@ -457,21 +464,129 @@ sandbox_free (struct sp_runtime_sandbox *sb)
   free (sb);
 }
 
-/* Reaps what create left, deletes the container and confirms its state is
-   gone.  */
+/* Kills and reaps the init while this process holds it, noting that it did.  */
+static void
+init_kill_and_reap (struct sp_runtime_sandbox *sb)
+{
+  if (sp_child_kill_and_reap (&sb->init) == 1)
+    sb->init_reaped = true;
+}
+
+/* The cgroup's name below <hierarchy>/SP_BUNDLE_CGROUP_PARENT/ when path is
+   "/" SP_BUNDLE_CGROUP_PARENT "/<name>", as bundle.c makes it; else NULL.  */
+static const char *
+cgroup_leaf (const char *path)
+{
+  static const char parent[] = "/" SP_BUNDLE_CGROUP_PARENT "/";
+  const char *name;
+
+  if (path == NULL || strncmp (path, parent, sizeof (parent) - 1) != 0)
+    return NULL;
+  name = path + sizeof (parent) - 1;
+  if (name[0] == '\0' || strchr (name, '/') != NULL || strcmp (name, ".") == 0 || strcmp (name, "..") == 0)
+    return NULL;
+  return name;
+}
+
+/* rmdir <hier_fd>/SP_BUNDLE_CGROUP_PARENT/<name>: 0 when it is gone (or was
+   never there), -1 when it stays.  A cgroup whose last task just exited may
+   still count as populated for a moment: EBUSY is retried briefly.  */
+static int
+remove_cgroup_in (int hier_fd, const char *name)
+{
+  cleanup_close int parent_fd
+      = openat (hier_fd, SP_BUNDLE_CGROUP_PARENT, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+  if (parent_fd < 0)
+    return errno == ENOENT ? 0 : -1;
+  for (int waited = 0;; waited += CGROUP_DRAIN_NAP_MS)
+    {
+      struct timespec nap = { 0, CGROUP_DRAIN_NAP_MS * 1000000L };
+
+      if (unlinkat (parent_fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+        return 0;
+      if (errno != EBUSY || waited >= REMOVE_BUSY_MS)
+        return -1;
+      nanosleep (&nap, NULL);
+    }
+}
+
+/* Removes the container's cgroup from every hierarchy, as `runc delete`
+   does (its state.json's cgroup_paths are <SP_CGROUP_ROOT>/<h>/<path> for
+   each v1 hierarchy h, `unified` and `systemd` among them, or the v2 root):
+   0 when it is gone from all of them.  */
+static int
+remove_cgroup (const char *name)
+{
+  cleanup_close int root_fd = open (SP_CGROUP_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  cleanup_dir_names struct sp_dir_names names = { 0 };
+  cleanup_error sp_error_t ignored = NULL;
+  struct stat st;
+  int ret = 0;
+
+  if (root_fd < 0)
+    return -1;
+  if (fstatat (root_fd, "cgroup.controllers", &st, AT_SYMLINK_NOFOLLOW) == 0)
+    return remove_cgroup_in (root_fd, name);
+  if (sp_dir_names_read (root_fd, &names, &ignored) < 0)
+    return -1;
+  for (size_t i = 0; i < names.len; i++)
+    {
+      cleanup_close int hier_fd = -1;
+
+      /* A symlink (cpu -> cpu,cpuacct) is visited under its real name.  */
+      if (fstatat (root_fd, names.v[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -1;
+      if (!S_ISDIR (st.st_mode))
+        continue;
+      hier_fd = openat (root_fd, names.v[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (hier_fd < 0 || remove_cgroup_in (hier_fd, name) < 0)
+        ret = -1;
+    }
+  return ret;
+}
+
+/* `runc delete` without the binary, for a container whose init this
+   process reaped (remove_reaped_directly).  The init was the pid
+   namespace's first process, so every other process in it was killed and
+   reaped by the kernel before the init could be (every bundle has its own
+   pid namespace, bundle.c): nothing of the container runs.  What is left
+   is what `runc delete` removes for a stopped container: its cgroup in every
+   hierarchy, then <root>/<id>/ (state.json, and the exec fifo of one never
+   started); the bundle has no hooks.  0 when both are gone; -1 when
+   anything stays, with state.json still there for `delete --force` (the
+   cgroup goes first).  */
+static int
+remove_reaped (const struct oci_cli *r, const struct sp_runtime_sandbox *sb)
+{
+  cleanup_close int root_fd = -1;
+  const char *leaf = cgroup_leaf (sb->cgroup_path);
+
+  if (!sb->init_reaped || leaf == NULL || remove_cgroup (leaf) < 0)
+    return -1;
+  root_fd = open (r->root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (root_fd < 0 || remove_tree_at (root_fd, sb->container_id, CONTAINER_DIR_MAX_DEPTH) < 0)
+    return -1;
+  return 0;
+}
+
+/* Reaps what create left, removes the container (directly, or by `delete
+   --force`) and confirms its state is gone.  */
 static int
 sandbox_remove (struct oci_cli *r, struct sp_runtime_sandbox *sb, sp_error_t *err)
 {
   cleanup_error sp_error_t ignored = NULL;
   int status = 0;
 
-  sp_child_kill_and_reap (&sb->init);
+  init_kill_and_reap (sb);
   /* A helper leaves once the sandbox is gone; one that does not is killed.
      Either way it is reaped here, so that `delete` does not wait on it.  */
   if (sb->helper.pidfd >= 0 && sp_child_wait (&sb->helper, HELPER_EXIT_MS, &status, &ignored) != 1)
     sp_child_kill_and_reap (&sb->helper);
   sp_error_release (&ignored);
   unlink (sb->pid_file);
+  if (r->flavor->remove_reaped_directly && remove_reaped (r, sb) == 0)
+    return state_gone (r, sb->container_id, err);
   if (delete_id (r, r->root, sb->container_id, err) < 0)
     return -1;
   return state_gone (r, sb->container_id, err);
@@ -640,7 +755,7 @@ release_init (struct oci_cli *r, struct sp_runtime_sandbox *sb, struct sp_run_fa
     {
       if (start_by_exec_fifo (r, sb, what, err) < 0)
         {
-          sp_child_kill_and_reap (&sb->init);
+          init_kill_and_reap (sb);
           return -1;
         }
     }
@@ -658,7 +773,7 @@ release_init (struct oci_cli *r, struct sp_runtime_sandbox *sb, struct sp_run_fa
              while it still could be).  */
           if (!spawned)
             facts->stage = SP_RUN_STAGE_NONE;
-          sp_child_kill_and_reap (&sb->init);
+          init_kill_and_reap (sb);
           return -1;
         }
     }
@@ -678,7 +793,7 @@ signal_interpreter (struct oci_cli *r, struct sp_runtime_sandbox *sb, uint64_t *
   *cpu_ns = 0;
   if (sb->init.pidfd < 0 || poll (&init, 1, 0) != 0)
     {
-      sp_child_kill_and_reap (&sb->init);
+      init_kill_and_reap (sb);
       return sp_make_error (err, 0,
                             "%s start `%s`: the interpreter started ahead did not wait for its script",
                             r->flavor->binary_name, sb->container_id);
@@ -723,20 +838,24 @@ oci_cli_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, str
      probe's own, death by a signal included.  runsc: the sandbox exits with
      the probe's exit status (docs/runtimes.md).  */
   ret = sp_child_wait (&sb->init, (int)sb->timeout_seconds * 1000, &status, err);
+  if (ret == 1)
+    sb->init_reaped = true;
   if (ret == 0)
     {
       facts->timed_out = true;
       /* A failed kill is not final: the grace wait and a direct kill follow.  */
       kill_id (r, r->root, sb->container_id, &ignored);
       sp_error_release (&ignored);
-      if (sp_child_wait (&sb->init, SP_SERVE_KILL_GRACE_SECONDS * 1000, &status, &ignored) != 1)
-        sp_child_kill_and_reap (&sb->init);
+      if (sp_child_wait (&sb->init, SP_SERVE_KILL_GRACE_SECONDS * 1000, &status, &ignored) == 1)
+        sb->init_reaped = true;
+      else
+        init_kill_and_reap (sb);
       sp_error_release (&ignored);
     }
   else if (ret < 0)
     {
       sp_error_wrap (err, "%s `%s`", name, sb->container_id);
-      sp_child_kill_and_reap (&sb->init);
+      init_kill_and_reap (sb);
     }
   facts->wall_ns = sp_monotonic_ns () - start;
   if (facts->timed_out)
@@ -862,6 +981,21 @@ oci_cli_describe (struct sp_runtime_backend *rt, const struct sp_runtime_job *jo
     }
   command_line (r, r->root, kill_words, argv);
   bad |= sp_yajl_gen_command (g, "kill (on timeout or stop)", argv) < 0;
+  if (r->flavor->remove_reaped_directly)
+    {
+      /* No command: once its init is reaped, serve removes the container's
+         cgroup from every hierarchy and its state directory itself
+         (remove_reaped); `delete` is what it falls back to.  */
+      cleanup_free char *state = NULL;
+
+      bad |= asprintf (&state, "%s/%s", r->root, job->container_id) < 0;
+      bad |= yajl_gen_map_open (g) != yajl_gen_status_ok;
+      bad |= (sp_yajl_gen_cstr (g, "step") | sp_yajl_gen_cstr (g, "remove") | sp_yajl_gen_cstr (g, "cgroup")
+              | sp_yajl_gen_cstr (g, job->cgroup_path ? job->cgroup_path : "") | sp_yajl_gen_cstr (g, "state")
+              | sp_yajl_gen_cstr (g, state ? state : ""))
+             != yajl_gen_status_ok;
+      bad |= yajl_gen_map_close (g) != yajl_gen_status_ok;
+    }
   command_line (r, r->root, delete_words, argv);
   bad |= sp_yajl_gen_command (g, "delete", argv) < 0;
   bad |= yajl_gen_array_close (g) != yajl_gen_status_ok;

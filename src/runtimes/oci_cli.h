@@ -34,6 +34,12 @@ struct oci_flavor
      confinement canary starts its sandbox this way too, so a runtime whose
      fifo protocol differs fails the preflight.  */
   bool start_by_exec_fifo;
+  /* Remove a container whose init this process reaped without the binary:
+     its cgroup in every hierarchy and its <root>/<id>/, which is all that
+     `runc delete` does for a stopped container without hooks (its start-up
+     is most of that command's CPU).  Anything left falls back to `delete
+     --force`.  */
+  bool remove_reaped_directly;
   int (*adopt_helpers) (const struct oci_cli *c, const char *container_id, struct sp_child *helper,
                         sp_error_t *err);
 };

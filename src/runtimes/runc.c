@@ -50,6 +50,7 @@ static const struct oci_flavor runc_flavor = {
   .state_name = "runc",
   .version_check = runc_version_check,
   .start_by_exec_fifo = true,
+  .remove_reaped_directly = true,
   .adopt_helpers = NULL,
 };
 

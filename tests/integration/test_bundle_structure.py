@@ -467,17 +467,26 @@ elif B.sbx:
 else:
     steps = [c["step"] for c in commands["commands"]]
     # runc's start is the read of the init's exec fifo, not a command
-    # (docs/runtimes.md, "One run"); runsc's is `runsc start`.
+    # (docs/runtimes.md, "One run"); runsc's is `runsc start`.  runc's
+    # removal is no command either: serve removes the reaped container's
+    # cgroup and state directory itself, `delete` being its fallback.
     fifo = [c for c in commands["commands"] if "exec_fifo" in c]
     lines = [c for c in commands["commands"] if "argv" in c]
     root_of = lines[0]["argv"][2] if lines and len(lines[0]["argv"]) > 3 else ""
-    tap.ok(commands["runtime"] == B.runtime and steps == ["create", "start", "kill (on timeout or stop)", "delete"]
+    want_steps = ["create", "start", "kill (on timeout or stop)"] + (["remove"] if B.name == "runc" else []) + ["delete"]
+    tap.ok(commands["runtime"] == B.runtime and steps == want_steps
            and all(c["argv"][1] == "--root" and os.path.basename(c["argv"][0]) == B.binary_name for c in lines)
            and (len(lines) == 3 and [c["step"] for c in fifo] == ["start"]
                 and fifo[0]["exec_fifo"] == os.path.join(root_of, lines[0]["argv"][-1], "exec.fifo")
                 if B.name == "runc" else len(lines) == 4 and not fifo),
            f"runtime-commands.json names {B.binary_name}'s create, start, kill and delete, each with its --root "
            "(runc's start: the init's exec fifo there)", commands)
+    if B.name == "runc":
+        remove = next((c for c in commands["commands"] if c["step"] == "remove"), {})
+        tap.ok(remove == {"step": "remove", "cgroup": lx["cgroupsPath"],
+                          "state": os.path.join(root_of, lines[0]["argv"][-1])},
+               "runc: the remove step names the bundle's cgroupsPath and the container's directory in its --root",
+               remove)
     verbs = {"create": "create", "start": "start", "kill (on timeout or stop)": "kill", "delete": "delete"}
     tap.ok(all(c["argv"][3:3 + len(B.flags)] == list(B.flags) and c["argv"][3 + len(B.flags)] == verbs.get(c["step"])
                for c in lines),

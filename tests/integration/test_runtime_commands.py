@@ -3,7 +3,12 @@
 runtime-commands.json, and `serve`, with its runtime binary behind a wrapper
 that logs every argv, execs create, start, kill (on a timeout) and delete for
 a probe with exactly those argv once the run id, container id and bundle path
-are put in: same flags, same order, same verbs.  No flag ever comes from a
+are put in: same flags, same order, same verbs.  Under runc there is no
+delete: once the init is reaped serve removes the container's cgroup and
+state directory itself (the dry run's `remove` step), and right after each
+answer, with serve still up, neither is left; a cgroup that cannot simply
+be removed (the test makes a child cgroup in it while the probe runs) is
+left to `delete --force`, which removes both.  No flag ever comes from a
 request: a script that spells `--allow-flag-override`, `--debug` and the like
 reaches no argv.  Runs on the backend SP_BACKEND names (runc by default).
 
@@ -34,6 +39,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -46,6 +53,12 @@ REAL = B.require_backend()
 import sp_serve as S  # noqa: E402
 
 STEPS = ["create", "start", "kill (on timeout or stop)", "delete"]
+# runc's removal is no command either: serve removes the reaped container's
+# cgroup and state directory itself; `delete` is its fallback and the
+# orphan sweep's (docs/runtimes.md, "One run").
+DIRECT_REMOVE = B.BACKEND == "runc"
+if DIRECT_REMOVE:
+    STEPS = ["create", "start", "kill (on timeout or stop)", "remove", "delete"]
 VERBS = {"create": "create", "start": "start", "kill (on timeout or stop)": "kill", "delete": "delete"}
 # runc's start is no command: serve reads the created init's exec fifo, as
 # `runc start` does (docs/runtimes.md, "One run"); runsc's is `runsc start`.
@@ -58,6 +71,9 @@ SMUGGLED = ("--allow-flag-override", "--debug", "--debug-log=/tmp/sp-x", "--stra
             f"--{MARKER}")
 SCRIPT = (f"# {MARKER} " + " ".join(SMUGGLED) + "\n" + S.answer_script("YES"))
 SLEEPER = "# " + " ".join(SMUGGLED) + "\nimport time\ntime.sleep(600)\n"
+# Runs long enough for the test to find its cgroup and make a child in it.
+HELD = "import time\ntime.sleep(2)\n" + S.answer_script("YES")
+CHILD_CGROUP = "sp-test-child"
 
 tap = Tap()
 work = S.Work(f"sp-runtime-commands-{B.BACKEND}-")
@@ -118,6 +134,52 @@ def template(argv, run, cid, bundle):
 def verb_of(argv):
     return next((a for a in argv[1:] if a in ("create", "start", "kill", "delete", "--version", "state", "list")),
                 None)
+
+
+def removed_now(state, run):
+    """{container id: what of it is left} for every container of run that
+    serve's audit log has a record of: its cgroup in any hierarchy and its
+    state directory under the run's --root.  An answered probe's sandbox may
+    go after its answer (immediate release), so this waits up to 15 s for
+    the state directory, which goes last; the cgroups are looked at once it
+    is gone.  Looked at while serve runs, so that its stop's orphan sweep
+    cannot have removed them."""
+    root = os.path.join(state, B.STATE_DIR_NAME, run or "none")
+    out = {}
+    for rec in S.audit_lines(state):
+        name = f"{run}-{rec['sandbox'] or S.audit_id_inv(rec)}"
+        path = os.path.join(root, f"sp-{name}")
+        deadline = time.monotonic() + 15
+        while os.path.lexists(path) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        out[f"sp-{name}"] = ([path] if os.path.lexists(path) else []) + [
+            d for d in S.cgroup_dirs(run or "none") if d.endswith(f"/{name}")]
+    return out
+
+
+def occupy_probe_cgroup(run, found, timeout=20):
+    """Makes a child cgroup in the cgroup (in one hierarchy) of the running
+    probe of run, found by its python3's command line: the container's
+    cgroup then cannot be removed by a plain rmdir.  found gets the path."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for d in S.cgroup_dirs(run or "none"):
+            try:
+                with open(os.path.join(d, "cgroup.procs")) as f:
+                    pids = f.read().split()
+            except OSError:
+                continue
+            for pid in pids:
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        running = b"/probe/probe.py" in f.read()
+                except OSError:
+                    continue
+                if running:
+                    os.mkdir(os.path.join(d, CHILD_CGROUP))
+                    found.append(d)
+                    return
+        time.sleep(0.02)
 
 
 def forbidden_in(argvs):
@@ -671,7 +733,7 @@ try:
     doc = doc or {"commands": []}
     steps = [c.get("step") for c in doc.get("commands", [])]
     tap.ok(doc.get("runtime") == B.RUNTIME and steps == STEPS,
-           f"runtime-commands.json names runtime {B.RUNTIME} and the steps create, start, kill, delete in order",
+           f"runtime-commands.json names runtime {B.RUNTIME} and the steps {', '.join(STEPS)} in order",
            json.dumps(doc)[:1500])
     dry = {c["step"]: c["argv"] for c in doc.get("commands", []) if "step" in c and "argv" in c}
     create = dry.get("create", [])
@@ -685,13 +747,23 @@ try:
            json.dumps(dry)[:1500])
     fifo_step = next((c for c in doc.get("commands", []) if c.get("step") == "start"), {})
     tap.ok(all(argv and argv[0] == os.path.realpath(wrapper) for argv in dry.values())
-           and all(verb_of(dry.get(s, [])) == VERBS[s] for s in STEPS if not (FIFO_START and s == "start")),
+           and all(verb_of(dry.get(s, [])) == VERBS[s] for s in STEPS
+                   if not (FIFO_START and s == "start") and s != "remove"),
            f"dry run: every command runs the {B.BINARY_OPTION} binary, with its step's verb",
            json.dumps(dry)[:1500])
     if FIFO_START:
         tap.ok("start" not in dry and fifo_step.get("exec_fifo") == f"{dry_root}/{dry_cid}/exec.fifo",
                "dry run (runc): the start is no command but the read of the init's exec fifo, in its --root",
                fifo_step)
+    if DIRECT_REMOVE:
+        remove_step = next((c for c in doc.get("commands", []) if c.get("step") == "remove"), {})
+        # The bundle is gone by now; test_bundle_structure compares the
+        # cgroup with its config.json's cgroupsPath.
+        tap.ok("remove" not in dry and set(remove_step) == {"step", "cgroup", "state"}
+               and remove_step.get("state") == f"{dry_root}/{dry_cid}"
+               and remove_step.get("cgroup") == f"/sealed-probe/{dry_cid[len('sp-'):]}",
+               "dry run (runc): the removal is no command but the container's cgroup, /sealed-probe/<run>-0, and "
+               "its state directory in its --root", remove_step)
     bad = forbidden_in(dry.values())
     tap.ok(bad == [] and MARKER not in json.dumps(doc),
            "dry run: no flag from the request, and never --allow-flag-override, --debug, --strace or --profile",
@@ -727,13 +799,26 @@ try:
         run = B.run_of(state)
         yes = srv.probe(SCRIPT, "acme/one")
         tap.ok(yes == S.answer("YES"), "serve answers a probe through the logging wrapper", yes)
+        gone_after = {"answered": removed_now(state, run)}
         slept = srv.probe(SLEEPER, "acme/one")
         tap.ok(slept == S.ERROR_LINE, "a probe past the timeout answers ERROR", slept)
+        gone_after["timed_out"] = removed_now(state, run)
+        occupied = []
+        if DIRECT_REMOVE:
+            occupier = threading.Thread(target=occupy_probe_cgroup, args=(run, occupied))
+            occupier.start()
+            held = srv.probe(HELD, "acme/one")
+            occupier.join()
+            tap.ok(held == S.answer("YES") and len(occupied) == 1,
+                   "runc: a probe whose cgroup got a child cgroup while it ran still answers", (held, occupied))
+            gone_after["answered (its cgroup busy)"] = removed_now(state, run)
         rc = srv.stop()
         tap.ok(rc == 0, "serve stops cleanly", srv.stderr()[-400:])
     records = S.audit_lines(state)
-    tap.ok(run is not None and [r["status"] for r in records] == ["answered", "timed_out"],
-           "the audit log holds the answered probe and the timed-out one", records)
+    tap.ok(run is not None and [r["status"] for r in records]
+           == ["answered", "timed_out"] + (["answered"] if DIRECT_REMOVE else []),
+           "the audit log holds the answered probe and the timed-out one"
+           + (" (runc: and the one whose cgroup was busy)" if DIRECT_REMOVE else ""), records)
     logged = B.read_log(log)
     real_wrapper = os.path.realpath(wrapper)
     tap.ok(logged and all(a[0] == real_wrapper for a in logged),
@@ -745,6 +830,8 @@ try:
     expect = {"answered": ["create", "start", "delete"], "timed_out": ["create", "start", "kill", "delete"]}
     if FIFO_START:
         expect = {k: [v for v in seq if v != "start"] for k, seq in expect.items()}
+    if DIRECT_REMOVE:
+        expect = {k: [v for v in seq if v != "delete"] for k, seq in expect.items()}
     for rec in records[:2]:
         # The sandbox it ran in: its own number, or pN when made ahead.
         cid = f"sp-{run}-{rec['sandbox'] or S.audit_id_inv(rec)}"
@@ -753,6 +840,10 @@ try:
         tap.ok(verbs == expect[rec["status"]],
                f"serve's commands for the {rec['status']} probe: {' -> '.join(expect[rec['status']])}",
                [" ".join(a) for a in cmds])
+        if DIRECT_REMOVE:
+            left = gone_after.get(rec["status"], {}).get(cid, ["not looked at"])
+            tap.ok(left == [], f"runc, {rec['status']}: right after the answer, with serve still up, neither the "
+                   f"container's state directory nor its cgroup in any hierarchy is left", left)
         bundle = after(cmds[0], "--bundle") if cmds else None
         work_run = os.path.join(S.work_dir(state), run or "")
         tap.ok(bundle is not None and bundle.startswith(work_run + "/")
@@ -767,10 +858,21 @@ try:
             tap.ok(step is not None and got == want,
                    f"serve's {verb_of(argv)} ({rec['status']}) is the dry run's, up to run, container and bundle",
                    f"dry:   {want}\nserve: {got}")
+    if DIRECT_REMOVE and len(records) > 2:
+        rec = records[2]
+        cid = f"sp-{run}-{rec['sandbox'] or S.audit_id_inv(rec)}"
+        verbs = [verb_of(a) for a in commands_of(cid)]
+        left = gone_after.get("answered (its cgroup busy)", {}).get(cid, ["not looked at"])
+        tap.ok(verbs == ["create", "delete"] and left == [],
+               "runc: a cgroup that rmdir cannot remove (a child cgroup in it) falls back to `delete --force`, "
+               "which removes the child, the cgroup in every hierarchy and the state directory",
+               {"verbs": verbs, "left": left, "occupied": occupied})
     bad = forbidden_in(logged)
     tap.ok(bad == [] and not any(MARKER in " ".join(a) for a in logged),
            "serve: no argv holds a flag from the request, nor --allow-flag-override, --debug, --strace, --profile",
            bad)
+    # delete stays allowed under runc: the orphan sweeps at start and stop
+    # run it for whatever a run left (here nothing).
     allowed = ("create", "kill", "delete", "--version") + (() if FIFO_START else ("start",))
     others = [a for a in logged if verb_of(a) not in allowed]
     tap.ok(others == [], f"serve runs {B.BINARY_NAME} only for {', '.join(allowed)}", others[:5])
