@@ -323,6 +323,26 @@ gen_process (yajl_gen g, const struct sp_bundle_spec *spec)
   return st | yajl_gen_map_close (g);
 }
 
+/* The mount hint that gives /probe/repo, and no other mount, to the
+   sandbox alone (bundle.h, repo_exclusive).  runsc finds the mount by its
+   source, which is exactly the one gen_mounts writes.  */
+static unsigned
+gen_repo_hint (yajl_gen g, const struct sp_bundle_spec *spec)
+{
+  cleanup_free char *source = NULL;
+  unsigned st = 0;
+
+  if (asprintf (&source, "%s/%s", spec->bundle_dir, SP_BUNDLE_REPO) < 0)
+    {
+      source = NULL;
+      return yajl_gen_invalid_string;
+    }
+  st |= gen_str_member (g, SP_GVISOR_REPO_HINT "share", "container");
+  st |= gen_str_member (g, SP_GVISOR_REPO_HINT "type", "bind");
+  st |= gen_str_member (g, SP_GVISOR_REPO_HINT "source", source);
+  return st;
+}
+
 static unsigned
 gen_mounts (yajl_gen g, const struct sp_bundle_spec *spec)
 {
@@ -628,6 +648,8 @@ sp_bundle_render_config (const struct sp_bundle_spec *spec, char **json, size_t 
   st |= gen_str_member (g, SP_ANNOTATION_INVOCATION, spec->invocation_id);
   st |= gen_str_member (g, SP_ANNOTATION_ROOTFS, spec->rootfs_digest);
   st |= gen_str_member (g, SP_ANNOTATION_VERSION, PACKAGE_VERSION);
+  if (spec->rules.repo_exclusive)
+    st |= gen_repo_hint (g, spec);
   st |= yajl_gen_map_close (g);
   st |= gen_linux (g, spec, (const char *const *)masked.items);
   st |= yajl_gen_map_close (g);

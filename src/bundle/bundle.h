@@ -77,7 +77,23 @@ struct sp_bundle_rules
      hide are covered by empty read-only tmpfs mounts instead (bundle.c,
      covers), and /sys is one.  */
   bool masks_by_mount;
+  /* The repository's mount alone is the sandbox's own to cache: runsc 2022
+     serves volumes "shared" (every lookup revalidated against the host,
+     --file-access-mounts), and a gVisor mount hint (annotations
+     SP_GVISOR_REPO_HINT "share", "type", "source") makes just that mount
+     exclusive.  Safe because no host process changes the snapshot while its
+     sandbox lives: it is complete before `create`, and its lower layer is
+     the read-only seed.  probe.py, out and /tmp stay shared: serve writes
+     the script and reads the answer through them while the sandbox lives
+     (docs/runtimes.md, "The repository's mount is exclusive").  */
+  bool repo_exclusive;
 };
+
+/* The gVisor mount hint that makes /probe/repo exclusive (repo_exclusive):
+   share=container is runsc's "used by this container alone", which it
+   serves with --file-access-mounts=exclusive's caching; the hint names the
+   mount by its source.  */
+#define SP_GVISOR_REPO_HINT "dev.gvisor.spec.mount.repo."
 
 struct sp_bundle_spec
 {

@@ -91,7 +91,8 @@ sp_runtime_bundle_rules_for (enum sp_runtime kind)
                                      .tasks_counted_by_kernel = true,
                                      .host_ids_direct = false,
                                      .workspaces_on_host = false,
-                                     .masks_by_mount = true };
+                                     .masks_by_mount = true,
+                                     .repo_exclusive = true };
   /* sbx: sandboxd, like dockerd, resolves mount sources in the host's
      mount namespace; the VM's user is 65534, as in a user namespace.  */
   if (kind == SP_RUNTIME_SBX)

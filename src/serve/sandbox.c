@@ -194,6 +194,9 @@ sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, con
         }
       goto fail;
     }
+  /* The snapshot is complete before `create`, and nothing changes it after:
+     under gVisor the sentry caches the repository's mount as its own
+     (bundle.h, repo_exclusive) and would not see a later change.  */
   if (s->runtime->ops->create != NULL)
     {
       const struct sp_runtime_job job = {

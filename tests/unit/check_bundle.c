@@ -136,6 +136,32 @@ START_TEST (test_render_tmp_on_host_binds_the_bundles_tmp)
 }
 END_TEST
 
+/* repo_exclusive (gvisor): the annotations gain the mount hint that names
+   /probe/repo's source, and nothing else changes; no hint names another
+   mount's source (probe.py, out and /tmp stay shared).  */
+START_TEST (test_render_repo_exclusive_hints_the_repository_alone)
+{
+  cleanup_error sp_error_t err = NULL;
+  struct sp_bundle_spec spec = good_spec ();
+  cleanup_free char *plain = NULL;
+  cleanup_free char *hinted = NULL;
+  size_t plain_len, hinted_len;
+  static const char hint[]
+      = "\"" SP_GVISOR_REPO_HINT "share\": \"container\",\n    \"" SP_GVISOR_REPO_HINT
+        "type\": \"bind\",\n    \"" SP_GVISOR_REPO_HINT "source\": \"/run/sealed-probe/inv/abc/repo\"\n  }";
+
+  ck_assert_int_eq (sp_bundle_render_config (&spec, &plain, &plain_len, &err), 0);
+  ck_assert_ptr_null (strstr (plain, "dev.gvisor."));
+  spec.rules.repo_exclusive = true;
+  ck_assert_int_eq (sp_bundle_render_config (&spec, &hinted, &hinted_len, &err), 0);
+  ck_assert_msg (strstr (hinted, hint) != NULL, "%s", hinted);
+  /* One hint, three keys: the rest of the document is the plain one.  */
+  ck_assert_uint_eq (hinted_len, plain_len + strlen (hint) - strlen ("\n  }") + strlen (",\n    "));
+  ck_assert_ptr_null (strstr (hinted, "dev.gvisor.spec.mount.probe"));
+  ck_assert_ptr_null (strstr (hinted, "dev.gvisor.spec.mount.out"));
+}
+END_TEST
+
 /* maskedPaths: the host's /proc top level but the allowed links and the
    processes, plus /proc/sys and /sys whole; masks_by_mount (gvisor) adds the
    covers and makes /sys a tmpfs.  */
@@ -352,6 +378,7 @@ make_suite (void)
   tcase_add_test (tc, test_render_is_deterministic);
   tcase_add_test (tc, test_render_masks_host_wide_state);
   tcase_add_test (tc, test_render_tmp_on_host_binds_the_bundles_tmp);
+  tcase_add_test (tc, test_render_repo_exclusive_hints_the_repository_alone);
   tcase_add_test (tc, test_render_enosys_by_kernel_allows_only_clone3);
   tcase_add_test (tc, test_render_refuses_bad_specs);
   tcase_add_test (tc, test_write_creates_the_four_entries);
