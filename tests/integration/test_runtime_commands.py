@@ -159,7 +159,8 @@ def removed_now(state, run):
 
 def occupy_probe_cgroup(run, found, timeout=20):
     """Makes a child cgroup in the cgroup (in one hierarchy) of the running
-    probe of run, found by its python3's command line: the container's
+    probe of run, found by its python3's command line and not waiting for
+    its script: the container's
     cgroup then cannot be removed by a plain rmdir.  found gets the path."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -173,6 +174,10 @@ def occupy_probe_cgroup(run, found, timeout=20):
                 try:
                     with open(f"/proc/{pid}/cmdline", "rb") as f:
                         running = b"/probe/probe.py" in f.read()
+                    # Not the pool's next sandbox, whose interpreter started
+                    # ahead waits in read(0, ...) (docs/runtimes.md).
+                    with open(f"/proc/{pid}/syscall") as f:
+                        running = running and not f.read().startswith("0 0x0 ")
                 except OSError:
                     continue
                 if running:
