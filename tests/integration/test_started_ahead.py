@@ -15,6 +15,7 @@ serve gives.  One check per rule, on every backend:
   (test_pool.py: probe.py and out empty, no canary in any file) and its
   stop and kill -9 checks run with these sandboxes on runc and gVisor."""
 
+import math
 import os
 import statistics
 import sys
@@ -30,7 +31,9 @@ import sp_serve as S  # noqa: E402
 tap = Tap()
 work = S.Work("sp-ahead-")
 AHEAD = B.starts_ahead
-TIMEOUT = 3
+# The pool serve's timeout comes from the trivial probe's round trip
+# measured first, so that a probe of SLEEP_S fits in it on a loaded host.
+SLEEP_S = 1.0
 
 # The probe's facts, taken before it imports anything, against a fresh
 # interpreter's, which the same script gives when it finds /tmp/.sp-child.
@@ -120,19 +123,24 @@ def last_result(srv):
 
 try:
     clone = work.make_clone("one", {"README": b"one\n"})
-    config = work.write_config(["acme/one"], timeout=TIMEOUT)
+    config = work.write_config(["acme/one"], timeout=120)
     state = work.staged_state(config, [("acme/one", clone)])
 
     # ---- the same facts as a fresh interpreter
     with S.serving(work, config, state, extra=["--pool", "0"]) as srv:
         cold = srv.probe(FACTS, "acme/one", FACT_OUTCOMES)
         cold_stdin = srv.probe(STDIN, "acme/one", STDIN_OUTCOMES)
-        cold_cpu = []
+        cold_cpu, trips = [], []
         for _ in range(3):
+            t0 = time.monotonic()
             srv.probe(TRIVIAL, "acme/one", TRIVIAL_OUTCOMES)
+            trips.append(time.monotonic() - t0)
             cold_cpu.append(last_result(srv).get("cpu_ms"))
     tap.ok(cold == S.answer("SAME-COLD"),
            "a cold sandbox runs the script exactly as a fresh interpreter beside it does", cold)
+    TIMEOUT = max(3, math.ceil(SLEEP_S + 4 * max(trips)))
+    print(f"# trivial probe round trips {[round(t, 2) for t in trips]} s: timeout {TIMEOUT} s")
+    config = work.write_config(["acme/one"], timeout=TIMEOUT)
 
     with S.serving(work, config, state, extra=["--pool", "1"]) as srv:
         S.wait_pool_full_n(srv, 1 if S.CREATES_AHEAD else 0)
@@ -159,13 +167,13 @@ try:
 
         S.wait_pool_full_n(srv, 1 if S.CREATES_AHEAD else 0)
         time.sleep(TIMEOUT + 1)
-        slept = srv.probe(SLEEP % (TIMEOUT - 1.5), "acme/one", SLEEP_OUTCOMES)
+        slept = srv.probe(SLEEP % SLEEP_S, "acme/one", SLEEP_OUTCOMES)
         rec = last_result(srv)
         # Where the sandbox starts at its request (Docker, sbx), wall_ms
         # holds that start too.
         tap.ok(slept == S.answer("WOKE") and not rec.get("timed_out")
                and (not AHEAD or rec.get("wall_ms", 1e9) < TIMEOUT * 1000),
-               f"a probe of {TIMEOUT - 1.5} s in a sandbox that waited {TIMEOUT + 1} s is answered: its "
+               f"a probe of {SLEEP_S} s in a sandbox that waited {TIMEOUT + 1} s is answered: its "
                f"{TIMEOUT} s timeout{' and its wall time count' if AHEAD else ' counts'} from "
                f"{'the signal' if AHEAD else 'its start'}", (slept, rec.get("wall_ms")))
 
