@@ -48,6 +48,10 @@
 #define CGROUP_DRAIN_MS     2000
 #define CGROUP_DRAIN_NAP_MS 10
 #define CGROUP_PROCS_MAX    (256 * 1024)
+/* An earlier run's container: how often its removal is tried, and how far
+   apart (delete_orphan).  */
+#define ORPHAN_DELETE_TRIES  3
+#define ORPHAN_DELETE_NAP_MS 1000
 /* A reaped container's cgroup: how long it may still be busy.  */
 #define REMOVE_BUSY_MS 200
 /* "sp-" <run> "-" <invocation>.  */
@@ -1130,6 +1134,31 @@ entry_container_id (const char *entry)
 
 /* Deletes the containers under one --root (<state>/<runtime>/<run>), then
    the root itself, adding what went to removed.  */
+/* `delete --force` of an earlier run's container, tried ORPHAN_DELETE_TRIES
+   times ORPHAN_DELETE_NAP_MS apart.  Its processes were another process's
+   children: once killed they stay zombies until the host's init reaps them,
+   and runsc, which waits 5 s for its killed sandbox's pid to go, gives up
+   (exit 128) where init is slow to reap; a later try finds it gone.  Any
+   failure of the last try is the error.  */
+static int
+delete_orphan (const struct oci_cli *r, const char *root, const char *id, sp_error_t *err)
+{
+  for (int tries = 1;; tries++)
+    {
+      cleanup_error sp_error_t e = NULL;
+      struct timespec nap = { ORPHAN_DELETE_NAP_MS / 1000, (ORPHAN_DELETE_NAP_MS % 1000) * 1000000L };
+
+      if (delete_id (r, root, id, &e) == 0)
+        return 0;
+      if (tries >= ORPHAN_DELETE_TRIES)
+        {
+          *err = get_and_reset (&e);
+          return -1;
+        }
+      nanosleep (&nap, NULL);
+    }
+}
+
 static int
 clean_run_root (struct oci_cli *r, int state_root_fd, const char *run, struct sp_orphans_removed *removed,
                 sp_error_t *err)
@@ -1162,7 +1191,7 @@ clean_run_root (struct oci_cli *r, int state_root_fd, const char *run, struct sp
         }
       if (seen)
         continue;
-      if (delete_id (r, root, id, &e) < 0)
+      if (delete_orphan (r, root, id, &e) < 0)
         keep_first (&first, &e);
       else
         deleted++;
