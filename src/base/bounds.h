@@ -212,9 +212,11 @@
 #define SP_SERVE_POOL_MAX       4
 #define SP_SERVE_POOL_SLOTS_MAX 15
 /* Entries of a waiting sandbox's overlay snapshot looked up ahead (pool.c):
-   their kernel memory (an overlay dentry and inode each, about 1 KiB) is
-   bounded by this, about 20 MiB per waiting sandbox.  */
-#define SP_SERVE_POOL_WARM_ENTRIES        20000
+   all of them, the seed's own limit, so that a probe's walk finds every
+   overlay dentry and inode made (docs/snapshot.md, "Looked up ahead").
+   Their kernel memory, about 1 KiB an entry, is the dentry cache's:
+   reclaimable, as the seed's own.  */
+#define SP_SERVE_POOL_WARM_ENTRIES        SP_SEED_MAX_ENTRIES
 #define SP_SERVE_QUEUE_DEFAULT            16 /* accepted requests waiting for a slot */
 #define SP_SERVE_QUEUE_MAX                1024
 #define SP_SERVE_QUEUE_WAIT_DEFAULT       120 /* seconds a request may wait for a slot */
