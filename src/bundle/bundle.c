@@ -718,11 +718,12 @@ sp_bundle_write (int dirfd, const struct sp_bundle_spec *spec, const void *scrip
 }
 
 int
-sp_bundle_put_script (int dirfd, const void *script, size_t script_len, sp_error_t *err)
+sp_bundle_open_script (int dirfd, int *fd_out, sp_error_t *err)
 {
   cleanup_close int fd = -1;
   struct stat st;
 
+  *fd_out = -1;
   fd = openat (dirfd, SP_BUNDLE_SCRIPT, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return sp_make_error (err, errno, "%s: open", SP_BUNDLE_SCRIPT);
@@ -732,7 +733,21 @@ sp_bundle_put_script (int dirfd, const void *script, size_t script_len, sp_error
   if (!S_ISREG (st.st_mode) || st.st_size != 0 || st.st_uid != 0 || (st.st_mode & 07777) != 0444)
     return sp_make_error (err, 0, "%s: not the empty placeholder the bundle was written with",
                           SP_BUNDLE_SCRIPT);
-  if (script_len > 0 && sp_write_all (fd, script, script_len, err) < 0)
+  *fd_out = get_and_reset_fd (&fd);
+  return 0;
+}
+
+int
+sp_bundle_put_script (int script_fd, const void *script, size_t script_len, sp_error_t *err)
+{
+  struct stat st;
+
+  /* Still empty: nothing wrote through another way since the open.  */
+  if (fstat (script_fd, &st) < 0)
+    return sp_make_error (err, errno, "%s: stat", SP_BUNDLE_SCRIPT);
+  if (!S_ISREG (st.st_mode) || st.st_size != 0)
+    return sp_make_error (err, 0, "%s: no longer the empty placeholder", SP_BUNDLE_SCRIPT);
+  if (script_len > 0 && sp_write_all (script_fd, script, script_len, err) < 0)
     return sp_error_wrap (err, "%s", SP_BUNDLE_SCRIPT);
   return 0;
 }

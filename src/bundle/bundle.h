@@ -197,12 +197,18 @@ int sp_bundle_render_config (const struct sp_bundle_spec *spec, char **json, siz
 int sp_bundle_write (int dirfd, const struct sp_bundle_spec *spec, const void *script, size_t script_len,
                      sp_error_t *err);
 
-/* Writes the script into the empty probe.py of a bundle written with no
-   script (script_len 0), through the same inode, so that a container
-   created before its request runs it: the bind mount the runtime made at
-   create time shows these bytes.  Refuses a probe.py that is not that
-   empty placeholder (root's, 0444, a regular file).  */
-int sp_bundle_put_script (int dirfd, const void *script, size_t script_len, sp_error_t *err);
+/* Opens the empty probe.py of a bundle written with no script (script_len
+   0) for writing, into *fd, refusing one that is not that placeholder
+   (root's, 0444, a regular file, empty).  Opened before the runtime's
+   create: a backend may then bind the path read-only over itself (Docker's
+   script seal), and the script still goes in through this fd.  */
+int sp_bundle_open_script (int dirfd, int *fd, sp_error_t *err);
+
+/* Writes the script through script_fd (sp_bundle_open_script's), into the
+   same inode, so that a container created before its request runs it: the
+   bind mount the runtime made at create time shows these bytes.  Refuses a
+   file that is no longer empty.  */
+int sp_bundle_put_script (int script_fd, const void *script, size_t script_len, sp_error_t *err);
 
 /* For tmp_on_host: makes tmp/ (0755, root) in the bundle directory dirfd
    (whose absolute path is bundle_dir) and mounts on it the sandbox's /tmp:

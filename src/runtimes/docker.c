@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -30,10 +31,15 @@
 #include "bundle/bundle.h"
 #include "os/fileio.h"
 #include "runtimes/cgroup_stats.h"
+#include "text/yajl_util.h"
 
 #include "runtimes/docker_api.h"
 #include "runtimes/docker_create.h"
 #include "runtimes/docker_image.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
 
 #define DEFAULT_SOCKET "/var/run/docker.sock"
 /* create, start, kill, inspect, remove: each is given this long.  */
@@ -301,7 +307,9 @@ struct sp_runtime_sandbox
   char *name;        /* job->container_id: errors name the container by it */
   char id[65];       /* the daemon's id, 64 hex: every later call uses it */
   char *cgroup_path; /* the container's parent cgroup, or NULL */
-  char *script;      /* the bundle's probe.py, sealed at start (seal_script) */
+  char *script;      /* the bundle's probe.py, sealed at create (seal_script) */
+  int stdin_fd;      /* the attach connection, the container's stdin while open; -1 once closed */
+  int pidfd;         /* started ahead: its waiting interpreter, the container's init; else -1 */
   uint32_t timeout_seconds;
   bool started;
 };
@@ -311,6 +319,8 @@ sandbox_free (struct sp_runtime_sandbox *sb)
 {
   if (sb == NULL)
     return;
+  sp_closep (&sb->stdin_fd);
+  sp_closep (&sb->pidfd);
   free (sb->name);
   free (sb->cgroup_path);
   free (sb->script);
@@ -333,6 +343,80 @@ sandbox_remove (const struct docker *d, const char *id_or_name, const char *cgro
   if (cgroup_path != NULL && remove_cgroup (cgroup_path, ret < 0 ? &ignored : err) < 0)
     ret = -1;
   return ret;
+}
+
+/* The script as a read-only bind of itself, nosuid, nodev and noexec: the
+   container binds it read-write (docker_create.c says why), so these are
+   the flags it has inside.  Done at create, before the container starts:
+   its bind of the script is made then, from what is mounted there; serve
+   writes the script later through a descriptor it opened before
+   (sp_bundle_open_script).  The workspace's destroy unmounts it.
+   The bind gets its flags before it is attached: a remount's would stay
+   on this copy, and a daemon in another mount namespace (--docker-state-dir)
+   sees the copy propagated to it, with the flags it had when attached.  */
+static int
+seal_script (const char *script, sp_error_t *err)
+{
+  const unsigned long want = ST_RDONLY | ST_NOSUID | ST_NODEV | ST_NOEXEC;
+  struct mount_attr attr = {
+    .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+  };
+  cleanup_close int tree = -1;
+  struct statvfs st;
+
+  tree = (int)syscall (SYS_open_tree, AT_FDCWD, script,
+                       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+  if (tree < 0)
+    return sp_make_error (err, errno, "clone the script's mount");
+  if (syscall (SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof (attr)) < 0)
+    return sp_make_error (err, errno, "make the script's bind read-only");
+  if (syscall (SYS_move_mount, tree, "", AT_FDCWD, script, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    return sp_make_error (err, errno, "bind the script onto itself");
+  if (statvfs (script, &st) < 0)
+    return sp_make_error (err, errno, "the script's bind");
+  if ((st.f_flag & want) != want)
+    return sp_make_error (err, 0, "the script's bind is not read-only, nosuid, nodev and noexec");
+  return 0;
+}
+
+/* Starts a created container whose process is the interpreter started
+   ahead (sp_bundle_spec.interpreter_waits), which then waits for end of
+   file on the stdin the attach holds open; its init is then held by a
+   pidfd, so that start can tell that it still waits.  The pid the daemon
+   names is taken only if that process is in the container's cgroup.  */
+static int
+start_interpreter (struct docker *d, struct sp_runtime_sandbox *sb, sp_error_t *err)
+{
+  cleanup_json struct sp_json *state = NULL;
+  cleanup_free char *cgroups = NULL;
+  const struct sp_json *st;
+  char path[256], below[256];
+  size_t len = 0;
+  int64_t pid = 0;
+
+  if (sb->cgroup_path == NULL)
+    return sp_make_error (err, 0, "an interpreter started ahead needs the container's cgroup");
+  if (container_path (path, sizeof (path), sb->id, "/start") < 0
+      || docker_api_json (d->socket, "POST", path, NULL, OK_204, CALL_TIMEOUT_MS, NULL, NULL, err) < 0)
+    return sp_error_wrap (err, "start");
+  container_path (path, sizeof (path), sb->id, "/json");
+  if (docker_api_json (d->socket, "GET", path, NULL, OK_200, CALL_TIMEOUT_MS, &state, NULL, err) < 0)
+    return sp_error_wrap (err, "inspect");
+  st = sp_json_object_get (state, "State");
+  if (sp_json_object_get (st, "Running") == NULL || sp_json_object_get (st, "Running")->type != SP_JSON_BOOL
+      || !sp_json_object_get (st, "Running")->u.boolean
+      || sp_json_integer (sp_json_object_get (st, "Pid"), 2, INT32_MAX, &pid) < 0)
+    return sp_make_error (err, 0, "the interpreter started ahead is not running");
+  sb->pidfd = (int)syscall (SYS_pidfd_open, (pid_t)pid, 0);
+  if (sb->pidfd < 0)
+    return sp_make_error (err, errno, "hold the interpreter started ahead (pidfd_open)");
+  snprintf (path, sizeof (path), "/proc/%" PRId64 "/cgroup", pid);
+  snprintf (below, sizeof (below), ":%s/", sb->cgroup_path);
+  if (sp_read_path_capped (path, 64 * 1024, &cgroups, &len, err) < 0)
+    return sp_error_wrap (err, "the interpreter started ahead");
+  if (strstr (cgroups, below) == NULL)
+    return sp_make_error (err, 0, "the pid the daemon named is not in the container's cgroup");
+  return 0;
 }
 
 static int
@@ -363,6 +447,8 @@ docker_create (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, 
   if (sb == NULL)
     return sp_make_error (err, ENOMEM, "allocate");
   sb->timeout_seconds = job->timeout_seconds;
+  sb->stdin_fd = -1;
+  sb->pidfd = -1;
   sb->name = strdup (job->container_id);
   sb->cgroup_path = job->cgroup_path ? strdup (job->cgroup_path) : NULL;
   if (asprintf (&sb->script, "%s/%s", job->bundle_dir, SP_BUNDLE_SCRIPT) < 0)
@@ -417,39 +503,21 @@ docker_create (struct sp_runtime_backend *rt, const struct sp_runtime_job *job, 
         }
       atomic_store (&d->inspected, true);
     }
+  /* The container's stdin (OpenStdin, StdinOnce): the daemon's pipe, open
+     while this attach lasts.  Cold, it ends here, so that the probe reads
+     an empty pipe at its end, as one started ahead does after its signal.
+     The script is sealed now, before anything starts: serve writes it later
+     through a descriptor it opened before (sp_bundle_open_script).  */
+  if (docker_api_attach_stdin (d->socket, sb->id, CALL_TIMEOUT_MS, &sb->stdin_fd, err) < 0
+      || seal_script (sb->script, err) < 0
+      || (job->start_ahead ? start_interpreter (d, sb, err) : (sp_closep (&sb->stdin_fd), 0)) < 0)
+    {
+      sp_error_wrap (err, "docker: create `%s`", job->container_id);
+      sandbox_remove (d, sb->id, sb->cgroup_path, &ignored);
+      sandbox_free (sb);
+      return -1;
+    }
   *out = sb;
-  return 0;
-}
-
-/* The script as a read-only bind of itself, nosuid, nodev and noexec: the
-   container binds it read-write (docker_create.c says why), so these are
-   the flags it has inside.  Done at start, once the script is in (a
-   sandbox made ahead gets it later); the workspace's destroy unmounts it.
-   The bind gets its flags before it is attached: a remount's would stay
-   on this copy, and a daemon in another mount namespace (--docker-state-dir)
-   sees the copy propagated to it, with the flags it had when attached.  */
-static int
-seal_script (const char *script, sp_error_t *err)
-{
-  const unsigned long want = ST_RDONLY | ST_NOSUID | ST_NODEV | ST_NOEXEC;
-  struct mount_attr attr = {
-    .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-  };
-  cleanup_close int tree = -1;
-  struct statvfs st;
-
-  tree = (int)syscall (SYS_open_tree, AT_FDCWD, script,
-                       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
-  if (tree < 0)
-    return sp_make_error (err, errno, "docker: clone the script's mount");
-  if (syscall (SYS_mount_setattr, tree, "", AT_EMPTY_PATH, &attr, sizeof (attr)) < 0)
-    return sp_make_error (err, errno, "docker: make the script's bind read-only");
-  if (syscall (SYS_move_mount, tree, "", AT_FDCWD, script, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-    return sp_make_error (err, errno, "docker: bind the script onto itself");
-  if (statvfs (script, &st) < 0)
-    return sp_make_error (err, errno, "docker: the script's bind");
-  if ((st.f_flag & want) != want)
-    return sp_make_error (err, 0, "docker: the script's bind is not read-only, nosuid, nodev and noexec");
   return 0;
 }
 
@@ -464,6 +532,7 @@ docker_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, stru
   char path[256];
   struct sp_cgroup_stats stats;
   uint64_t start;
+  uint64_t cpu_before = 0;
   long status = 0;
   int64_t code = -1;
 
@@ -478,25 +547,42 @@ docker_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, stru
   facts->exit_code = -1;
   facts->launched = true;
   facts->stage = SP_RUN_STAGE_CREATE;
-  /* The timeout counts from here: a container created ahead has waited
-     for its request, not run.  */
-  if (seal_script (sb->script, err) < 0)
-    return -1;
-  start = sp_monotonic_ns ();
-  if (container_path (path, sizeof (path), sb->id, "/start") < 0
-      || docker_api_json (d->socket, "POST", path, NULL, OK_204, CALL_TIMEOUT_MS, NULL, NULL, err) < 0)
+  if (sb->pidfd >= 0)
     {
-      struct docker_response ping;
+      struct pollfd init = { .fd = sb->pidfd, .events = POLLIN };
 
-      /* A daemon that does not answer at all started nothing: the host's
-         failure, as at create (a sandbox made ahead was created while it
-         still answered).  */
-      if (docker_api_call (d->socket, "GET", "/_ping", NULL, -1, CALL_TIMEOUT_MS, &ping, &ignored) < 0)
-        facts->stage = SP_RUN_STAGE_NONE;
-      else
-        docker_response_release (&ping);
+      /* Started ahead: it must still wait for its script.  The timeout and
+         the facts count from the signal, the end of its stdin.  */
+      if (sb->stdin_fd < 0 || poll (&init, 1, 0) != 0)
+        return sp_make_error (err, 0,
+                              "docker: start `%s`: the interpreter started ahead did not wait for its script",
+                              sb->name);
+      if (sb->cgroup_path && sp_cgroup_stats_read (sb->cgroup_path, &stats, &ignored) == 0)
+        cpu_before = stats.cpu_ns;
       sp_error_release (&ignored);
-      return sp_error_wrap (err, "docker: start `%s`", sb->name);
+      start = sp_monotonic_ns ();
+      sp_closep (&sb->stdin_fd);
+    }
+  else
+    {
+      /* The timeout counts from here: a container created ahead has waited
+         for its request, not run.  */
+      start = sp_monotonic_ns ();
+      if (container_path (path, sizeof (path), sb->id, "/start") < 0
+          || docker_api_json (d->socket, "POST", path, NULL, OK_204, CALL_TIMEOUT_MS, NULL, NULL, err) < 0)
+        {
+          struct docker_response ping;
+
+          /* A daemon that does not answer at all started nothing: the host's
+             failure, as at create (a sandbox made ahead was created while it
+             still answered).  */
+          if (docker_api_call (d->socket, "GET", "/_ping", NULL, -1, CALL_TIMEOUT_MS, &ping, &ignored) < 0)
+            facts->stage = SP_RUN_STAGE_NONE;
+          else
+            docker_response_release (&ping);
+          sp_error_release (&ignored);
+          return sp_error_wrap (err, "docker: start `%s`", sb->name);
+        }
     }
   facts->stage = SP_RUN_STAGE_PROBE;
 
@@ -562,7 +648,7 @@ docker_start (struct sp_runtime_backend *rt, struct sp_runtime_sandbox *sb, stru
       if (sp_cgroup_stats_read (sb->cgroup_path, &stats, &ignored) == 0)
         {
           facts->peak_memory_bytes = stats.peak_memory_bytes;
-          facts->cpu_ns = stats.cpu_ns;
+          facts->cpu_ns = stats.cpu_ns > cpu_before ? stats.cpu_ns - cpu_before : 0;
           facts->oom = facts->oom || stats.oom_kills > 0;
         }
       sp_error_release (&ignored);
@@ -677,17 +763,42 @@ docker_cleanup_orphans (struct sp_runtime_backend *rt, bool include_current,
   return 0;
 }
 
+/* s as a JSON string, whole: sp_json_quote cuts long strings, and a
+   path or a note must be shown as it is.  */
 static int
-gen_request (FILE *f, bool first, const char *step, const char *method, const char *path, const char *body)
+put_json_string (FILE *f, const char *s)
 {
-  cleanup_free char *q = sp_json_quote (path, strlen (path));
-  cleanup_free char *s = sp_json_quote (step, strlen (step));
+  cleanup_yajl_gen yajl_gen g = yajl_gen_alloc (NULL);
+  const unsigned char *buf;
+  size_t len;
 
-  if (q == NULL || s == NULL)
+  if (g == NULL || sp_yajl_gen_cstr (g, s) != yajl_gen_status_ok
+      || yajl_gen_get_buf (g, &buf, &len) != yajl_gen_status_ok)
     return -1;
-  fprintf (f, "%s\n    {\"step\": %s, \"method\": \"%s\", \"path\": %s%s%s}", first ? "" : ",", s, method, q,
-           body ? ", \"body\": " : "", body ? body : "");
-  return 0;
+  return fwrite (buf, 1, len, f) == len ? 0 : -1;
+}
+
+/* One request of the description; stdin_note, when given, says that the
+   request's connection becomes the container's stdin, and when it ends.  */
+static int
+gen_request (FILE *f, bool first, const char *step, const char *method, const char *path, const char *body,
+             const char *stdin_note)
+{
+  int bad = 0;
+
+  fprintf (f, "%s\n    {\"step\": ", first ? "" : ",");
+  bad |= put_json_string (f, step);
+  fprintf (f, ", \"method\": \"%s\", \"path\": ", method);
+  bad |= put_json_string (f, path);
+  if (body)
+    fprintf (f, ", \"body\": %s", body);
+  if (stdin_note)
+    {
+      fprintf (f, ", \"upgrade\": \"tcp\", \"stdin\": ");
+      bad |= put_json_string (f, stdin_note);
+    }
+  fputc ('}', f);
+  return bad;
 }
 
 static int
@@ -712,18 +823,35 @@ docker_describe (struct sp_runtime_backend *rt, const struct sp_runtime_job *job
   snprintf (path, sizeof (path), DOCKER_API_PREFIX "/images/%s/json", image);
   snprintf (create, sizeof (create), DOCKER_API_PREFIX "/containers/create?name=%s", job->container_id);
   fprintf (f, "{\n  \"runtime\": \"docker\",\n  \"image\": \"%s\",\n  \"requests\": [", image);
-  bad |= gen_request (f, true, "image", "GET", path, NULL);
-  bad |= gen_request (f, false, "create", "POST", create, body);
+  bad |= gen_request (f, true, "image", "GET", path, NULL, NULL);
+  bad |= gen_request (f, false, "create", "POST", create, body, NULL);
+  /* The attach is a request whose connection then stays open as the
+     container's stdin: when it closes is said beside it.  */
+  container_path (path, sizeof (path), job->container_id, "/attach?stream=1&stdin=1");
+  bad |= gen_request (f, false, "attach", "POST", path, NULL,
+                      job->start_ahead
+                          ? "serve closes this connection once probe.py holds the script (the "
+                            "signal): the interpreter started ahead reads end of file"
+                          : "serve closes this connection at once, before the start: the probe's "
+                            "stdin is an empty pipe at its end");
   container_path (path, sizeof (path), job->container_id, "/start");
-  bad |= gen_request (f, false, "start", "POST", path, NULL);
+  if (job->start_ahead)
+    {
+      bad |= gen_request (f, false, "start (the interpreter, ahead of the request)", "POST", path, NULL,
+                          NULL);
+      container_path (path, sizeof (path), job->container_id, "/json");
+      bad |= gen_request (f, false, "inspect (its pid, held by a pidfd)", "GET", path, NULL, NULL);
+    }
+  else
+    bad |= gen_request (f, false, "start", "POST", path, NULL, NULL);
   container_path (path, sizeof (path), job->container_id, "/wait");
-  bad |= gen_request (f, false, "wait (under the timeout)", "POST", path, NULL);
+  bad |= gen_request (f, false, "wait (under the timeout)", "POST", path, NULL, NULL);
   container_path (path, sizeof (path), job->container_id, "/kill?signal=KILL");
-  bad |= gen_request (f, false, "kill (on timeout or stop)", "POST", path, NULL);
+  bad |= gen_request (f, false, "kill (on timeout or stop)", "POST", path, NULL, NULL);
   container_path (path, sizeof (path), job->container_id, "/json");
-  bad |= gen_request (f, false, "inspect", "GET", path, NULL);
+  bad |= gen_request (f, false, "inspect", "GET", path, NULL, NULL);
   container_path (path, sizeof (path), job->container_id, "?force=1&v=1");
-  bad |= gen_request (f, false, "remove", "DELETE", path, NULL);
+  bad |= gen_request (f, false, "remove", "DELETE", path, NULL, NULL);
   fprintf (f, "\n  ]\n}\n");
   if (fclose (f) != 0 || bad)
     {
@@ -762,6 +890,7 @@ static const struct sp_runtime_ops docker_ops = {
   .name = "docker",
   .kernel = SP_SANDBOX_KERNEL_HOST,
   .canary_evidence = docker_evidence,
+  .starts_ahead = true,
   .verify = docker_verify,
   .prepare = docker_prepare,
   .use_rootfs = docker_use_rootfs,

@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "base/cause.h"
@@ -205,4 +208,85 @@ docker_api_escape (const char *s)
       n += (size_t)sprintf (out + n, "%%%02X", *p);
   out[n] = '\0';
   return out;
+}
+
+/* The handshake's answer: a status line and headers, then nothing, since
+   the stream carries only what this side writes.  */
+#define ATTACH_RESPONSE_MAX 4096
+
+int
+docker_api_attach_stdin (const char *socket_path, const char *id, long timeout_ms, int *fd_out,
+                         sp_error_t *err)
+{
+  struct sockaddr_un addr = { .sun_family = AF_UNIX };
+  struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
+  cleanup_close int fd = -1;
+  cleanup_free char *request = NULL;
+  char response[ATTACH_RESPONSE_MAX + 1];
+  size_t got = 0;
+  int len;
+
+  *fd_out = -1;
+  if (strlen (socket_path) >= sizeof (addr.sun_path))
+    return sp_make_error (err, 0, "attach: the daemon's socket path is too long");
+  memcpy (addr.sun_path, socket_path, strlen (socket_path) + 1);
+  len = asprintf (&request,
+                  "POST " DOCKER_API_PREFIX "/containers/%s/attach?stream=1&stdin=1 HTTP/1.1\r\n"
+                  "Host: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: 0\r\n\r\n",
+                  id);
+  if (len < 0)
+    {
+      request = NULL;
+      return sp_make_error (err, ENOMEM, "allocate");
+    }
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return sp_make_error (err, errno, "attach: socket");
+  if (setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof (tv)) < 0
+      || setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof (tv)) < 0)
+    return sp_make_error (err, errno, "attach: socket timeouts");
+  if (connect (fd, (struct sockaddr *)&addr, sizeof (addr)) < 0)
+    {
+      sp_make_error (err, errno, "attach: connect to the daemon");
+      sp_error_set_cause (err, SP_CAUSE_ENVIRONMENT);
+      return -1;
+    }
+  if (send (fd, request, (size_t)len, MSG_NOSIGNAL) != len)
+    return sp_make_error (err, errno, "attach: send the request");
+  /* Up to the blank line that ends the headers.  */
+  while (got < ATTACH_RESPONSE_MAX)
+    {
+      ssize_t n = TEMP_FAILURE_RETRY (recv (fd, response + got, ATTACH_RESPONSE_MAX - got, 0));
+
+      if (n < 0)
+        {
+          sp_make_error (err, errno, "attach: read the answer");
+          if (errno == EAGAIN || errno == EWOULDBLOCK)
+            sp_error_set_cause (err, SP_CAUSE_TIMEOUT);
+          return -1;
+        }
+      if (n == 0)
+        return sp_make_error (err, 0, "attach: the daemon closed the connection");
+      got += (size_t)n;
+      response[got] = '\0';
+      if (strstr (response, "\r\n\r\n") != NULL)
+        break;
+    }
+  if (strstr (response, "\r\n\r\n") == NULL)
+    return sp_make_error (err, 0, "attach: the answer's headers are too long");
+  /* 101: the connection is now the container's stdin.  Anything else
+     (404, 409, a 200 without the upgrade) is refused.  */
+  if (strncmp (response, "HTTP/1.1 101 ", 13) != 0)
+    {
+      size_t line = strcspn (response, "\r\n");
+
+      /* Only its status line, cut and made printable: it goes to the audit.  */
+      line = line > 80 ? 80 : line;
+      for (size_t i = 0; i < line; i++)
+        if (response[i] < 0x20 || response[i] > 0x7e)
+          response[i] = '?';
+      return sp_make_error (err, 0, "attach: the daemon answered `%.*s`", (int)line, response);
+    }
+  *fd_out = get_and_reset_fd (&fd);
+  return 0;
 }

@@ -47,6 +47,17 @@ int docker_api_json (const char *socket_path, const char *method, const char *pa
                      const long *expected, long timeout_ms, struct sp_json **json, long *status,
                      sp_error_t *err);
 
+/* Attaches to the stdin of container id (created with OpenStdin and
+   StdinOnce) over a connection of its own, hijacked by the daemon (POST
+   /containers/{id}/attach with `Upgrade: tcp`, answered 101), and gives
+   that connection's socket in *fd.  Whatever is written to it reaches the
+   container's stdin; closing it closes that stdin: the container's process
+   reads end of file.  libcurl has no generic HTTP upgrade, so this one
+   request is written and its status line read here; nothing of the answer
+   but its status is used.  timeout_ms bounds the handshake.  */
+int docker_api_attach_stdin (const char *socket_path, const char *id, long timeout_ms, int *fd,
+                             sp_error_t *err);
+
 /* Percent-encodes s for a URL's query.  Allocated.  */
 char *docker_api_escape (const char *s);
 

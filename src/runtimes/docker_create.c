@@ -25,12 +25,13 @@
     }                                                                                                        \
   while (0)
 
-/* The container's command: a fixed Python wrapper that points fds 0 to 2 at
-   /dev/null and execs the bundle's process.args with exactly its
+/* The container's command: a fixed Python wrapper that points fds 1 and 2
+   at /dev/null and execs the bundle's process.args with exactly its
    process.env.  dockerd adds HOSTNAME to every container's environment
    and hands fds 1 and 2 to the shim as pipes (which it and dockerd then
    drain, spending CPU outside the sandbox's cgroup); no create field
-   turns either off.  Its argv: the number of variables, the variables,
+   turns either off.  fd 0 stays: the stdin pipe the attach holds open
+   (docker.c), at its end once the probe runs, as on runc.  Its argv: the number of variables, the variables,
    then the bundle's argv.  The rootfs has no shell: python3 is what is
    there.  Only the wrapper ever runs with Docker's stdio and HOSTNAME,
    and it reads neither.  */
@@ -41,6 +42,8 @@ const char *const docker_checked_fields[] = {
   "Image",
   "Cmd",
   "Entrypoint",
+  "OpenStdin",
+  "StdinOnce",
   "WorkingDir",
   "Env",
   "User",
@@ -668,8 +671,12 @@ docker_create_body (const struct sp_json *config, const char *bundle_dir, const 
   G (yajl_gen_bool (g, 0));
   G (gen_str (g, "Tty"));
   G (yajl_gen_bool (g, 0));
+  /* A stdin the daemon keeps open until the one attach to it ends
+     (docker.c): the signal to an interpreter started ahead.  */
   G (gen_str (g, "OpenStdin"));
-  G (yajl_gen_bool (g, 0));
+  G (yajl_gen_bool (g, 1));
+  G (gen_str (g, "StdinOnce"));
+  G (yajl_gen_bool (g, 1));
   G (gen_str (g, "Labels"));
   G (yajl_gen_map_open (g));
   for (size_t i = 0; i < annotations->u.object.len; i++)

@@ -20,14 +20,14 @@
 #define DOCKER_CGROUP_MOUNT         "/sys/fs/cgroup"
 #define DOCKER_CGROUP_MOUNT_OPTIONS "ro,nosuid,nodev,noexec,mode=555,size=4k,nr_inodes=16"
 
-/* The wrapper the container runs (docker_wrapper_args): fds 0-2 to
+/* The wrapper the container runs (docker_wrapper_args): fds 1 and 2 to
    /dev/null, then execve of the bundle's argv with exactly its env.
    argv[1] is the count of variables, then the variables, then the argv.  */
 #define DOCKER_WRAPPER_CODE                                                                                  \
   "import os,sys\n"                                                                                          \
   "a=sys.argv[1:];n=int(a[0]);env=a[1:1+n];argv=a[1+n:]\n"                                                   \
   "fd=os.open('/dev/null',os.O_RDWR)\n"                                                                      \
-  "for i in (0,1,2):os.dup2(fd,i)\n"                                                                         \
+  "for i in (1,2):os.dup2(fd,i)\n"                                                                           \
   "os.execve(argv[0],argv,dict(v.split('=',1) for v in env))\n"
 extern const char *const docker_wrapper_args[];
 

@@ -78,6 +78,8 @@ workspace_limits (const struct sp_serve *s, const struct sp_serve_seed *seed, st
 static void
 sandbox_free (struct sp_serve_sandbox *sb)
 {
+  if (sb->script_fd >= 0)
+    close (sb->script_fd);
   free (sb->name);
   free (sb->container_id);
   free (sb->cgroup_path);
@@ -95,6 +97,13 @@ sandbox_remove (struct sp_serve *s, struct sp_serve_sandbox *sb, sp_error_t *err
     {
       ret = s->runtime->ops->destroy (s->runtime, sb->handle, err);
       sb->handle = NULL;
+    }
+  /* Nothing of the workspace stays open: an open file keeps its tmpfs
+     from being unmounted.  */
+  if (sb->script_fd >= 0)
+    {
+      close (sb->script_fd);
+      sb->script_fd = -1;
     }
   /* The workspace after the container: its mounts are the container's.  */
   if (sp_workspace_destroy (&sb->ws, ret < 0 ? &ignored : err) < 0)
@@ -128,6 +137,7 @@ sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, con
   sb->seed_index = seed_index;
   sb->slot = slot;
   sb->ws = (struct sp_workspace){ .dirfd = -1, .bundle_dirfd = -1 };
+  sb->script_fd = -1;
   sb->facts.exit_code = -1;
   spec = (struct sp_bundle_spec){
     .rootfs_root = s->rootfs.root_path,
@@ -167,6 +177,7 @@ sp_serve_sandbox_make (struct sp_serve *s, size_t seed_index, unsigned slot, con
       goto fail;
     }
   if (sp_bundle_write (sb->ws.bundle_dirfd, &spec, NULL, 0, err) < 0
+      || sp_bundle_open_script (sb->ws.bundle_dirfd, &sb->script_fd, err) < 0
       || (spec.rules.tmp_on_host && sp_bundle_mount_tmp (sb->ws.bundle_dirfd, sb->ws.bundle_path, err) < 0))
     {
       sp_error_wrap (err, "bundle");
@@ -331,11 +342,19 @@ sp_serve_sandbox_put_script (struct sp_serve *s, struct sp_serve_sandbox *sb, co
       sb->seed_gone = true;
       return -1;
     }
-  if (sp_bundle_put_script (sb->ws.bundle_dirfd, script, script_len, err) < 0)
+  if (sb->script_fd < 0)
+    {
+      sp_make_error (err, 0, "%s: the script goes in once", SP_BUNDLE_SCRIPT);
+      sp_error_set_cause (err, SP_CAUSE_BUNDLE);
+      return sp_error_wrap (err, "bundle");
+    }
+  if (sp_bundle_put_script (sb->script_fd, script, script_len, err) < 0)
     {
       sp_error_set_cause (err, SP_CAUSE_BUNDLE);
       return sp_error_wrap (err, "bundle");
     }
+  close (sb->script_fd);
+  sb->script_fd = -1;
   return 0;
 }
 

@@ -190,6 +190,7 @@ struct sp_serve_sandbox
   char *container_id;
   char *cgroup_path;
   struct sp_runtime_sandbox *handle;
+  int script_fd;             /* probe.py, open for the script's one write (sp_bundle_open_script), or -1 */
   struct sp_run_facts facts; /* create's, then start's */
   bool ran;                  /* the runtime was asked to create or run it */
   bool refill_owed;          /* taken from the pool, whose thread is told once its script is in */

@@ -439,6 +439,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def handle_any(self):
         engine = self.server.engine
+        if self.command == "POST" and ATTACH_PATH.fullmatch(urllib.parse.urlsplit(self.path).path):
+            self.handle_attach(engine)
+            return
         try:
             body_sha256, body_length, head, chunked = self.read_body()
         except (ConnectionError, ValueError) as e:
@@ -474,6 +477,38 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if status not in (204, 304) and self.command != "HEAD":
             self.wfile.write(payload)
         self.wfile.flush()
+
+    def handle_attach(self, engine):
+        """POST /containers/{id}/attach: answered 101 for a known container,
+        then the connection is its stdin, read (and dropped) until the
+        client closes it; 404 otherwise.  Recorded like any request."""
+        ref = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path).split("/")[3]
+        with engine.lock:
+            known = engine.find(ref) is not None
+        entry = {"method": self.command, "target": self.path,
+                 "path": urllib.parse.unquote(urllib.parse.urlsplit(self.path).path),
+                 "query": urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query, keep_blank_values=True),
+                 "headers": [[k, v] for k, v in self.headers.items()], "chunked": False, "body_length": 0,
+                 "body_sha256": hashlib.sha256(b"").hexdigest(), "status": 101 if known else 404}
+        engine.record(entry)
+        self.close_connection = True
+        if not known:
+            status, ctype, payload = json_reply(404, {"message": f"No such container: {ref}"})
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            return
+        self.send_response(101, "UPGRADED")
+        self.send_header("Content-Type", "application/vnd.docker.raw-stream")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Upgrade", "tcp")
+        self.end_headers()
+        self.wfile.flush()
+        with contextlib.suppress(OSError):
+            while self.rfile.read1(65536):
+                pass
 
     def route(self, engine, path, query, body_json, body_sha256, body_length, head):
         m = self.command
@@ -512,6 +547,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 WAIT_ANSWERS = ("ok", "deep", "bad-utf8", "not-json", "huge", "status-500", "dropped", "dropped-early", "dup-key",
                 "bad-after-key", "unreachable", "gone")
 WAIT_PATH = re.compile(r"/v[0-9.]+/containers/[^/]+/wait")
+ATTACH_PATH = re.compile(r"/v[0-9.]+/containers/[^/]+/attach")
 START_PATH = re.compile(r"/v[0-9.]+/containers/[^/]+/start")
 # unreachable, gone: how long the socket stays away.
 WAIT_AWAY_SECONDS = 3.0
@@ -608,6 +644,9 @@ class ForwardHandler(http.server.BaseHTTPRequestHandler):
     def handle_any(self):
         log = self.server.forward_log
         seq = log.next_seq()
+        if self.command == "POST" and ATTACH_PATH.fullmatch(urllib.parse.urlsplit(self.path).path):
+            self.forward_attach(log, seq)
+            return
         chunked = "chunked" in (self.headers.get("Transfer-Encoding") or "").lower()
         has_body = chunked or int(self.headers.get("Content-Length") or 0) > 0
         parsed = urllib.parse.urlsplit(self.path)
@@ -719,6 +758,62 @@ class ForwardHandler(http.server.BaseHTTPRequestHandler):
         except (ConnectionError, ValueError) as e:
             log.write({"event": "response", "seq": seq, "status": None, "error": str(e)})
             self.close_connection = True
+
+    def forward_attach(self, log, seq):
+        """An attach (Upgrade: tcp): the request as it came, on a connection
+        of its own to the daemon, logged; its answer's head relayed; after a
+        101 the two connections are spliced until the client closes its
+        side (the container's stdin ends) and the daemon closes its own."""
+        parsed = urllib.parse.urlsplit(self.path)
+        log.write({"event": "request", "seq": seq, "method": self.command, "target": self.path,
+                   "path": urllib.parse.unquote(parsed.path),
+                   "query": urllib.parse.parse_qs(parsed.query, keep_blank_values=True),
+                   "headers": [[k, v] for k, v in self.headers.items()], "chunked": False, "body_length": 0,
+                   "body_sha256": hashlib.sha256(b"").hexdigest()})
+        self.close_connection = True
+        up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            up.connect(self.server.upstream)
+            head = f"{self.command} {self.path} HTTP/1.1\r\n" + "".join(
+                f"{k}: {v}\r\n" for k, v in self.headers.items()) + "\r\n"
+            up.sendall(head.encode("latin-1"))
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                data = up.recv(4096)
+                if not data:
+                    break
+                answer += data
+            status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/") else None
+            log.write({"event": "response", "seq": seq, "status": status})
+            self.wfile.write(answer)
+            self.wfile.flush()
+            if status != 101:
+                return
+
+            def client_to_daemon():
+                with contextlib.suppress(OSError):
+                    while True:
+                        data = self.rfile.read1(65536)
+                        if not data:
+                            break
+                        up.sendall(data)
+                with contextlib.suppress(OSError):
+                    up.shutdown(socket.SHUT_WR)
+
+            pump = threading.Thread(target=client_to_daemon, daemon=True)
+            pump.start()
+            with contextlib.suppress(OSError):
+                while True:
+                    data = up.recv(65536)
+                    if not data:
+                        break
+                    self.wfile.write(data)
+                    self.wfile.flush()
+            pump.join()
+        except (OSError, ValueError, IndexError) as e:
+            log.write({"event": "response", "seq": seq, "status": 502, "error": str(e)})
+        finally:
+            up.close()
 
     def _wait_kind(self):
         """What --wait-answer does to this request: None but for a wait past

@@ -1158,6 +1158,10 @@ class DockerBackend(HostWorkspacesBackend):
     user_namespace = False
     # The daemon's reason for a failed create (its 409): "docker: create `sp-<run>-<inv>`: ...".
     create_reason = "docker: create"
+    # A pool container is started at create, its interpreter waiting on the
+    # stdin an attach holds open (docs/runtimes.md): the daemon says running.
+    starts_ahead = True
+    waiting_statuses = ("running",)
 
     def __init__(self, socket_path):
         super().__init__(None)
@@ -1247,8 +1251,10 @@ class DockerBackend(HostWorkspacesBackend):
         return set(docker_state_containers(state, run, self.socket)) if run else set()
 
     def created_containers(self, state, run):
-        """run's containers whose State is "created"."""
-        return {n for n, st in docker_state_statuses(state, run, self.socket).items() if st == "created"}
+        """run's containers that wait for their request: State "running", the
+        interpreter started ahead (starts_ahead)."""
+        want = self.waiting_statuses if self.starts_ahead else ("created",)
+        return {n for n, st in docker_state_statuses(state, run, self.socket).items() if st in want}
 
     def force_delete(self, root, cid, bundle=None):
         docker_remove(cid, self.socket)

@@ -575,7 +575,10 @@ def processes_in_run_cgroups(run, zombies=False, exclude=()):
                 text = f.read()
             if f"sealed-probe/{run}-" not in text:
                 continue
-            if exclude and all(any(line.endswith(f"sealed-probe/{x}") for x in exclude)
+            # A pool sandbox's own cgroup, or one below it (docker puts its
+            # container's cgroup under the bundle's).
+            if exclude and all(any(line.endswith(f"sealed-probe/{x}") or f"sealed-probe/{x}/" in line
+                                   for x in exclude)
                                for line in text.splitlines() if f"sealed-probe/{run}-" in line):
                 continue
             with open(f"/proc/{pid}/stat") as f:
@@ -845,8 +848,15 @@ def leaks_now(state, run, serve_pid=None, after_exit=False, srv=None, running_ru
         # long bundle path may lose its end: a process under the live run's
         # --root is that run's, never run's leftover.
         live_root = f"--root={B.run_root(state, running_run)}".encode() if running_run else None
+        marks = [f"/{r}/{m}/bundle".encode() for r, m in pooled]
+        if B.docker:
+            # A waiting container's shim names it by its id (`-id ID`): its
+            # interpreter was started ahead.
+            from sp_harness import docker_state_containers
+            ids = docker_state_containers(state, socket_path=B.socket)
+            marks += [ids[f"sp-{r}-{m}"].encode() for r, m in pooled if f"sp-{r}-{m}" in ids]
         procs = [p for p in runtime_processes(state)
-                 if not any(f"/{r}/{m}/bundle".encode() in p[1] for r, m in pooled)
+                 if not any(mark in p[1] for mark in marks)
                  and not (live_root is not None and live_root + b" " in p[1])]
         if procs:
             found.append(f"{B.binary_name} processes: {procs}")

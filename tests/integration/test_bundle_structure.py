@@ -307,38 +307,42 @@ if B.runtime_is_daemon:
            and commands["image"] == IMAGE,
            f"docker: runtime-commands.json is {{runtime: docker, image: {IMAGE}, requests}} and nothing else",
            {k: v for k, v in commands.items() if k != "requests"})
-    tap.ok(steps == ["image", "create", "start", "wait (under the timeout)", "kill (on timeout or stop)", "inspect",
-                     "remove"],
-           "docker: the requests are image, create, start, wait (under the timeout), kill (on timeout or stop), "
-           "inspect, remove, in that order", steps)
-    tap.ok(all(set(q) <= {"step", "method", "path", "body"} and {"step", "method", "path"} <= set(q)
-               and (("body" in q) == (q.get("step") == "create")) for q in reqs),
-           "docker: each request is {step, method, path}, and only create carries a body", reqs)
-    tap.ok([q.get("method") for q in reqs] == ["GET", "POST", "POST", "POST", "POST", "GET", "DELETE"],
-           "docker: the methods are GET, POST, POST, POST, POST, GET, DELETE", [q.get("method") for q in reqs])
+    tap.ok(steps == ["image", "create", "attach", "start", "wait (under the timeout)", "kill (on timeout or stop)",
+                     "inspect", "remove"],
+           "docker: the requests are image, create, attach, start, wait (under the timeout), kill (on timeout or "
+           "stop), inspect, remove, in that order", steps)
+    tap.ok(all(set(q) <= {"step", "method", "path", "body", "upgrade", "stdin"} and {"step", "method", "path"} <= set(q)
+               and (("body" in q) == (q.get("step") == "create"))
+               and (("stdin" in q) == ("upgrade" in q) == (q.get("step") == "attach")) for q in reqs),
+           "docker: each request is {step, method, path}; only create carries a body, only attach an upgrade and "
+           "when its connection (the stdin) closes", reqs)
+    tap.ok([q.get("method") for q in reqs] == ["GET", "POST", "POST", "POST", "POST", "POST", "GET", "DELETE"],
+           "docker: the methods are GET, POST, POST, POST, POST, POST, GET, DELETE", [q.get("method") for q in reqs])
     tap.ok(reqs and all(str(q.get("path", "")).startswith("/v1.41/") for q in reqs),
            "docker: every path is under the pinned API version, /v1.41", [q.get("path") for q in reqs])
     byname = dict(zip(steps, reqs))
     run = ann["org.sealed-probe.run"]
     container = [str(byname.get(k, {}).get("path", "")).split("/")[3:4]
-                 for k in ("start", "wait (under the timeout)", "kill (on timeout or stop)", "inspect")]
+                 for k in ("attach", "start", "wait (under the timeout)", "kill (on timeout or stop)", "inspect")]
     cref = container[0][0] if container[0] else None
     tap.ok(byname.get("image", {}).get("path") == f"/v1.41/images/{IMAGE}/json"
            and byname.get("create", {}).get("path") == f"/v1.41/containers/create?name=sp-{run}-0"
            and cref == f"sp-{run}-0" and all(c == [cref] for c in container)
+           and byname.get("attach", {}).get("path") == f"/v1.41/containers/{cref}/attach?stream=1&stdin=1"
            and byname.get("start", {}).get("path") == f"/v1.41/containers/{cref}/start"
            and byname.get("wait (under the timeout)", {}).get("path") == f"/v1.41/containers/{cref}/wait"
            and byname.get("kill (on timeout or stop)", {}).get("path") == f"/v1.41/containers/{cref}/kill?signal=KILL"
            and byname.get("inspect", {}).get("path") == f"/v1.41/containers/{cref}/json"
            and byname.get("remove", {}).get("path") == f"/v1.41/containers/{cref}?force=1&v=1",
            f"docker: the image is looked up by its tag, the container is created as sp-{run}-0 (the dry run's "
-           "container), and start, wait, kill with SIGKILL, inspect and a forced remove all name it",
+           "container), and attach, start, wait, kill with SIGKILL, inspect and a forced remove all name it",
            [q.get("path") for q in reqs])
     body = byname.get("create", {}).get("body") or {}
     hc = body.get("HostConfig") or {}
     # The command is the fixed wrapper (docs/runtimes.md): python3 -I -S -B -c
     # CODE, then the count of the bundle's env, its env, its args; the
-    # wrapper points fds 0-2 at /dev/null and execs the args with that env.
+    # wrapper points fds 1 and 2 at /dev/null and execs the args with that
+    # env; fd 0 stays the stdin the attach holds open.
     cmd, n = body.get("Cmd") or [], len(p["env"])
     tap.ok(body.get("Image") == IMAGE and cmd[:5] == ["/usr/bin/python3", "-I", "-S", "-B", "-c"]
            and "os.execve" in cmd[5] and "/dev/null" in cmd[5] and cmd[6:7] == [str(n)]
@@ -373,9 +377,11 @@ if B.runtime_is_daemon:
     tap.ok(hc.get("LogConfig") == {"Type": "none"},
            "docker: HostConfig.LogConfig is none: nothing the probe prints is kept on the daemon's disk",
            hc.get("LogConfig"))
-    tap.ok(not body.get("Tty") and not body.get("OpenStdin") and not any(body.get(k) for k in
-                                                                     ("AttachStdin", "AttachStdout", "AttachStderr")),
-           "docker: no TTY, no stdin, nothing attached", body)
+    tap.ok(not body.get("Tty") and body.get("OpenStdin") is True and body.get("StdinOnce") is True
+           and not any(body.get(k) for k in ("AttachStdin", "AttachStdout", "AttachStderr"))
+           and "for i in (1,2):os.dup2" in cmd[5],
+           "docker: no TTY, nothing attached at create; a stdin open for one attach, whose end the probe reads "
+           "(the wrapper leaves fd 0)", body)
     tap.ok(sorted((m.get("Type"), m.get("Source"), m.get("Target"), m.get("ReadOnly")) for m in hc.get("Mounts") or [])
            == sorted([("bind", os.path.join(bundle, "repo"), "/probe/repo", False),
                       ("bind", os.path.join(bundle, "probe.py"), "/probe/probe.py", False),

@@ -447,9 +447,11 @@ EXACT_PROBES = {
         'answer(empty and not any(t in ("cgroup", "cgroup2") for t in lines), "/" in points)\n',
     "the environment is exactly PATH, LANG and HOME: no HOSTNAME (control: PATH is /usr/bin)":
         'answer(sorted(os.environ) == ["HOME", "LANG", "PATH"], os.environ.get("PATH") == "/usr/bin")\n',
-    "fds 0, 1 and 2 are /dev/null itself (control: fd 3 of a file opened is that file)":
+    "fds 1 and 2 are /dev/null itself, fd 0 an empty pipe at its end (control: fd 3 of a file opened is that "
+    "file)":
         'fd = os.open("/probe/repo/README.md", os.O_RDONLY)\n'
-        'answer(all(os.readlink(f"/proc/self/fd/{i}") == "/dev/null" for i in (0, 1, 2)),\n'
+        'answer(all(os.readlink(f"/proc/self/fd/{i}") == "/dev/null" for i in (1, 2))\n'
+        '       and stat.S_ISFIFO(os.fstat(0).st_mode) and os.read(0, 1) == b"",\n'
         '       os.readlink(f"/proc/self/fd/{fd}") == "/probe/repo/README.md")\n',
     "the only group is the probe's own gid, Docker's supplementary copy of it (the named gap) (control: the gid "
     "is the uid)":
@@ -490,11 +492,24 @@ def docker_work(state, *parts):
     return os.path.join(state, "docker-work", *parts)
 
 
+def runs_a_script(state, c):
+    """Whether container c (a listing's entry) has its script: its
+    workspace's probe.py is not empty.  One of the pool's runs too, its
+    interpreter started ahead, but waits with the empty placeholder."""
+    labels = c.get("Labels") or {}
+    path = docker_work(state, labels.get(LABEL_RUN, "?"), labels.get("org.sealed-probe.invocation", "?"),
+                       "bundle", "probe.py")
+    with contextlib.suppress(OSError):
+        return os.path.getsize(path) > 0
+    return False
+
+
 def wait_running(daemon, state, timeout=30):
-    """The first running container of the state directory (by its label)."""
+    """The first running container of the state directory (by its label)
+    that runs a probe (runs_a_script)."""
     def one():
         for c in daemon.api.containers(**{LABEL_STATE: state_key(state)}):
-            if c.get("State") == "running":
+            if c.get("State") == "running" and runs_a_script(state, c):
                 return c
         return None
     return S.wait_for(one, timeout, interval=0.05)

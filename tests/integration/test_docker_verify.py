@@ -261,12 +261,12 @@ def control(staged_config, config, clone):
             problems.append(f"the create body lacks {missing}")
         base = f"/v1.41/containers/{cid}"
         run = [step(e) for e in log[log.index(c) + 1:] if e["path"].startswith(base)]
-        want = [("GET", base + "/json"), ("POST", base + "/start"), ("POST", base + "/wait"),
-                ("GET", base + "/json"), ("DELETE", base), ("GET", base + "/json")]
+        want = [("GET", base + "/json"), ("POST", base + "/attach"), ("POST", base + "/start"),
+                ("POST", base + "/wait"), ("GET", base + "/json"), ("DELETE", base), ("GET", base + "/json")]
         if run != want:
             problems.append(f"the run's calls: {run}")
-    tap.ok(not problems, "capable (control): one container, created with every mapped field, then inspect, start, "
-           "wait, inspect, delete", problems)
+    tap.ok(not problems, "capable (control): one container, created with every mapped field, then inspect, attach "
+           "(its stdin), start, wait, inspect, delete", problems)
     tap.ok(not pulls(log) and not unversioned(log), "capable (control): no registry pull, every call under /v1.41",
            f"pulls {pulls(log)}, unversioned {unversioned(log)}")
     leaked = [p for p in (fake.socket, os.path.dirname(fake.socket), sockets) if p in out]

@@ -204,25 +204,31 @@ def forbidden_in(argvs):
 # (sp_fake_docker.py --forward, in front of the tests' daemon), and what it
 # asks is compared with the requests `bundle --dry-run` describes.
 
-DOCKER_STEPS = ["image", "create", "start", "wait (under the timeout)", "kill (on timeout or stop)", "inspect",
-                "remove"]
+DOCKER_STEPS = ["image", "create", "attach", "start", "wait (under the timeout)", "kill (on timeout or stop)",
+                "inspect", "remove"]
+# Started ahead (issue 29): the container's interpreter starts at create and
+# waits for the end of its stdin, the attach connection (the signal).
+DOCKER_AHEAD_STEPS = ["image", "create", "attach", "start (the interpreter, ahead of the request)",
+                      "inspect (its pid, held by a pidfd)", "wait (under the timeout)", "kill (on timeout or stop)",
+                      "inspect", "remove"]
 INVOCATION_LABEL = "org.sealed-probe.invocation"
-SHORT = {"wait (under the timeout)": "wait", "kill (on timeout or stop)": "kill"}
+SHORT = {"wait (under the timeout)": "wait", "kill (on timeout or stop)": "kill",
+         "start (the interpreter, ahead of the request)": "start", "inspect (its pid, held by a pidfd)": "inspect"}
 # What a request might try to smuggle into a create body, in the script's text.
 DOCKER_SMUGGLED = SMUGGLED + ('"Privileged": true', '"NetworkMode": "host"', '"CapAdd": ["ALL"]',
                               '"Binds": ["/:/host"]', "fromImage=evil/" + MARKER, "/var/run/docker.sock")
 
 
-def docker_dry_run(config, state, script_text, socket_path, ids):
-    """`bundle --dry-run --docker-socket socket_path --probe-ids ids`: (result, parsed
-    runtime-commands.json, its text, the --out bundle)."""
+def docker_dry_run(config, state, script_text, socket_path, ids, *extra):
+    """`bundle --dry-run --docker-socket socket_path --probe-ids ids [extra]`:
+    (result, parsed runtime-commands.json, its text, the --out bundle)."""
     script = work.path("script") + ".py"
     with open(script, "w") as f:
         f.write(script_text)
     out = work.path("bundle")
     r = subprocess.run([S.PROXY, "bundle", "--dry-run", "--config", config, "--repo", "acme/one", "--script",
                         script, "--out", out, "--rootfs", work.rootfs, "--state", state,
-                        "--probe-ids", ids, B.BINARY_OPTION, socket_path],
+                        "--probe-ids", ids, B.BINARY_OPTION, socket_path, *extra],
                        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
     doc, text = None, ""
     try:
@@ -308,7 +314,6 @@ def docker_main():
         tap.ok(r.returncode == 0 and doc is not None, "dry run writes runtime-commands.json beside config.json",
                r.stderr)
         doc = doc or {"requests": []}
-        started_ahead_refused(config, state)
         steps = [q.get("step") for q in doc.get("requests", [])]
         image = doc.get("image") or ""
         tap.ok(doc.get("runtime") == "docker" and steps == DOCKER_STEPS
@@ -331,6 +336,7 @@ def docker_main():
         described = {SHORT.get(k, k): (q.get("method"), path_template(q.get("path", ""), refs_dry))
                      for k, q in dry.items()}
         want_paths = {"create": ("POST", "/v1.41/containers/create?name=<C>"),
+                      "attach": ("POST", "/v1.41/containers/<C>/attach?stream=1&stdin=1"),
                       "start": ("POST", "/v1.41/containers/<C>/start"),
                       "wait": ("POST", "/v1.41/containers/<C>/wait"),
                       "kill": ("POST", "/v1.41/containers/<C>/kill?signal=KILL"),
@@ -360,6 +366,41 @@ def docker_main():
         tap.ok(r2.returncode == 0 and same and not any(x in text2 for x in socket_texts),
                "dry run with another socket (the daemon's own): the same requests, and no socket path",
                text2[:800] + r2.stderr)
+
+        # ---- the dry run of a sandbox started ahead (issue 29) ----
+        r_a, doc_a, text_a, dry_out_a = docker_dry_run(config, state, script_text, proxy.socket, ids,
+                                                       "--started-ahead")
+        reqs_a = (doc_a or {}).get("requests", [])
+        steps_a = [q.get("step") for q in reqs_a]
+        dry_a = {q["step"]: q for q in reqs_a if "step" in q}
+        name_a = (urllib.parse.parse_qs((dry_a.get("create") or {}).get("path", "").partition("?")[2])
+                  .get("name") or [""])[0]
+        run_a = name_a[len("sp-"):].rsplit("-", 1)[0]
+        body_a = (dry_a.get("create") or {}).get("body") or {}
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "bundle",
+                               "waiter.py")) as f:
+            waiter = f.read()
+        cmd_cold, cmd_a = dry_body.get("Cmd") or [], body_a.get("Cmd") or []
+        python = ["/usr/bin/python3", "-I", "-S", "-B"]
+        attach_a, attach = dry_a.get("attach") or {}, dry.get("attach") or {}
+        tap.ok(r_a.returncode == 0 and steps_a == DOCKER_AHEAD_STEPS
+               and attach_a.get("upgrade") == attach.get("upgrade") == "tcp"
+               and attach_a.get("path") == attach.get("path", "").replace(dry_name, name_a)
+               and "once probe.py holds the script (the signal)" in attach_a.get("stdin", "")
+               and "at once, before the start" in attach.get("stdin", ""),
+               "dry run --started-ahead: the interpreter starts at create and its pid is inspected; the attach's "
+               "connection is its stdin, closed as the signal (cold: at once, before the start)",
+               (r_a.stderr, steps_a, attach_a, attach))
+        tap.ok(cmd_cold[-5:] == python + ["/probe/probe.py"] and cmd_a[-6:] == python + ["-c", waiter]
+               and cmd_a[:-6] == cmd_cold[:-5]
+               and dry_body.get("OpenStdin") is True and dry_body.get("StdinOnce") is True
+               and json_diff(substitute(dict(dry_body, Cmd=None), [(dry_out, "<B>"), (dry_name, "<C>"),
+                                                                   (dry_run_id, "<RUN>")]),
+                             substitute(dict(body_a, Cmd=None), [(dry_out_a, "<B>"), (name_a, "<C>"),
+                                                                 (run_a, "<RUN>")])) == [],
+               "dry run --started-ahead: the create body is the cold one's but for the command's tail, "
+               "python3 -I -S -B -c and src/bundle/waiter.py whole; both open a stdin for one attach",
+               (cmd_cold[-5:], cmd_a[-6:-1]))
 
         # ---- serve, through the logging proxy ----
         with S.serving(work, config, state, binary=proxy.socket, probe_id_base=int(ids)) as srv:
@@ -403,8 +444,9 @@ def docker_main():
         # must answer 404.  Each is a described step's request.
         first_create = next((container_of(q) for q in logged
                              if q["method"] == "POST" and q["path"] == "/v1.41/containers/create"), None)
-        expect = {"answered": ["create", "start", "wait", "inspect", "remove", "inspect"],
-                  "timed_out": ["create", "start", "wait", "kill", "wait", "inspect", "remove", "inspect"]}
+        expect = {"answered": ["create", "attach", "start", "wait", "inspect", "remove", "inspect"],
+                  "timed_out": ["create", "attach", "start", "wait", "kill", "wait", "inspect", "remove",
+                                "inspect"]}
         dry_subs = [(dry_out, "<BUNDLE>"), (dry_name, "<C>"), (dry_run_id, "<RUN>")]
         # The containers: the canary's, which serve runs at start before it is
         # ready (the run's first create; invocation 1 of the audit's count),
@@ -421,7 +463,9 @@ def docker_main():
                and sorted(created) == sorted(canary + probe_names + unstarted),
                "serve creates the canary's container first, then the two probes' (and, with a pool, the waiting "
                "ones no request took)", sorted(created))
-        expect["unstarted"] = ["create", "remove", "inspect"]
+        # A sandbox made ahead is started ahead too: its interpreter's pid is
+        # inspected after the start; one no request took is removed running.
+        expect["unstarted"] = ["create", "attach", "start", "inspect", "remove", "inspect"]
         who = [(canary[0] if canary else f"sp-{run}-?", "canary", "answered")] + \
             [(n, f"{rec['status']} probe", rec["status"]) for n, rec in zip(probe_names, records)] + \
             [(n, "waiting sandbox", "unstarted") for n in unstarted]
@@ -429,6 +473,9 @@ def docker_main():
             inv = name.rsplit("-", 1)[1]
             reqs, refs = requests_of(name)
             want_seq = list(expect[status])
+            ahead = S.POOL_NAME.fullmatch(inv) is not None
+            if ahead and status != "unstarted":
+                want_seq.insert(3, "inspect")
             if name == first_create:
                 want_seq.insert(1, "inspect")
             got_seq = [step_of(q, refs) for q in reqs]
@@ -448,7 +495,8 @@ def docker_main():
                    and all(m.get("Source", "").startswith(bundle + "/") for m in serve_binds),
                    f"serve's create ({label}): by name, its bind sources under STATE/docker-work/<run>/<inv>/bundle",
                    json.dumps(serve_binds))
-            want = with_invocation(substitute(dry_body, dry_subs), "0")
+            want = with_invocation(substitute(body_a, [(dry_out_a, "<BUNDLE>"), (name_a, "<C>"), (run_a, "<RUN>")])
+                                   if ahead else substitute(dry_body, dry_subs), "0")
             got = with_invocation(substitute(body, [(bundle, "<BUNDLE>"), (name, "<C>"), (run, "<RUN>")]), inv)
             # The user is the probe id of the sandbox's slot (the dry run's is
             # slot 0's; a sandbox made ahead holds a slot of its own).
@@ -459,7 +507,8 @@ def docker_main():
                 got = dict(got, User=want.get("User"))
             diffs = json_diff(want, got)
             tap.ok(body is not None and diffs == [],
-                   f"serve's create body ({label}) is the dry run's, up to run, invocation and bundle",
+                   f"serve's create body ({label}) is the {'--started-ahead ' if ahead else ''}dry run's, up to run, "
+                   "invocation and bundle",
                    "\n".join(diffs[:30]) or json.dumps(body)[:800])
         image_gets = [q for q in logged if q["method"] == "GET" and q["path"].startswith("/v1.41/images/")]
         used = {(q.get("json") or {}).get("Image") for _, (_, q) in created.items()
@@ -480,11 +529,12 @@ def docker_main():
         kinds = [(r"GET /_ping", r"GET /version", r"GET /v1\.41/info"),
                  (r"GET /v1\.41/images/[^/?]+/[^/?]+/json", r"POST /v1\.41/images/create\?fromSrc=-&.*",
                   r"GET /v1\.41/containers/json\?all=1&filters=.*", r"POST /v1\.41/containers/create\?name=sp-.*",
-                  r"(POST|GET|DELETE) /v1\.41/containers/[^/?]+(/(start|wait|json|kill\?signal=KILL)|\?force=1&v=1)")]
+                  r"(POST|GET|DELETE) /v1\.41/containers/[^/?]+(/(start|wait|json|kill\?signal=KILL|attach\?stream=1&stdin=1)"
+                  r"|\?force=1&v=1)")]
         others = [f"{q['method']} {q['target']}" for q in logged
                   if not any(re.fullmatch(k, f"{q['method']} {q['target']}") for group in kinds for k in group)]
-        tap.ok(others == [], "serve asks only for verify, the image, orphans, and its containers' create, start, "
-               "wait, kill, inspect and remove", others[:5])
+        tap.ok(others == [], "serve asks only for verify, the image, orphans, and its containers' create, attach, "
+               "start, wait, kill, inspect and remove", others[:5])
         stray = [f"{q['method']} {q['target']}" for q in logged
                  if container_of(q) not in (None,) + tuple(created) + tuple(c for c, _ in created.values())]
         tap.ok(stray == [], "serve names no container but those it created", stray[:5])

@@ -1,5 +1,5 @@
 """A probe's stdout and stderr are /dev/null itself, and its stdin /dev/null or,
-under runc and gVisor, an empty pipe at its end whose other end no host
+under runc, gVisor and Docker, an empty pipe at its end whose other end no host
 process holds (docs/runtimes.md): what it writes reaches no host process.  A probe floods both outputs while
 the test looks at its fds 0-2 from the host, and at every runtime process of
 its sandbox still alive (none may be relaying, and none may be spending CPU
@@ -11,9 +11,9 @@ sandbox process (runsc-sandbox, the sentry), whose fds 0-2 are the probe's
 stdio; those are looked at instead, and the sandbox itself, which does the
 probe's writes within the sandbox's own limits, is not counted as a relay.
 
-Under Docker the container runs a fixed wrapper that points fds 0-2 at
-/dev/null before it execs the probe (docs/runtimes.md), so the same line
-holds; the container's LogConfig is none and nothing the probe prints
+Under Docker the container runs a fixed wrapper that points fds 1 and 2 at
+/dev/null before it execs the probe, and its fd 0 is the stdin serve's
+attach held open and has closed (docs/runtimes.md), so the same line holds; the container's LogConfig is none and nothing the probe prints
 reaches the daemon's disk (its data root, /var/lib/sealed-probe-test/docker,
 and its logs).  The daemon's processes are shared (other tests, other
 proxies), so their CPU is compared with a baseline: what dockerd,
@@ -172,12 +172,12 @@ def descendants(pid):
 
 
 def empty_stdin(link, pid):
-    """Whether fd 0's link is /dev/null, or under runc and gVisor (whose
-    probe's stdin is a pipe, docs/runtimes.md, "Interpreters started
+    """Whether fd 0's link is /dev/null, or under runc, gVisor and Docker
+    (whose probe's stdin is a pipe, docs/runtimes.md, "Interpreters started
     ahead") a pipe whose other end no process outside the sandbox holds."""
     if link == "/dev/null":
         return True
-    if not B.oci_cli or not link.startswith("pipe:"):
+    if not (B.oci_cli or B.docker) or not link.startswith("pipe:"):
         return False
     inside = descendants(pid)
     for other in os.listdir("/proc"):
@@ -204,12 +204,13 @@ def docker_while_running(state, pid):
     """Under docker, while the probe pid runs: (container id, the API's
     inspect of it, {pid: [fds]} of the host processes other than the probe
     holding the other end of its fd 1 or 2, the pids of its shims)."""
-    # The running one: a container made ahead (the pool's) is only created.
+    # The probe's: the one whose process is pid (one of the pool's runs its
+    # interpreter too, started ahead, waiting).
     ids = sorted(docker_state_containers(state, socket_path=B.socket).values())
-    def status_of(i):
+    def pid_of(i):
         value = docker_api("GET", f"/containers/{i}/json", socket_path=B.socket)[1]
-        return value.get("State", {}).get("Status") if isinstance(value, dict) else None
-    ids = [i for i in ids if status_of(i) != "created"]
+        return value.get("State", {}).get("Pid") if isinstance(value, dict) else None
+    ids = [i for i in ids if pid_of(i) == pid]
     cid = ids[0] if len(ids) == 1 else None
     info = None
     if cid:
@@ -289,8 +290,9 @@ try:
         null_fds = pid is not None and empty_stdin(fds.get(0), pid) and fds.get(1) == fds.get(2) == "/dev/null"
         if B.runtime_is_daemon:
             cid, info, holders, shims = docker_facts
-            tap.ok(null_fds, "docker: while it floods, the probe's fds 0, 1 and 2 are /dev/null itself, not pipes "
-                             "to its containerd shim (the wrapper's)", fds)
+            tap.ok(null_fds, "docker: while it floods, the probe's fds 1 and 2 are /dev/null itself, not pipes to "
+                             "its containerd shim (the wrapper's), and fd 0 an empty pipe no host process holds the "
+                             "other end of", fds)
             tap.ok(cid and not holders, "docker: no host process holds the other end of any of the probe's fds",
                    holders)
             log = ((info or {}).get("HostConfig") or {}).get("LogConfig") or {}

@@ -1,5 +1,5 @@
 """Interpreters started ahead (docs/runtimes.md, "Interpreters started
-ahead"): where the backend can (starts_ahead: runc, gVisor), a sandbox of
+ahead"): where the backend can (starts_ahead: runc, gVisor, Docker), a sandbox of
 the pool runs its interpreter before its request, waiting for a signal only
 serve gives.  One check per rule, on every backend:
 - the script runs as a fresh `python3 -I -S -B /probe/probe.py` would: the
@@ -13,7 +13,8 @@ serve gives.  One check per rule, on every backend:
   the CPU the interpreter spent before it is not the probe's;
 - a waiting interpreter holds nothing of a request: the pool's own checks
   (test_pool.py: probe.py and out empty, no canary in any file) and its
-  stop and kill -9 checks run with these sandboxes on runc and gVisor."""
+  stop and kill -9 checks run with these sandboxes on runc, gVisor and
+  Docker."""
 
 import math
 import os
@@ -37,15 +38,17 @@ SLEEP_S = 1.0
 
 # The probe's facts, taken before it imports anything, against a fresh
 # interpreter's, which the same script gives when it finds /tmp/.sp-child.
-# Its stdin is what the probe's is (an empty pipe at its end under runc and
-# gVisor, /dev/null under Docker and sbx; STDIN below checks that a pool
+# Its stdin is what the probe's is (an empty pipe at its end under runc,
+# gVisor and Docker, /dev/null under sbx; STDIN below checks that a pool
 # sandbox's is the cold one's) and its stdout and stderr /dev/null, as the
 # sandbox's are.  The answer says whether the two agree, and whether this
 # interpreter was the one started ahead (its command line is the waiter's).
 FACTS = r'''import sys
 MODULES = sorted(sys.modules)
 NAMES = [(k, type(v).__name__) for k, v in globals().items()]
-import os, json, subprocess
+import json
+WITH_JSON = sorted(sys.modules)
+import os, subprocess
 
 
 def depth():
@@ -58,7 +61,7 @@ def depth():
 def facts():
     return {
         "argv": sys.argv, "orig_argv": sys.orig_argv, "path": sys.path, "flags": repr(sys.flags),
-        "modules": MODULES, "names": NAMES, "file": __file__, "cached": __cached__,
+        "modules": MODULES, "with_json": WITH_JSON, "names": NAMES, "file": __file__, "cached": __cached__,
         "spec": repr(__spec__), "loader": [type(__loader__).__name__, __loader__.name, __loader__.path],
         "stdio": [[os.fstat(fd).st_mode >> 12, os.isatty(fd)] for fd in (0, 1, 2)],
         "stdin": [sys.stdin.seekable(), sys.stdin.read()], "cwd": os.getcwd(), "env": dict(os.environ),
@@ -83,7 +86,8 @@ ahead = b"-c" in open("/proc/self/cmdline", "rb").read().split(b"\0")
 differ = sorted(k for k in fresh if fresh[k] != mine[k])
 if differ == [] and not ahead:
     answer = "SAME-COLD"
-elif differ == ["depth"] and ahead and mine["depth"] == fresh["depth"] + 1:
+elif (differ == ["depth", "modules"] and ahead and mine["depth"] == fresh["depth"] + 1
+        and mine["modules"] == fresh["with_json"] != fresh["modules"]):
     answer = "SAME-AHEAD"
 else:
     answer = "DIFFERENT"
@@ -148,7 +152,7 @@ try:
         want = "SAME-AHEAD" if AHEAD else "SAME-COLD"
         tap.ok(pooled == S.answer(want),
                f"a pool sandbox's script sees the same sys facts as a fresh interpreter's"
-               f"{', but for the waiter frame below it' if AHEAD else ' (started cold: ' + B.name + ' does not start ahead)'}",
+               f"{', but for the waiter frame below it and json already imported (exactly the modules a fresh one has after import json)' if AHEAD else ' (started cold: ' + B.name + ' does not start ahead)'}",
                pooled)
 
         S.wait_pool_full_n(srv, 1 if S.CREATES_AHEAD else 0)
@@ -169,7 +173,7 @@ try:
         time.sleep(TIMEOUT + 1)
         slept = srv.probe(SLEEP % SLEEP_S, "acme/one", SLEEP_OUTCOMES)
         rec = last_result(srv)
-        # Where the sandbox starts at its request (Docker, sbx), wall_ms
+        # Where the sandbox starts at its request (sbx), wall_ms
         # holds that start too.
         tap.ok(slept == S.answer("WOKE") and not rec.get("timed_out")
                and (not AHEAD or rec.get("wall_ms", 1e9) < TIMEOUT * 1000),
