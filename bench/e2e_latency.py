@@ -308,10 +308,15 @@ def docker_cli_flags(body, seccomp_file):
         flags += ["--env", e]
     flags += ["--user", top.pop("User"), "--hostname", top.pop("Hostname"), "--domainname", top.pop("Domainname")]
     want(top.pop("NetworkDisabled") is True, "NetworkDisabled")  # DOCKER_NO_FLAG: --network none below
-    for k in ("AttachStdin", "AttachStdout", "AttachStderr", "Tty", "OpenStdin"):
+    for k in ("AttachStdin", "AttachStdout", "AttachStderr", "Tty"):
         # `docker run` in the foreground attaches stdout and stderr (the
         # probe writes neither): that is how the CLI waits.
         want(top.pop(k) is False, k)
+    # serve attaches the container's stdin and closes it before a cold
+    # start (the probe reads an empty pipe at its end): `--interactive` with
+    # the CLI's own stdin /dev/null does the same.
+    want(top.pop("OpenStdin") is True and top.pop("StdinOnce") is True, "OpenStdin and StdinOnce")
+    flags += ["--interactive"]
     for k, v in top.pop("Labels").items():
         if k != DOCKER_STATE_LABEL:
             flags += ["--label", f"{k}={v}"]

@@ -2,10 +2,13 @@
    the files sp_bundle_write creates.  tests/integration/ asserts each field of
    config.json by name through the dry-run verb.  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -363,6 +366,74 @@ START_TEST (test_write_creates_the_four_entries)
 }
 END_TEST
 
+START_TEST (test_script_goes_in_once_through_its_descriptor)
+{
+  cleanup_error sp_error_t err = NULL;
+  char dir[] = "/tmp/sp-bundle-XXXXXX";
+  char path[64];
+  struct sp_bundle_spec spec;
+  cleanup_close int dirfd = -1;
+  cleanup_close int script_fd = -1;
+  int fd = -1;
+  char buf[16];
+
+  ck_assert_ptr_nonnull (mkdtemp (dir));
+  dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  spec = good_spec ();
+  spec.bundle_dir = dir;
+  if (geteuid () != 0)
+    {
+      /* As in test_write_creates_the_four_entries: no bundle without root.  */
+      ck_assert_int_lt (sp_bundle_write (dirfd, &spec, NULL, 0, &err), 0);
+      unlinkat (dirfd, "repo", AT_REMOVEDIR);
+      rmdir (dir);
+      return;
+    }
+  if (sp_bundle_write (dirfd, &spec, NULL, 0, &err) < 0)
+    ck_abort_msg ("sp_bundle_write: %s", sp_error_message (err));
+  if (sp_bundle_open_script (dirfd, &script_fd, &err) < 0)
+    ck_abort_msg ("sp_bundle_open_script: %s", sp_error_message (err));
+
+  /* Docker's seal: the path bound read-only over itself after the open (in
+     this test process's own mount namespace).  The path no longer opens for
+     writing; the descriptor still writes the same inode.  */
+  snprintf (path, sizeof (path), "%s/probe.py", dir);
+  ck_assert_int_eq (unshare (CLONE_NEWNS), 0);
+  ck_assert_int_eq (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+  ck_assert_int_eq (mount (path, path, NULL, MS_BIND, NULL), 0);
+  ck_assert_int_eq (mount (NULL, path, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL), 0);
+  /* The directory again, from this namespace, where the bind is.  */
+  close (dirfd);
+  dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ck_assert_int_ge (dirfd, 0);
+  ck_assert_int_lt (openat (dirfd, "probe.py", O_WRONLY | O_CLOEXEC), 0);
+  ck_assert_int_eq (errno, EROFS);
+  if (sp_bundle_put_script (script_fd, "print(2)\n", 9, &err) < 0)
+    ck_abort_msg ("sp_bundle_put_script: %s", sp_error_message (err));
+  fd = openat (dirfd, "probe.py", O_RDONLY | O_CLOEXEC);
+  ck_assert_int_eq (read (fd, buf, sizeof (buf)), 9);
+  close (fd);
+  ck_assert_mem_eq (buf, "print(2)\n", 9);
+
+  /* Once: the file is no longer the empty placeholder, by the descriptor or
+     by the path.  */
+  ck_assert_int_lt (sp_bundle_put_script (script_fd, "x", 1, &err), 0);
+  ck_assert_ptr_nonnull (strstr (sp_error_message (err), "no longer the empty placeholder"));
+  sp_error_release (&err);
+  ck_assert_int_eq (umount (path), 0);
+  fd = -1;
+  ck_assert_int_lt (sp_bundle_open_script (dirfd, &fd, &err), 0);
+  ck_assert_int_eq (fd, -1);
+  ck_assert_ptr_nonnull (strstr (sp_error_message (err), "not the empty placeholder"));
+
+  unlinkat (dirfd, "config.json", 0);
+  unlinkat (dirfd, "probe.py", 0);
+  unlinkat (dirfd, "out", 0);
+  unlinkat (dirfd, "repo", AT_REMOVEDIR);
+  ck_assert_int_eq (rmdir (dir), 0);
+}
+END_TEST
+
 static Suite *
 make_suite (void)
 {
@@ -382,6 +453,7 @@ make_suite (void)
   tcase_add_test (tc, test_render_enosys_by_kernel_allows_only_clone3);
   tcase_add_test (tc, test_render_refuses_bad_specs);
   tcase_add_test (tc, test_write_creates_the_four_entries);
+  tcase_add_test (tc, test_script_goes_in_once_through_its_descriptor);
   suite_add_tcase (s, tc);
   return s;
 }
