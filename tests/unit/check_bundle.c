@@ -308,6 +308,17 @@ START_TEST (test_render_refuses_bad_specs)
 }
 END_TEST
 
+/* Removes what sp_bundle_write made in dir (dirfd), then dir itself.  */
+static void
+remove_bundle (int dirfd, const char *dir)
+{
+  unlinkat (dirfd, "config.json", 0);
+  unlinkat (dirfd, "probe.py", 0);
+  unlinkat (dirfd, "out", 0);
+  unlinkat (dirfd, "repo", AT_REMOVEDIR);
+  ck_assert_int_eq (rmdir (dir), 0);
+}
+
 START_TEST (test_write_creates_the_four_entries)
 {
   cleanup_error sp_error_t err = NULL;
@@ -358,11 +369,7 @@ START_TEST (test_write_creates_the_four_entries)
   sp_error_release (&err);
   ck_assert_int_lt (sp_bundle_write (dirfd, &spec, "x", 1, &err), 0);
 
-  unlinkat (dirfd, "config.json", 0);
-  unlinkat (dirfd, "probe.py", 0);
-  unlinkat (dirfd, "out", 0);
-  unlinkat (dirfd, "repo", AT_REMOVEDIR);
-  ck_assert_int_eq (rmdir (dir), 0);
+  remove_bundle (dirfd, dir);
 }
 END_TEST
 
@@ -426,11 +433,7 @@ START_TEST (test_script_goes_in_once_through_its_descriptor)
   ck_assert_int_eq (fd, -1);
   ck_assert_ptr_nonnull (strstr (sp_error_message (err), "not the empty placeholder"));
 
-  unlinkat (dirfd, "config.json", 0);
-  unlinkat (dirfd, "probe.py", 0);
-  unlinkat (dirfd, "out", 0);
-  unlinkat (dirfd, "repo", AT_REMOVEDIR);
-  ck_assert_int_eq (rmdir (dir), 0);
+  remove_bundle (dirfd, dir);
 }
 END_TEST
 
