@@ -414,10 +414,13 @@ parse_enum (struct node *n, const struct sp_json *v, const char *path, sp_error_
       n->n_values++;
       if (parse_literal (values->u.array.items[i], item, &n->values[i], err) < 0)
         return -1;
-      if (n->values[i].type != n->values[0].type)
-        return sp_make_error (err, 0, "answer schema: %s: %s, where the first enum value is %s", item,
-                              literal_type_name (n->values[i].type), literal_type_name (n->values[0].type));
     }
+  /* Every value a literal first, then one type, then unique: the
+     firewall's order.  */
+  for (size_t i = 1; i < count; i++)
+    if (n->values[i].type != n->values[0].type)
+      return sp_make_error (err, 0, "answer schema: %s[%zu]: %s, where the first enum value is %s", at, i,
+                            literal_type_name (n->values[i].type), literal_type_name (n->values[0].type));
   /* At most some 2,000 values fit in the schema's 4,096 bytes: the quadratic
      scan costs a few million comparisons at worst.  */
   for (size_t i = 1; i < count; i++)

@@ -64,7 +64,8 @@ unsigned sp_answer_schema_firewall_bits (const struct sp_answer_schema *schema);
    does not match the schema exactly: integers written canonically
    (-?(0|[1-9][0-9]*), no -0), objects with exactly the declared keys, unions
    as {"tag": T, "value": V}, const and enum compared by JSON type and value.
-   *err names the place by the schema's path and the reason; it never echoes
+   *err names the place as a path into the value (`$.count`, `$[2]`,
+   `$.u.value`), built from the schema's names, and the reason; it never echoes
    anything the output holds, keys included.  */
 int sp_answer_schema_validate (const struct sp_answer_schema *schema, const char *buf, size_t len,
                                char **canonical, size_t *canonical_len, sp_error_t *err);
