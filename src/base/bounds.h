@@ -241,4 +241,23 @@
 #define SP_SERVE_LEFTOVERS_NAMED_MAX 8
 #define SP_RUNTIME_VERSION_MAX_BYTES 4096 /* what `runc --version` may print */
 
+/* Finite answer schemas (docs/answer-schemas.md): the agent firewall's
+   protocol v2 bounds, and the output a script may write against one.  An
+   integer is safe within +-SP_ANSWER_SCHEMA_SAFE_INTEGER (2^53 - 1), and a
+   schema answers at most 2^SP_ANSWER_SCHEMA_MAX_CARDINALITY_LOG2 values: the
+   firewall counts exactly up to there, and so do we; above it is refused.  */
+#define SP_ANSWER_SCHEMA_MAX_BYTES            4096
+#define SP_ANSWER_SCHEMA_MAX_DEPTH            6 /* the root node is at depth 0 */
+#define SP_ANSWER_SCHEMA_MAX_NODES            64
+#define SP_ANSWER_SCHEMA_MAX_ENUM_VALUES      4096
+#define SP_ANSWER_SCHEMA_MAX_LITERAL_BYTES    64
+#define SP_ANSWER_SCHEMA_MAX_FIELDS           16
+#define SP_ANSWER_SCHEMA_MAX_ITEMS            16
+#define SP_ANSWER_SCHEMA_MAX_VARIANTS         16
+#define SP_ANSWER_SCHEMA_MAX_ARRAY_LENGTH     64
+#define SP_ANSWER_SCHEMA_MAX_IDENTIFIER_BYTES 64
+#define SP_ANSWER_SCHEMA_SAFE_INTEGER         9007199254740991LL
+#define SP_ANSWER_SCHEMA_MAX_CARDINALITY_LOG2 1024
+#define SP_ANSWER_OUTPUT_MAX_BYTES            8192
+
 #endif

@@ -6,8 +6,8 @@
 /* Code points that would make the outcome render other than it reads:
    controls break lines or move the cursor; separators break lines in
    JSON-aware viewers; bidi controls reorder what follows them.  */
-static bool
-is_forbidden (uint32_t cp)
+bool
+sp_outcome_char_forbidden (uint32_t cp)
 {
   if (cp < 0x20 || cp == 0x7F) /* C0, DEL */
     return true;
@@ -40,7 +40,7 @@ sp_outcome_check (struct sp_bytes outcome, sp_error_t *err)
 
       if (n == 0)
         return sp_make_error (err, 0, "invalid UTF-8 at byte %zu", off);
-      if (is_forbidden (cp))
+      if (sp_outcome_char_forbidden (cp))
         return sp_make_error (err, 0, "control or formatting character U+%04X at byte %zu", (unsigned)cp,
                               off);
       off += n;

@@ -15,12 +15,19 @@
 #ifndef SP_BASE_OUTCOME_H
 #define SP_BASE_OUTCOME_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "base/bounds.h"
 #include "base/bytes.h"
 #include "base/error.h"
 
 /* The answer reserved for failures: no outcome may be spelled so.  */
 #define SP_OUTCOME_RESERVED "ERROR"
+
+/* True for a code point no outcome may hold: the controls, separators and
+   bidi controls above.  Answer schemas' literal strings share the rule.  */
+bool sp_outcome_char_forbidden (uint32_t cp);
 
 /* Checks one outcome against every rule above.  */
 int sp_outcome_check (struct sp_bytes outcome, sp_error_t *err);
