@@ -487,6 +487,33 @@ def _docker_seal_script(bundle):
     return script
 
 
+def docker_attach_stdin(path, socket_path=None, timeout=60):
+    """POST path (a container's /attach?stream=1&stdin=1) with `Upgrade: tcp`,
+    as serve attaches a container's stdin: the socket once the daemon answered
+    101, whose close ends the container's stdin (StdinOnce).  DockerError when
+    it answers anything else."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(_checked_socket(socket_path))
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+                     "Content-Length: 0\r\n\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head and len(head) < 4096:
+            data = sock.recv(4096)
+            if not data:
+                break
+            head += data
+    except OSError as e:
+        sock.close()
+        raise DockerError(f"attach {path}: {e}") from e
+    if not head.startswith(b"HTTP/1.1 101 "):
+        sock.close()
+        line = head.split(b"\r\n", 1)[0]
+        raise DockerError(f"attach {path}: answered {line!r:.200}")
+    return sock
+
+
 def docker_replay(bundle, name=None, socket_path=None, out=None, err=None):
     """Runs a dry-run bundle by hand on docker: the docker equivalent of
     `runc run --bundle BUNDLE NAME` (DockerBackend.run_argv returns the command
@@ -497,8 +524,11 @@ def docker_replay(bundle, name=None, socket_path=None, out=None, err=None):
     conditional (on timeout or stop) and are not replayed; an image import
     (POST /images/create or /images/load, whose body is no JSON) is replaced
     by importing the bundle's own verified rootfs when the image is missing
-    (docker_ensure_image).  Before the start, the script is sealed as serve
-    seals it (_docker_seal_script), and unsealed at the end.  A wait is sent from a thread of its own, so that
+    (docker_ensure_image).  The attach (its `upgrade`) is made as serve makes
+    it and closed at once: the script is already in place, so the
+    container's stdin ends before or as it starts, cold or started ahead.
+    Before the start, the script is sealed as serve seals it
+    (_docker_seal_script), and unsealed at the end.  A wait is sent from a thread of its own, so that
     one described before the start is in place first; the replay collects
     it before any later DELETE and at the end.  The probe's logs, when the
     daemon keeps any, go to out and err.  Returns the probe's exit status
@@ -569,6 +599,13 @@ def docker_replay(bundle, name=None, socket_path=None, out=None, err=None):
             continue
         if method == "POST" and re.match(r"^/containers/[^/]+/wait", plain):
             waits.append(_DockerWait(sock, path))
+            continue
+        if method == "POST" and req.get("upgrade") == "tcp":
+            try:
+                docker_attach_stdin(path, sock).close()
+            except DockerError as e:
+                failed = failed or f"{step}: {e}"
+                note(f"{step}: {e}")
             continue
         body = req.get("body")
         if method == "POST" and re.match(r"^/containers/[^/]+/start", plain) and not sealed:

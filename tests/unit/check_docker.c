@@ -43,6 +43,7 @@ static char out_file[128];
 static char digest[80];
 static char image[80];
 static struct sp_runtime_backend *rt;
+static int script_fd = -1; /* the script, open for writing before the create (open_script) */
 
 /* The create body's mapping wants every field a generated bundle has.  */
 static const char config_fmt[]
@@ -86,6 +87,26 @@ write_file (const char *path, const char *text, int flags)
   ck_assert_int_ge (fd, 0);
   ck_assert_int_eq (write (fd, text, strlen (text)), (ssize_t)strlen (text));
   ck_assert_int_eq (close (fd), 0);
+}
+
+/* The script opened for writing before the create, as serve opens probe.py
+   (sp_bundle_open_script): the backend seals the path read-only over itself
+   at create, and the bytes go in through this descriptor afterwards.  */
+static void
+open_script (void)
+{
+  if (script_fd >= 0)
+    close (script_fd);
+  script_fd = open (script, O_WRONLY | O_CLOEXEC);
+  ck_assert_int_ge (script_fd, 0);
+}
+
+/* Into the same inode, through that descriptor: no truncation, no rename.  */
+static void
+put_script (const char *text)
+{
+  ck_assert_int_ge (script_fd, 0);
+  ck_assert_int_eq (write (script_fd, text, strlen (text)), (ssize_t)strlen (text));
 }
 
 static void
@@ -258,6 +279,7 @@ setup (void)
   /* The script file exists, empty, at create time, as serve leaves it.  */
   unseal_script ();
   write_file (script, "", O_TRUNC);
+  open_script ();
   write_file (out_file, "", O_TRUNC);
 }
 
@@ -271,6 +293,9 @@ teardown (void)
   if (rt != NULL)
     rt->ops->cleanup_orphans (rt, true, NULL, &err);
   sp_runtime_closep (&rt);
+  if (script_fd >= 0)
+    close (script_fd);
+  script_fd = -1;
   unseal_script ();
 }
 
@@ -305,9 +330,9 @@ START_TEST (a_created_container_runs_the_bytes_written_after_its_create)
   char out[64];
 
   assert_status (&nm, "created");
-  /* Into the same inode, as serve writes probe.py: no truncation, no
-     rename.  The bind's source is that inode.  */
-  write_file (script, "echo new > /w/out\nexit 7\n", 0);
+  /* Into the same inode, as serve writes probe.py, past the seal: the
+     bind's source is that inode.  */
+  put_script ("echo new > /w/out\nexit 7\n");
   ck_assert_msg (rt->ops->start (rt, sb, &facts, &err) == 0, "%s", sp_error_message (err));
   ck_assert (facts.launched);
   ck_assert_int_eq (facts.stage, SP_RUN_STAGE_PROBE);
@@ -340,12 +365,10 @@ START_TEST (a_started_probe_has_null_stdio_the_bundle_env_and_a_sealed_script)
   char out[2048];
   struct statvfs st;
 
-  write_file (script,
-              "a=$(readlink /proc/$$/fd/1); b=$(readlink /proc/$$/fd/2)\n"
+  put_script ("a=$(readlink /proc/$$/fd/1); b=$(readlink /proc/$$/fd/2)\n"
               "{ echo \"$a\"; echo \"$b\"; tr '\\000' '\\n' < /proc/$$/environ; grep ' /s/script ' "
               "/proc/self/mountinfo | cut -d' ' -f6; } "
-              "> /w/out\n",
-              0);
+              "> /w/out\n");
   ck_assert_msg (rt->ops->start (rt, sb, &facts, &err) == 0, "%s", sp_error_message (err));
   ck_assert_int_eq (facts.exit_code, 0);
   read_file (out_file, out, sizeof (out));
@@ -504,7 +527,7 @@ START_TEST (the_timeout_counts_from_start)
   /* Longer than the timeout between create and start; the probe itself
      runs well within it.  */
   sleep (3);
-  write_file (script, "sleep 0.5; echo done > /w/out\n", 0);
+  put_script ("sleep 0.5; echo done > /w/out\n");
   ck_assert_msg (rt->ops->start (rt, sb, &facts, &err) == 0, "%s", sp_error_message (err));
   ck_assert (!facts.timed_out);
   ck_assert_int_eq (facts.exit_code, 0);
@@ -519,8 +542,9 @@ START_TEST (the_timeout_counts_from_start)
   /* A new invocation's script, as a new workspace would have it.  */
   unseal_script ();
   write_file (script, "", O_TRUNC);
+  open_script ();
   sb = create (&job, &facts);
-  write_file (script, "sleep 30\n", 0);
+  put_script ("sleep 30\n");
   ck_assert_msg (rt->ops->start (rt, sb, &facts, &err) == 0, "%s", sp_error_message (err));
   ck_assert (facts.timed_out);
   ck_assert_int_eq (facts.signal, SIGKILL);
