@@ -1,6 +1,7 @@
 /* sealed-probe: the agent-side client.  It forwards --repo, three --outcome
-   values and the script on stdin to the proxy over one Unix socket, and
-   prints exactly one canonical JSON line.  Whatever happens it prints that
+   values (wire protocol v1) or an answer schema (--answer-schema FILE or
+   --answer-schema-json TEXT, v2) and the script on stdin to the proxy over
+   one Unix socket, and prints exactly one canonical JSON line.  Whatever happens it prints that
    line, exits 0 and writes nothing to stderr, so that the agent learns the
    answer and nothing else (docs/protocol.md, "The client").  It links libc
    and the pure core only.
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
@@ -97,6 +99,22 @@ answer (const struct sp_bytes *outcome)
 
   if (n < 0)
     n = sp_answer_render (NULL, line, sizeof (line) - 1);
+  line[n++] = '\n';
+  (void)write_all (STDOUT_FILENO, (const uint8_t *)line, (size_t)n, sp_monotonic_ms () + OUTPUT_GRACE_MS);
+  return 0;
+}
+
+/* The same for a v2 answer: {"result":V} with V the proxy's canonical value,
+   checked by its bytes (sp_answer_value_ok), or ERROR when value is NULL or
+   fails the check.  */
+static int
+answer_value (const struct sp_bytes *value)
+{
+  char line[SP_ANSWER_VALUE_MAX_BYTES + 1];
+  ssize_t n = sp_answer_render_value (value, line, sizeof (line) - 1);
+
+  if (n < 0)
+    return answer (NULL);
   line[n++] = '\n';
   (void)write_all (STDOUT_FILENO, (const uint8_t *)line, (size_t)n, sp_monotonic_ms () + OUTPUT_GRACE_MS);
   return 0;
@@ -182,15 +200,53 @@ arm_watchdog (int seconds)
   return setitimer (ITIMER_REAL, &timer, NULL);
 }
 
-/* Accepts exactly `--repo R` once and `--outcome V` three times, in any
-   order, each flag and its value as separate arguments.  Flags and values
-   strictly alternate, so a value is never mistaken for a flag.  */
+/* Reads the schema file path into buf (SP_ANSWER_SCHEMA_MAX_BYTES + 1
+   bytes, one to detect an oversized schema).  Only a regular file: a FIFO
+   or a device could block or never end.  */
 static int
-parse_args (int argc, char **argv, struct sp_request *req)
+read_schema_file (const char *path, uint8_t *buf, struct sp_bytes *schema)
+{
+  cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  struct stat st;
+  size_t used = 0;
+
+  if (fd < 0 || fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
+    return -1;
+  for (;;)
+    {
+      ssize_t n = read (fd, buf + used, SP_ANSWER_SCHEMA_MAX_BYTES + 1 - used);
+
+      if (n == 0)
+        break;
+      if (n < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          return -1;
+        }
+      used += (size_t)n;
+      if (used > SP_ANSWER_SCHEMA_MAX_BYTES)
+        return -1;
+    }
+  schema->data = buf;
+  schema->len = used;
+  return 0;
+}
+
+/* Accepts `--repo R` once and either `--outcome V` three times (a v1
+   request) or one of `--answer-schema FILE` and `--answer-schema-json
+   TEXT` once (v2), in any order, each flag and its value as separate
+   arguments.  Flags and values strictly alternate, so a value is never
+   mistaken for a flag.  schema_buf holds SP_ANSWER_SCHEMA_MAX_BYTES + 1
+   bytes for a schema file.  */
+static int
+parse_args (int argc, char **argv, struct sp_request *req, uint8_t *schema_buf)
 {
   cleanup_error sp_error_t err = NULL;
+  const char *schema_file = NULL;
   size_t n_outcomes = 0;
   bool have_repo = false;
+  bool have_schema = false;
 
   if (argc < 1 || argc > SP_CLIENT_MAX_ARGS)
     return -1;
@@ -209,15 +265,42 @@ parse_args (int argc, char **argv, struct sp_request *req)
         }
       else if (strcmp (argv[i], "--outcome") == 0 && n_outcomes < SP_OUTCOME_COUNT)
         req->outcomes[n_outcomes++] = value;
+      else if (strcmp (argv[i], "--answer-schema") == 0 && !have_schema)
+        {
+          schema_file = argv[i + 1];
+          have_schema = true;
+        }
+      else if (strcmp (argv[i], "--answer-schema-json") == 0 && !have_schema)
+        {
+          req->schema = value;
+          have_schema = true;
+        }
       else
         return -1;
     }
-  if (!have_repo || n_outcomes != SP_OUTCOME_COUNT)
+  if (!have_repo)
     return -1;
   /* The proxy re-validates everything; these checks only fail early.  */
   if (req->repo.len == 0 || req->repo.len > SP_REPO_MAX_BYTES)
     return -1;
-  return sp_outcomes_check (req->outcomes, &err);
+  if (!have_schema)
+    {
+      req->version = SP_FRAME_VERSION_V1;
+      if (n_outcomes != SP_OUTCOME_COUNT)
+        return -1;
+      return sp_outcomes_check (req->outcomes, &err);
+    }
+  /* A schema or outcomes, never both: the two are different requests.  */
+  if (n_outcomes != 0)
+    return -1;
+  req->version = SP_FRAME_VERSION_V2;
+  if (schema_file != NULL && read_schema_file (schema_file, schema_buf, &req->schema) < 0)
+    return -1;
+  /* Its structure only: the client links no JSON reader, and serve parses
+     it (docs/answer-schemas.md).  */
+  if (req->schema.len == 0 || req->schema.len > SP_ANSWER_SCHEMA_MAX_BYTES)
+    return -1;
+  return 0;
 }
 
 /* The socket from SEALED_PROBE_SOCKET, or the default, by client_env.h's
@@ -315,16 +398,17 @@ connect_proxy (const struct sockaddr_un *addr, socklen_t addr_len, int64_t deadl
     }
 }
 
-/* Reads the reply until EOF, but never more than SP_RESPONSE_READ_MAX_BYTES:
-   once that many arrive the reply is too long, whatever follows.  */
+/* Reads the reply until EOF, but never more than cap bytes: once that many
+   arrive the reply is too long, whatever follows (cap is a version's
+   longest reply plus one).  */
 static int
-read_reply (int fd, uint8_t buf[SP_RESPONSE_READ_MAX_BYTES], size_t *len, int64_t deadline)
+read_reply (int fd, uint8_t *buf, size_t cap, size_t *len, int64_t deadline)
 {
   size_t used = 0;
 
-  while (used < SP_RESPONSE_READ_MAX_BYTES)
+  while (used < cap)
     {
-      ssize_t n = read (fd, buf + used, SP_RESPONSE_READ_MAX_BYTES - used);
+      ssize_t n = read (fd, buf + used, cap - used);
 
       if (n == 0)
         {
@@ -344,45 +428,72 @@ read_reply (int fd, uint8_t buf[SP_RESPONSE_READ_MAX_BYTES], size_t *len, int64_
   return -1;
 }
 
-/* Sends req and returns the proxy's verdict: SP_RESPONSE_ERROR or the
-   1-based outcome index, or -1 when the exchange failed.  */
+/* Sends req and reads the proxy's reply into reply[0..cap), a reply of
+   req's version, which the caller decodes.  Returns -1 when the exchange
+   failed.  */
 static int
-ask_proxy (const struct sp_request *req, const struct sockaddr_un *addr, socklen_t addr_len, int64_t deadline)
+ask_proxy (const struct sp_request *req, const struct sockaddr_un *addr, socklen_t addr_len, int64_t deadline,
+           uint8_t *reply, size_t cap, size_t *reply_len)
 {
-  cleanup_free uint8_t *frame = malloc (SP_REQUEST_FRAME_MAX_BYTES);
+  cleanup_free uint8_t *frame = malloc (SP_REQUEST_ANY_FRAME_MAX_BYTES);
   cleanup_error sp_error_t err = NULL;
   cleanup_close int fd = -1;
-  uint8_t reply[SP_RESPONSE_READ_MAX_BYTES];
   size_t frame_len;
-  size_t reply_len;
-  uint8_t index;
 
-  if (frame == NULL || sp_request_encode (req, frame, SP_REQUEST_FRAME_MAX_BYTES, &frame_len, &err) < 0)
+  if (frame == NULL || sp_request_encode (req, frame, SP_REQUEST_ANY_FRAME_MAX_BYTES, &frame_len, &err) < 0)
     return -1;
   fd = connect_proxy (addr, addr_len, deadline);
   if (fd < 0 || write_all (fd, frame, frame_len, deadline) < 0)
     return -1;
   /* EOF marks the end of the request; the reply follows.  */
-  if (shutdown (fd, SHUT_WR) < 0 || read_reply (fd, reply, &reply_len, deadline) < 0)
+  if (shutdown (fd, SHUT_WR) < 0 || read_reply (fd, reply, cap, reply_len, deadline) < 0)
     return -1;
-  if (sp_response_decode (reply, reply_len, &index, &err) < 0)
-    return -1;
-  return index;
+  return 0;
+}
+
+/* The v1 exchange: the answer is the outcome the proxy's index names.  */
+static int
+ask_v1 (const struct sp_request *req, const struct sockaddr_un *addr, socklen_t addr_len, int64_t deadline)
+{
+  cleanup_error sp_error_t err = NULL;
+  uint8_t reply[SP_RESPONSE_READ_MAX_BYTES];
+  size_t reply_len;
+  uint8_t index;
+
+  if (ask_proxy (req, addr, addr_len, deadline, reply, sizeof (reply), &reply_len) < 0
+      || sp_response_decode (reply, reply_len, &index, &err) < 0 || index == SP_RESPONSE_ERROR)
+    return answer (NULL);
+  return answer (&req->outcomes[index - 1]);
+}
+
+/* The v2 exchange: the answer is the proxy's canonical value, as it is.  */
+static int
+ask_v2 (const struct sp_request *req, const struct sockaddr_un *addr, socklen_t addr_len, int64_t deadline)
+{
+  cleanup_free uint8_t *reply = malloc (SP_RESPONSE_V2_READ_MAX_BYTES);
+  cleanup_error sp_error_t err = NULL;
+  struct sp_bytes value;
+  size_t reply_len;
+
+  if (reply == NULL
+      || ask_proxy (req, addr, addr_len, deadline, reply, SP_RESPONSE_V2_READ_MAX_BYTES, &reply_len) < 0
+      || sp_response_v2_decode (reply, reply_len, &value, &err) < 0 || value.len == 0)
+    return answer (NULL);
+  return answer_value (&value);
 }
 
 int
 main (int argc, char **argv)
 {
   cleanup_free uint8_t *script_buf = NULL;
+  uint8_t schema_buf[SP_ANSWER_SCHEMA_MAX_BYTES + 1];
   struct sp_request req;
   struct sockaddr_un addr;
   socklen_t addr_len;
   int64_t deadline;
   int seconds;
-  int index;
 
   memset (&req, 0, sizeof (req));
-  req.version = SP_FRAME_VERSION_V1;
   /* --version alone is no probe: the version goes to stderr, the one thing
      the client ever writes there, before fd 2 points at /dev/null; stdout
      still gets its one line, ERROR; nothing is contacted.  */
@@ -397,13 +508,14 @@ main (int argc, char **argv)
   if (client_timeout (&seconds) < 0 || arm_watchdog (seconds) < 0)
     return answer (NULL);
   deadline = sp_monotonic_ms () + (int64_t)seconds * 1000;
-  if (parse_args (argc, argv, &req) < 0 || proxy_address (&addr, &addr_len) < 0)
+  if (parse_args (argc, argv, &req, schema_buf) < 0 || proxy_address (&addr, &addr_len) < 0)
     return answer (NULL);
 
   script_buf = malloc (SP_SCRIPT_MAX_BYTES + 1);
   if (script_buf == NULL || read_script (script_buf, &req.script, deadline) < 0)
     return answer (NULL);
 
-  index = ask_proxy (&req, &addr, addr_len, deadline);
-  return answer (index > 0 ? &req.outcomes[index - 1] : NULL);
+  if (req.version == SP_FRAME_VERSION_V2)
+    return ask_v2 (&req, &addr, addr_len, deadline);
+  return ask_v1 (&req, &addr, addr_len, deadline);
 }

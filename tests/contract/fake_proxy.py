@@ -17,6 +17,7 @@ import threading
 
 MAGIC = b"SPRB"
 VERSION = 0x01
+VERSION_V2 = 0x02
 KIND_REQUEST = 0x01
 KIND_RESPONSE = 0x02
 HEADER = struct.Struct(">4sBBI")  # magic, version, kind, body_length (BE)
@@ -28,7 +29,12 @@ SCRIPT_MAX = 65536  # SP_SCRIPT_MAX_BYTES
 # tag and bound of each field, in the only order v1 allows
 FIELDS = [(0x01, REPO_MAX), (0x02, OUTCOME_MAX), (0x02, OUTCOME_MAX), (0x02, OUTCOME_MAX), (0x03, SCRIPT_MAX)]
 BODY_MAX = len(FIELDS) * FIELD.size + REPO_MAX + 3 * OUTCOME_MAX + SCRIPT_MAX
-FRAME_MAX = HEADER.size + BODY_MAX
+# v2 (docs/protocol.md, "Protocol v2"): REPO, SCHEMA (tag 04), SCRIPT
+SCHEMA_MAX = 4096  # SP_ANSWER_SCHEMA_MAX_BYTES
+ANSWER_MAX = 8192  # SP_ANSWER_OUTPUT_MAX_BYTES
+FIELDS_V2 = [(0x01, REPO_MAX), (0x04, SCHEMA_MAX), (0x03, SCRIPT_MAX)]
+BODY_MAX_V2 = len(FIELDS_V2) * FIELD.size + REPO_MAX + SCHEMA_MAX + SCRIPT_MAX
+FRAME_MAX = HEADER.size + max(BODY_MAX, BODY_MAX_V2)
 
 
 class FrameError(Exception):
@@ -36,9 +42,11 @@ class FrameError(Exception):
 
 
 class Request:
-    def __init__(self, repo, outcomes, script):
+    def __init__(self, repo, outcomes, script, version=VERSION, schema=None):
+        self.version = version
         self.repo = repo
         self.outcomes = outcomes
+        self.schema = schema
         self.script = script
 
 
@@ -49,17 +57,18 @@ def decode_request(frame):
     magic, version, kind, body_length = HEADER.unpack_from(frame, 0)
     if magic != MAGIC:
         raise FrameError("magic %r" % magic)
-    if version != VERSION:
+    if version not in (VERSION, VERSION_V2):
         raise FrameError("version %d" % version)
     if kind != KIND_REQUEST:
         raise FrameError("kind %d" % kind)
-    if body_length > BODY_MAX:
-        raise FrameError("body_length %d above %d" % (body_length, BODY_MAX))
+    fields, body_max = (FIELDS, BODY_MAX) if version == VERSION else (FIELDS_V2, BODY_MAX_V2)
+    if body_length > body_max:
+        raise FrameError("body_length %d above %d" % (body_length, body_max))
     if len(frame) != HEADER.size + body_length:
         raise FrameError("frame is %d bytes, header says %d" % (len(frame), HEADER.size + body_length))
     pos = HEADER.size
     values = []
-    for want_tag, bound in FIELDS:
+    for want_tag, bound in fields:
         if len(frame) - pos < FIELD.size:
             raise FrameError("field %d: no header" % (len(values) + 1))
         tag, length = FIELD.unpack_from(frame, pos)
@@ -74,11 +83,24 @@ def decode_request(frame):
         pos += length
     if pos != len(frame):
         raise FrameError("%d bytes after the script" % (len(frame) - pos))
+    if version == VERSION_V2:
+        return Request(values[0], [], values[2], VERSION_V2, values[1])
     return Request(values[0], values[1:4], values[4])
 
 
 def encode_response(index, magic=MAGIC, version=VERSION, kind=KIND_RESPONSE, body_length=1):
     return HEADER.pack(magic, version, kind, body_length) + bytes([index])
+
+
+def encode_response_v2(value, status=None, magic=MAGIC, version=VERSION_V2, kind=KIND_RESPONSE, body_length=None):
+    """A v2 response: status 00 alone for ERROR (value None), or 01 and the
+    value's bytes; each part overridable to build a malformed one."""
+    body = b"\x00" if value is None else b"\x01" + value
+    if status is not None:
+        body = bytes([status]) + body[1:]
+    if body_length is None:
+        body_length = len(body)
+    return HEADER.pack(magic, version, kind, body_length) + body
 
 
 class FakeProxy:
