@@ -67,6 +67,104 @@ print_memory (FILE *f, const struct sp_config *c)
            (unsigned long long)c->memory_limit_bytes);
 }
 
+/* The examples of answer schemas, each with its N and its content bits,
+   ceil(log2(N + 1)).  tests/skill/test_skill.py parses every schema of the
+   generated file with the proxy's own parser (check_skill_schemas) and holds
+   each N and bit count to what it computes.  */
+static const struct
+{
+  const char *what;
+  const char *schema;
+  const char *n;
+  unsigned bits;
+} schema_examples[] = {
+  { "yes or no", "{\"type\":\"boolean\"}", "2", 2 },
+  { "three outcomes, as three --outcome flags give them",
+    "{\"type\":\"enum\",\"values\":[\"YES\",\"NO\",\"UNKNOWN\"]}", "3", 2 },
+  { "which of 12 modules",
+    "{\"type\":\"enum\",\"values\":[\"api\",\"auth\",\"billing\",\"cli\",\"core\",\"db\",\"jobs\","
+    "\"mail\",\"search\",\"storage\",\"ui\",\"web\"]}",
+    "12", 4 },
+  { "a count from 0 to 1000", "{\"type\":\"integer\",\"minimum\":0,\"maximum\":1000}", "1,001", 10 },
+  { "whether it is found, and how many (0 to 9)",
+    "{\"type\":\"object\",\"fields\":{\"found\":{\"type\":\"boolean\"},\"count\":{\"type\":\"integer\","
+    "\"minimum\":0,\"maximum\":9}}}",
+    "20", 5 },
+  { "none, or a line number from 1 to 100",
+    "{\"type\":\"union\",\"variants\":{\"none\":{\"type\":\"const\",\"value\":null},\"line\":{\"type\":"
+    "\"integer\",\"minimum\":1,\"maximum\":100}}}",
+    "101", 7 },
+  { "three yes-or-no checks at once", "{\"type\":\"array\",\"length\":3,\"items\":{\"type\":\"boolean\"}}",
+    "8", 4 },
+};
+
+/* Answer schemas (docs/answer-schemas.md): when to use one, the algebra in
+   brief, what each costs, the script's side and the call.  */
+static void
+render_schemas (FILE *f, const struct sp_config *c)
+{
+  fputs ("## Richer answers: an answer schema\n\n"
+         "When the answer is a number, one of many names, or a few facts at once, do not spend many "
+         "three-way calls on it: give an **answer schema** instead of the three outcomes. It is a small "
+         "JSON description of every answer the script may give. The proxy counts those answers (N) "
+         "before the call, checks the script's answer against the schema strictly, and gives you back "
+         "its own canonical form of it, or `ERROR`.\n\n"
+         "```sh\n"
+         "sealed-probe --repo OWNER/NAME --answer-schema schema.json < probe.py\n"
+         "sealed-probe --repo OWNER/NAME --answer-schema-json '{\"type\":\"integer\",\"minimum\":0,"
+         "\"maximum\":1000}' < probe.py\n"
+         "```\n\n"
+         "Give one of the two (a file, or the JSON itself) instead of `--outcome`, never both.\n\n",
+         f);
+  fprintf (
+      f,
+      "### The schema\n\n"
+      "A schema is one JSON object whose `\"type\"` is one of these, with exactly the keys shown:\n\n"
+      "| type | keys | answers | N |\n"
+      "|---|---|---|---|\n"
+      "| `boolean` | none | `true`, `false` | 2 |\n"
+      "| `const` | `value`: a literal | that literal | 1 |\n"
+      "| `enum` | `values`: literals of one JSON type, all different | one of them | how many |\n"
+      "| `integer` | `minimum`, `maximum` | every integer between, both included | `maximum - minimum + 1` "
+      "|\n"
+      "| `object` | `fields`: names to schemas | an object with exactly those keys | the product |\n"
+      "| `tuple` | `items`: a list of schemas | a list, one value of each | the product |\n"
+      "| `array` | `items`: one schema; `length`: 0 to %d | a list of exactly `length` values | N of "
+      "`items` to the power `length` |\n"
+      "| `union` | `variants`: tags to schemas | `{\"tag\": T, \"value\": V}` | the sum |\n\n"
+      "A literal is a string of at most %d bytes with no control character, an integer, `true`, "
+      "`false` or `null`. Names and tags are letters, digits and `_`, starting with a letter. At most "
+      "%d bytes of JSON, %d nested levels below the top, %d schemas in all, %d fields, items or "
+      "variants each; integers within +-(2^53 - 1).\n\n",
+      SP_ANSWER_SCHEMA_MAX_ARRAY_LENGTH, SP_ANSWER_SCHEMA_MAX_LITERAL_BYTES, SP_ANSWER_SCHEMA_MAX_BYTES,
+      SP_ANSWER_SCHEMA_MAX_DEPTH, SP_ANSWER_SCHEMA_MAX_NODES, SP_ANSWER_SCHEMA_MAX_FIELDS);
+  fputs ("### What it costs\n\n"
+         "A call with a schema of N answers carries `ceil(log2(N + 1))` bits of content (the `+ 1` is "
+         "`ERROR`), plus the timing bits of the operator's release mode, like any call. Three outcomes "
+         "cost 2 bits of content. The bits are charged before the script runs, whatever it answers, "
+         "against the same budgets. So ask for no more precision than you need: a count capped at 10 "
+         "costs 4 bits, one up to 1000 costs 10.\n\n",
+         f);
+  for (size_t i = 0; i < sizeof (schema_examples) / sizeof (schema_examples[0]); i++)
+    fprintf (f, "- %s: `%s`: N = %s, %u bits.\n", schema_examples[i].what, schema_examples[i].schema,
+             schema_examples[i].n, schema_examples[i].bits);
+  fprintf (f,
+           "\n### The script's answer\n\n"
+           "The script writes `{\"result\": <value>}` to `/probe/out`, the value one of the schema's "
+           "answers, for example `json.dump({\"result\": {\"found\": True, \"count\": 3}}, out)`. It is "
+           "checked strictly: an object needs exactly its declared keys, a union value is "
+           "`{\"tag\": \"none\", \"value\": null}`, an integer is written plainly (no `3.0`, no `1e3`) and "
+           "must lie in its range, a string must equal a literal exactly. At most %d bytes. Anything else "
+           "gives `ERROR`; so does a schema the proxy refuses.\n\n"
+           "### What comes back\n\n"
+           "One line, `{\"result\":<value>}`, the value in the proxy's canonical form: no spaces, an "
+           "object's keys in the schema's order, for example `{\"result\":{\"found\":true,\"count\":3}}` or "
+           "`{\"result\":42}`; or `{\"result\":\"ERROR\"}`. Keep the string `ERROR` out of your schema's "
+           "literals: an answer `\"ERROR\"` would read exactly as a failure. Every call spends one of "
+           "the %u calls, as above.\n\n",
+           SP_ANSWER_OUTPUT_MAX_BYTES, (unsigned)c->max_invocations);
+}
+
 static void
 render (FILE *f, const struct sp_config *c)
 {
@@ -150,10 +248,12 @@ render (FILE *f, const struct sp_config *c)
            "```sh\nsealed-probe --repo %s --outcome YES --outcome NO --outcome UNKNOWN < probe.py\n```\n\n",
            c->private_repos[0]);
 
+  render_schemas (f, c);
+
   fprintf (f,
            "## What comes back, and what it costs\n\n"
            "- Exactly one of four symbols: one of your three outcomes, or `ERROR`. That is at most "
-           "2 bits per call.\n"
+           "2 bits per call; with an answer schema, one of its N values or `ERROR` (above).\n"
            "- `ERROR` carries no detail. You cannot tell a crash from a timeout from a malformed "
            "answer from a refused request. Running the same script again gives the same answer, "
            "so do not retry it: fix the script instead (catch exceptions and write your "

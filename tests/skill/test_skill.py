@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """`sealed-probe-proxy skill` (docs/skill.md): the agent-facing SKILL.md.
 
-Drives the real binary (env SP_PROXY).  Checks that the file names every
+Drives the real binary (env SP_PROXY).  Each example answer schema the
+file gives is parsed with the proxy's own parser (env SP_SCHEMA_COUNT,
+tests/skill/schema_count.c), which must count the N and bits the text says.  Checks that the file names every
 configured repository and the configured limits, that it says submodules
 are empty directories (the same whatever the submodule policy), that its
 worked example script really works and answers within the result contract, that stdin and a
@@ -317,6 +319,63 @@ def submodules_are_said_to_be_empty_the_same_whatever_the_policy():
         p = run(["--config", s.write_config(doc)])
     assert p.returncode == 0 and p.stdout.decode("utf-8") == text, p.stderr
     assert "reject" not in text and "omit" not in text
+
+
+SCHEMA_COUNT = os.environ.get("SP_SCHEMA_COUNT")
+# "- what: `SCHEMA`: N = 1,001, 10 bits." in the section on answer schemas
+SCHEMA_EXAMPLE = re.compile(r"^- [^`\n]*: `(\{[^`\n]*\})`: N = ([0-9,]+), ([0-9]+) bits\.$", re.M)
+
+
+def schema_examples(text):
+    return [(m.group(1), int(m.group(2).replace(",", "")), int(m.group(3)))
+            for m in SCHEMA_EXAMPLE.finditer(text)]
+
+
+def proxy_count(schema):
+    """N and content bits as the proxy's own parser counts them."""
+    p = subprocess.run([SCHEMA_COUNT, schema], capture_output=True, timeout=RUN_TIMEOUT)
+    assert p.returncode == 0, f"the proxy's parser refuses the skill's example {schema}: {p.stderr!r}"
+    n, bits = p.stdout.decode().split()
+    return int(n), int(bits)
+
+
+@test
+def answer_schemas_call_cost_and_output_are_stated():
+    text = skill_text()
+    for needle in ["sealed-probe --repo OWNER/NAME --answer-schema schema.json < probe.py",
+                   "--answer-schema-json '{", "ceil(log2(N + 1))", "timing bits", "Three outcomes cost 2",
+                   '`{"result": <value>}` to `/probe/out`', '`{"result":{"found":true,"count":3}}`',
+                   "4096 bytes of JSON", "At most 8192 bytes", "| `union` |", "Keep the string `ERROR` out"]:
+        assert needle in text, needle
+
+
+@test
+def every_example_schema_parses_with_the_stated_n_and_bits():
+    examples = schema_examples(skill_text())
+    # The issue's three examples are among them: a count to 1000, one of 12
+    # modules, {found, count 0..9}.
+    stated = {(n, bits) for _, n, bits in examples}
+    assert {(1001, 10), (12, 4), (20, 5), (3, 2)} <= stated, stated
+    assert len(examples) >= 6, examples
+    for schema, n, bits in examples:
+        got = proxy_count(schema)
+        assert got == (n, bits), f"{schema}: the text says N = {n}, {bits} bits; the proxy counts {got}"
+        # And the rule the text states, independently: ceil(log2(N + 1)).
+        assert bits == n.bit_length(), f"{schema}: {bits} bits for N = {n}"
+
+
+@test
+def example_schema_checker_fails_on_a_wrong_count():
+    """Self-check: the comparison catches a stated N or bit count that the
+    proxy's parser disagrees with, and a schema it refuses."""
+    doctored = [("- x: `{\"type\":\"boolean\"}`: N = 3, 2 bits.", (3, 2)),
+                ("- x: `{\"type\":\"integer\",\"minimum\":0,\"maximum\":1000}`: N = 1,001, 9 bits.", (1001, 9))]
+    for line, stated in doctored:
+        [(schema, n, bits)] = schema_examples(line)
+        assert (n, bits) == stated
+        assert proxy_count(schema) != (n, bits), line
+    p = subprocess.run([SCHEMA_COUNT, '{"type":"boolean","extra":1}'], capture_output=True, timeout=RUN_TIMEOUT)
+    assert p.returncode == 1 and b"refused" in p.stderr, p
 
 
 @test
