@@ -258,7 +258,7 @@ def malformed_frames_get_exactly_the_error_frame(s):
     body = good[10:]
     malformed = {
         "bad magic": S.frame(body, magic=b"SPRX"),
-        "version 2": S.frame(body, version=2),
+        "version 3": S.frame(body, version=3),
         "kind response": S.frame(body, kind=2),
         "truncated body": good[:-3],
         "trailing byte": good + b"\0",

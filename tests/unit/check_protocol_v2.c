@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/answer.h"
 #include "base/cleanup.h"
 #include "base/protocol.h"
 #include "base/request.h"
@@ -707,6 +708,50 @@ START_TEST (responses_of_one_version_never_decode_as_the_other)
 }
 END_TEST
 
+/* The client's line for a v2 answer: the value as it is, or ERROR when its
+   bytes are no canonical value's (sp_answer_value_ok).  */
+START_TEST (the_clients_line_holds_the_value_or_error)
+{
+  static const char *const bad[] = {
+    "1\n",          "\"a\nb\"",         "\"\x01\"",         "\"\x7f\"",
+    "\"\xc2\x85\"", "\"\xe2\x80\xa8\"", "\"\xe2\x80\xae\"", "\"\xff\"",
+    "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "\"\xe6\x98\"",
+  };
+  static char big[SP_ANSWER_OUTPUT_MAX_BYTES + 1];
+  char line[SP_ANSWER_VALUE_MAX_BYTES];
+  const struct sp_bytes obj = { (const uint8_t *)"{\"found\":true,\"count\":3}", 24 };
+  const struct sp_bytes utf8 = { (const uint8_t *)"\"\xe6\x98\xaf\"", 5 };
+  ssize_t n;
+
+  n = sp_answer_render_value (&obj, line, sizeof (line));
+  ck_assert_int_eq (n, 35);
+  ck_assert_int_eq (memcmp (line, "{\"result\":{\"found\":true,\"count\":3}}", 35), 0);
+  n = sp_answer_render_value (&utf8, line, sizeof (line));
+  ck_assert_int_eq (n, 16);
+  ck_assert_int_eq (memcmp (line, "{\"result\":\"\xe6\x98\xaf\"}", 16), 0);
+  n = sp_answer_render_value (NULL, line, sizeof (line));
+  ck_assert_int_eq (n, (ssize_t)strlen (SP_ANSWER_ERROR));
+  ck_assert_int_eq (memcmp (line, SP_ANSWER_ERROR, (size_t)n), 0);
+  for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++)
+    {
+      const struct sp_bytes v = { (const uint8_t *)bad[i], strlen (bad[i]) };
+
+      ck_assert_msg (!sp_answer_value_ok (v), "case %zu", i);
+      ck_assert_int_eq (sp_answer_render_value (&v, line, sizeof (line)), -1);
+    }
+  ck_assert (!sp_answer_value_ok ((struct sp_bytes){ (const uint8_t *)"", 0 }));
+  ck_assert (!sp_answer_value_ok ((struct sp_bytes){ (const uint8_t *)"\"\0\"", 3 }));
+  /* The bound, and a line buffer that holds exactly the longest line.  */
+  memset (big, '7', sizeof (big));
+  ck_assert (sp_answer_value_ok ((struct sp_bytes){ (const uint8_t *)big, SP_ANSWER_OUTPUT_MAX_BYTES }));
+  ck_assert (!sp_answer_value_ok ((struct sp_bytes){ (const uint8_t *)big, sizeof (big) }));
+  n = sp_answer_render_value (&(struct sp_bytes){ (const uint8_t *)big, SP_ANSWER_OUTPUT_MAX_BYTES }, line,
+                              sizeof (line));
+  ck_assert_int_eq (n, (ssize_t)sizeof (line));
+  ck_assert_int_eq (sp_answer_render_value (&(struct sp_bytes){ (const uint8_t *)big, 8 }, line, 18), -1);
+}
+END_TEST
+
 static Suite *
 make_suite (void)
 {
@@ -735,6 +780,7 @@ make_suite (void)
   tcase_add_test (tc, v2_response_encoder_refuses_empty_or_long_answers_and_small_buffers);
   tcase_add_test (tc, malformed_v2_responses_are_rejected);
   tcase_add_test (tc, responses_of_one_version_never_decode_as_the_other);
+  tcase_add_test (tc, the_clients_line_holds_the_value_or_error);
   suite_add_tcase (s, tc);
   return s;
 }
