@@ -231,7 +231,9 @@
 #define SP_SERVE_SCRATCH_MAX_BYTES        (16ULL << 30)
 #define SP_SERVE_SCRATCH_INODES           16384        /* entries a probe may create */
 #define SP_SERVE_WORKSPACE_OVERHEAD_BYTES (1ULL << 20) /* bundle files beside the repo */
-#define SP_AUDIT_LINE_MAX_BYTES           8192
+/* A record holds at most a schema's canonical answer (8 KiB, its escapes
+   at most doubling it) beside three outcomes and a cut reason.  */
+#define SP_AUDIT_LINE_MAX_BYTES 32768
 /* A failure is put down to a full state disk (audit status "environment")
    when its file system has less than this left.  */
 #define SP_SERVE_FULL_BELOW_BYTES  (1ULL << 20)
