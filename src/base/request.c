@@ -26,8 +26,27 @@ sp_request_validate (const struct sp_request *req, char *const *allowlist, size_
       sp_make_error (err, 0, "repo: not in the allowlist");
       return SP_REQUEST_REPO_UNKNOWN;
     }
-  if (sp_outcomes_check (req->outcomes, err) < 0)
-    return -1;
+  switch (req->version)
+    {
+    case SP_FRAME_VERSION_V1:
+      if (req->schema.len != 0)
+        return sp_make_error (err, 0, "schema: present in a v1 request");
+      if (sp_outcomes_check (req->outcomes, err) < 0)
+        return -1;
+      break;
+    case SP_FRAME_VERSION_V2:
+      for (size_t i = 0; i < SP_OUTCOME_COUNT; i++)
+        if (req->outcomes[i].len != 0)
+          return sp_make_error (err, 0, "outcome %zu: present in a v2 request", i + 1);
+      /* Structural only: serve parses it (sp_answer_schema_parse), and the
+         client links no JSON reader.  */
+      if (req->schema.len == 0 || req->schema.len > SP_ANSWER_SCHEMA_MAX_BYTES)
+        return sp_make_error (err, 0, "schema: %zu bytes, not 1..%d", req->schema.len,
+                              SP_ANSWER_SCHEMA_MAX_BYTES);
+      break;
+    default:
+      return sp_make_error (err, 0, "request: version %u, not 1 or 2", req->version);
+    }
   if (req->script.len == 0 || req->script.len > SP_SCRIPT_MAX_BYTES)
     return sp_make_error (err, 0, "script: %zu bytes, not 1..%d", req->script.len, SP_SCRIPT_MAX_BYTES);
   return 0;

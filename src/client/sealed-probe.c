@@ -108,7 +108,7 @@ print_version (void)
 {
   char text[256];
   int n = snprintf (text, sizeof (text), "sealed-probe %s\ncommit: %s\nprotocol: %d\n", PACKAGE_VERSION,
-                    SP_BUILD_COMMIT, SP_FRAME_VERSION);
+                    SP_BUILD_COMMIT, SP_FRAME_VERSION_MAX);
 
   if (n > 0 && (size_t)n < sizeof (text) && fcntl (STDERR_FILENO, F_GETFD) >= 0)
     (void)write_all (STDERR_FILENO, (const uint8_t *)text, (size_t)n, sp_monotonic_ms () + OUTPUT_GRACE_MS);
@@ -382,6 +382,7 @@ main (int argc, char **argv)
   int index;
 
   memset (&req, 0, sizeof (req));
+  req.version = SP_FRAME_VERSION_V1;
   /* --version alone is no probe: the version goes to stderr, the one thing
      the client ever writes there, before fd 2 points at /dev/null; stdout
      still gets its one line, ERROR; nothing is contacted.  */

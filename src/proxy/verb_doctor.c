@@ -564,14 +564,25 @@ check_handshake (const struct doctor *d, int fd, int64_t deadline, int wait_seco
     return problem ("handshake", "`%s`: %s", sp_quote_name (d->path, q), strerror (errno));
   if (sp_hello_reply_decode (reply, (size_t)got, &version, &err) == 0)
     {
-      if (version != SP_FRAME_VERSION)
+      /* The reply names the highest version serve speaks (every lower one
+         too): a serve of an older release names 1, and would refuse every
+         probe that carries an answer schema.  */
+      if (version < SP_FRAME_VERSION_MAX)
         return problem ("handshake",
-                        "serve on `%s` speaks wire protocol %u, and this release's client speaks %d: the "
-                        "client would get ERROR for every probe. Install the same sealed-probe release for "
-                        "the client and the proxy",
-                        sp_quote_name (d->path, q), version, SP_FRAME_VERSION);
+                        "serve on `%s` speaks wire protocol %u at most, and this release's client speaks %d: "
+                        "three-outcome probes would work, but every probe with an answer schema would get "
+                        "ERROR. Install the same sealed-probe release for the client and the proxy, and "
+                        "restart serve",
+                        sp_quote_name (d->path, q), version, SP_FRAME_VERSION_MAX);
+      if (version != SP_FRAME_VERSION_MAX)
+        return problem ("handshake",
+                        "serve on `%s` speaks wire protocol %u, newer than this release's %d: its client "
+                        "and this doctor are of an older release. Install the same sealed-probe release "
+                        "for the client and the proxy",
+                        sp_quote_name (d->path, q), version, SP_FRAME_VERSION_MAX);
       passed ("handshake",
-              "serve speaks wire protocol %u, as this client does; nothing was debited, queued, "
+              "serve speaks wire protocol %u, as this client does (and every lower one); nothing was "
+              "debited, queued, "
               "audited or launched",
               version);
       return 0;

@@ -42,7 +42,7 @@ sp_verb_version (int argc, char **argv)
     return ret < 0 ? SP_EXIT_OK : ret;
   git_libgit2_version (&git_major, &git_minor, &git_rev);
   printf ("sealed-probe-proxy %s\ncommit: %s\nprotocol: %d\nbackends:\n", PACKAGE_VERSION, SP_BUILD_COMMIT,
-          SP_FRAME_VERSION);
+          SP_FRAME_VERSION_MAX);
   for (size_t i = 0; i < sizeof (backends) / sizeof (backends[0]); i++)
     {
       char accepts[384];

@@ -85,7 +85,9 @@ sp_serve_conn_read (struct sp_serve_conn *c, sp_error_t *err)
       if (ret <= 0)
         return ret;
       /* A hello is read as a frame like any other, with its own bound (an
-         empty body); every other kind is refused as a request would be.  */
+         empty body); every other kind is refused as a request would be.  A
+         request's bound is its version's (v1's, or v2's with a schema), so
+         nothing above SP_REQUEST_ANY_BODY_MAX_BYTES is ever allocated.  */
       if (sp_frame_header_decode (c->hdr, sp_frame_client_kind (c->hdr), &body_len, err) < 0)
         return -1;
       c->len = sizeof (c->hdr) + body_len;

@@ -64,7 +64,7 @@ tap.ok(lines[:1] == [f"sealed-probe-proxy {PROJECT_VERSION}"], "proxy: the first
 commit = next((ln[len("commit: "):] for ln in lines if ln.startswith("commit: ")), None)
 tap.ok(commit is not None and re.fullmatch(r"[0-9a-zA-Z.~_-]+", commit) is not None,
        "proxy: a `commit:` line names the commit (git describe, or `unknown`)", commit)
-tap.ok("protocol: 1" in lines, "proxy: the wire protocol's version is 1", text)
+tap.ok("protocol: 2" in lines, "proxy: the wire protocol's highest version is 2", text)
 backend_lines = {}
 if "backends:" in lines:
     for ln in lines[lines.index("backends:") + 1:]:
@@ -130,7 +130,7 @@ with tempfile.TemporaryDirectory(prefix="sp-version-") as tmp:
     clines = r.stderr.splitlines()
     tap.ok(r.returncode == 0 and r.stdout == ERROR_LINE,
            "client: `--version` is no probe: stdout gets the one ERROR line, and it exits 0", (r.returncode, r.stdout))
-    tap.ok(clines == [f"sealed-probe {PROJECT_VERSION}", f"commit: {commit}", "protocol: 1"],
+    tap.ok(clines == [f"sealed-probe {PROJECT_VERSION}", f"commit: {commit}", "protocol: 2"],
            "client: its name and version, the proxy's commit and the protocol go to stderr", r.stderr)
     tap.ok(not contacted and unread == b"print(1)\n",
            "client: `--version` connects to nothing and reads no script", (contacted, unread))

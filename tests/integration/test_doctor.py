@@ -39,7 +39,7 @@ REPO = "acme/alpha"
 USER = f"spdoc{nonce}"
 GROUP = f"spdocg{nonce}"
 HELLO = b"SPRB\x01\x03\x00\x00\x00\x00"
-HELLO_REPLY = b"SPRB\x01\x04\x00\x00\x00\x01\x01"
+HELLO_REPLY = b"SPRB\x01\x04\x00\x00\x00\x01\x02"
 ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 
 outputs = []  # every doctor output, for the canary check at the end
@@ -262,7 +262,7 @@ try:
         audit = S.audit_raw(state)
 
         r = doctor("--socket", srv.socket, "--user", USER)
-        tap.ok(says(r, 0, "ok   handshake  serve speaks wire protocol 1, as this client does",
+        tap.ok(says(r, 0, "ok   handshake  serve speaks wire protocol 2, as this client does",
                     f"doctor          {USER} can reach serve on `{srv.socket}`: every check passed"),
                "against a live serve, as the agent's user in its group: every check passes, exit 0", detail(r))
         tap.ok([ln.split()[1] for ln in r.stdout.splitlines() if ln.startswith("ok ")]

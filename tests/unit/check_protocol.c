@@ -119,7 +119,7 @@ decode_fails (void)
 {
   cleanup_free uint8_t *copy = malloc (f.len ? f.len : 1);
   cleanup_error sp_error_t err = NULL;
-  struct sp_request req;
+  struct sp_request req = { .version = SP_FRAME_VERSION_V1 };
 
   memcpy (copy, f.buf, f.len);
   ck_assert_int_eq (sp_request_decode (copy, f.len, &req, &err), -1);
@@ -164,7 +164,7 @@ static const uint8_t documented_request[] = {
 
 START_TEST (valid_frame_decodes_to_its_fields)
 {
-  struct sp_request req;
+  struct sp_request req = { .version = SP_FRAME_VERSION_V1 };
 
   build_valid ();
   decode_ok (&req);
@@ -178,7 +178,7 @@ END_TEST
 
 START_TEST (documented_example_is_what_the_encoder_writes)
 {
-  struct sp_request req;
+  struct sp_request req = { .version = SP_FRAME_VERSION_V1 };
   uint8_t out[256];
   size_t len = 0;
   cleanup_error sp_error_t err = NULL;
@@ -217,7 +217,7 @@ round_trip (const struct sp_request *req, size_t want_len)
 START_TEST (round_trip_at_every_maximum_length)
 {
   static uint8_t big[SP_SCRIPT_MAX_BYTES];
-  struct sp_request req;
+  struct sp_request req = { .version = SP_FRAME_VERSION_V1 };
 
   for (size_t i = 0; i < sizeof (big); i++)
     big[i] = (uint8_t)(i * 7);
@@ -232,7 +232,7 @@ END_TEST
 START_TEST (round_trip_at_every_minimum_length)
 {
   static const uint8_t one[] = "abcd";
-  struct sp_request req;
+  struct sp_request req = { .version = SP_FRAME_VERSION_V1 };
 
   req.repo = (struct sp_bytes){ one, 1 };
   for (int i = 0; i < SP_OUTCOME_COUNT; i++)
@@ -245,7 +245,7 @@ END_TEST
 START_TEST (decoder_passes_any_value_bytes_through_unjudged)
 {
   static const uint8_t odd[] = { 0x00, 0xFF, 0x01, 0x53, 0x50, 0x52, 0x42 };
-  struct sp_request req;
+  struct sp_request req = { .version = SP_FRAME_VERSION_V1 };
 
   req.repo = (struct sp_bytes){ odd, sizeof (odd) };
   req.outcomes[0] = (struct sp_bytes){ odd, 1 };
@@ -271,7 +271,7 @@ END_TEST
 
 START_TEST (frame_with_unknown_version_is_rejected)
 {
-  static const uint8_t bad[] = { 0x00, 0x02, 0x10, 0xFF };
+  static const uint8_t bad[] = { 0x00, 0x03, 0x10, 0xFF };
 
   for (size_t i = 0; i < sizeof (bad); i++)
     {
@@ -748,7 +748,7 @@ START_TEST (encoder_refuses_a_buffer_one_byte_short)
 {
   cleanup_error sp_error_t err = NULL;
   uint8_t out[sizeof (documented_request)];
-  struct sp_request req;
+  struct sp_request req = { .version = SP_FRAME_VERSION_V1 };
   size_t len = 0;
 
   build_valid ();
@@ -932,7 +932,7 @@ END_TEST
 static const uint8_t documented_hello[SP_HELLO_FRAME_BYTES]
     = { 0x53, 0x50, 0x52, 0x42, 0x01, 0x03, 0, 0, 0, 0 };
 static const uint8_t documented_hello_reply[SP_HELLO_REPLY_FRAME_BYTES]
-    = { 0x53, 0x50, 0x52, 0x42, 0x01, 0x04, 0, 0, 0, 0x01, 0x01 };
+    = { 0x53, 0x50, 0x52, 0x42, 0x01, 0x04, 0, 0, 0, 0x01, 0x02 };
 
 static char *
 hello_fails (const uint8_t *buf, size_t len)
@@ -963,7 +963,7 @@ START_TEST (documented_hello_reply_is_what_the_encoder_writes)
   sp_hello_reply_encode (buf);
   ck_assert_int_eq (memcmp (buf, documented_hello_reply, sizeof (buf)), 0);
   ck_assert_int_eq (sp_hello_reply_decode (buf, sizeof (buf), &version, &err), 0);
-  ck_assert_uint_eq (version, SP_FRAME_VERSION);
+  ck_assert_uint_eq (version, SP_FRAME_VERSION_MAX);
 }
 END_TEST
 
@@ -1018,7 +1018,7 @@ START_TEST (hello_is_no_request_and_no_response)
 {
   cleanup_error sp_error_t err = NULL;
   cleanup_error sp_error_t err2 = NULL;
-  struct sp_request req;
+  struct sp_request req = { .version = SP_FRAME_VERSION_V1 };
   uint8_t index = 0xAA;
 
   ck_assert_int_eq (sp_request_decode (documented_hello, sizeof (documented_hello), &req, &err), -1);

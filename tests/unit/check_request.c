@@ -30,7 +30,7 @@ bytes_str (const char *s)
 static struct sp_request
 valid_request (void)
 {
-  struct sp_request req;
+  struct sp_request req = { .version = SP_FRAME_VERSION_V1 };
 
   req.repo = bytes_str ("acme/widgets");
   req.outcomes[0] = bytes_str ("YES");
