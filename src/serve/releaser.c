@@ -197,7 +197,9 @@ sp_serve_releaser_stop (struct sp_serve *s)
     pthread_join (q->thread, NULL);
   while (q->heap.len > 0)
     {
-      send_error (sp_release_heap_pop (&q->heap).fd);
+      struct sp_release_held h = sp_release_heap_pop (&q->heap);
+
+      send_error (h.fd, h.version);
       sp_serve_report_result (s, SP_AUDIT_STATUS_REFUSED);
     }
   pthread_cond_destroy (&q->changed);
