@@ -204,7 +204,8 @@ expect_reject_exact (const char *doc, size_t len, const char *message)
   X (enabled_after_empty_repos_is_rejected, BLOCK ("\"privateRepos\":[],\"enabled\":true"),                  \
      "sealedProbes.privateRepos: must not be empty")                                                         \
   X (repos_string_is_rejected, BLOCK ("\"enabled\":true,\"privateRepos\":\"octo/hello\""),                   \
-     "sealedProbes.privateRepos: must be an array of \"owner/repo\" strings")                                \
+     "sealedProbes.privateRepos: must be an array of \"owner/repo\" strings or {\"repo\", \"sensitivity\"} " \
+     "objects")                                                                                              \
   X (repos_null_is_rejected, BLOCK ("\"privateRepos\":null"), "sealedProbes.privateRepos: must be an array") \
   X (repos_object_is_rejected, BLOCK ("\"privateRepos\":{}"), "sealedProbes.privateRepos: must be an array") \
   X (repo_number_is_rejected, REPOS ("1"), "sealedProbes.privateRepos[0]: must be a string")                 \
