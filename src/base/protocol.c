@@ -87,6 +87,8 @@ tag_max_bytes (uint8_t tag)
       return SP_OUTCOME_MAX_BYTES;
     case SP_TAG_SCRIPT:
       return SP_SCRIPT_MAX_BYTES;
+    case SP_TAG_SCHEMA:
+      return SP_ANSWER_SCHEMA_MAX_BYTES;
     default:
       return 0;
     }
@@ -229,8 +231,8 @@ decode_field (uint8_t version, const struct layout *l, const uint8_t *body, size
       if (tag_max_bytes (tag) == 0)
         return sp_make_error (err, 0, "field %zu: unknown tag 0x%02x", i + 1, tag);
       if (tag_max_bytes_in (version, tag) == 0)
-        return sp_make_error (err, 0, "field %zu: a %s field in a v%u request", i + 1, tag_name (tag),
-                              version);
+        return sp_make_error (err, 0, "field %zu: unknown tag 0x%02x (%s is no field of a v%u request)",
+                              i + 1, tag, tag_name (tag), version);
       if (want == SP_TAG_OUTCOME && tag == SP_TAG_SCRIPT)
         return sp_make_error (err, 0, "field %zu: only %zu outcomes, %d required", i + 1, i - 1,
                               SP_OUTCOME_COUNT);
