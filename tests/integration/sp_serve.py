@@ -358,13 +358,17 @@ class Serve:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # ---- talking to it ----
-    def client(self, script, repo, outcomes=OUTCOMES, timeout=120, cwd=None, env_extra=None):
-        """Runs the real client; returns the CompletedProcess (bytes)."""
+    def client(self, script, repo, outcomes=OUTCOMES, timeout=120, cwd=None, env_extra=None, schema=None):
+        """Runs the real client, with outcomes or, when schema is given, that
+        answer schema's text inline; returns the CompletedProcess (bytes)."""
         env = {"SEALED_PROBE_SOCKET": self.socket, "SEALED_PROBE_TIMEOUT": str(timeout)}
         env.update(env_extra or {})
         argv = [CLIENT, "--repo", repo]
-        for o in outcomes:
-            argv += ["--outcome", o]
+        if schema is not None:
+            argv += ["--answer-schema-json", schema]
+        else:
+            for o in outcomes:
+                argv += ["--outcome", o]
         data = script.encode() if isinstance(script, str) else script
         return subprocess.run(argv, input=data, capture_output=True, env=env, timeout=timeout + 30,
                               cwd=cwd or self.dir)

@@ -93,7 +93,7 @@ def writes(text):
 
 
 COUNT_SCRIPT = """import json, os
-n = sum(1 for d, _, fs in os.walk('/repo') if '/.git' not in d for f in fs if f.endswith('.py'))
+n = sum(1 for d, _, fs in os.walk('/probe/repo') if '/.git' not in d for f in fs if f.endswith('.py'))
 with open('/probe/out', 'w') as f:
     f.write('{ "\\\\u0072esult" :  %d }\\n' % n)
 """
@@ -108,6 +108,13 @@ def rec_of(state, script):
     tag = S.sha256_tag(script)
     found = [r for r in S.audit_lines(state) if r["script_sha256"] == tag]
     return found[-1] if found else None
+
+
+def newest_refusal(state):
+    """The newest record: a request refused off the slots is logged before
+    its fields are (docs/audit.md), so its script cannot name it."""
+    recs = S.audit_lines(state)
+    return recs[-1] if recs else None
 
 
 def admitted(state, script):
@@ -137,9 +144,10 @@ def launches(state, run, events):
     return [e for e in events if e[0] == B.run_root(state, run) or (e[0] or "").startswith(S.work_dir(state))]
 
 
-def refused_before_launch(srv, state, send, script, cause, label, why):
+def refused_before_launch(srv, state, send, script, cause, label, why, off_slots=False):
     """One call expected refused with cause before anything is debited,
-    copied or launched."""
+    copied or launched; off_slots: refused with the frame's checks, before
+    its fields are logged."""
     before = ledger(state)
     S.wait_pool_full(srv, repos=2)  # the refills are serve's own work, not a launch
     ino = watch(state, srv.run)
@@ -147,10 +155,11 @@ def refused_before_launch(srv, state, send, script, cause, label, why):
     time.sleep(0.3)
     created = launches(state, srv.run, ino.events())
     ino.close()
-    rec = rec_of(state, script)
+    rec = newest_refusal(state) if off_slots else rec_of(state, script)
     tap.ok(got == "ERROR" and rec is not None and rec["status"] == "refused" and rec["cause"] == cause
            and why in (rec["reason"] or "") and rec["debited"] is False and rec["launched"] is False
            and rec["bits"] is None and rec["content_bits"] is None and not admitted(state, script)
+           and (not off_slots or (rec["answer_schema"] is None and rec["script_sha256"] is None))
            and not S.audit_key_problems(rec),
            f"{label}: ERROR, audited refused with cause {cause}, not debited, not launched, no admission record",
            (got, rec))
@@ -232,7 +241,7 @@ try:
                                    ("not JSON", "{'type': 'boolean'}", "answer schema")):
             script = f"# refused {label}\nprint(1)\n"
             refused_before_launch(srv, state, lambda schema=schema, script=script: ask(srv, PLAIN, schema, script),
-                                  script, "bad_request", f"a schema {label}", why)
+                                  script, "bad_request", f"a schema {label}", why, off_slots=True)
 
         # ---- the three-outcome form is unchanged -------------------------------------
         v1 = "# v1\nimport json\nwith open('/probe/out', 'w') as f:\n    json.dump({'result': 'YES'}, f)\n"
