@@ -123,6 +123,15 @@ enqueue (struct queue *q, struct sp_serve_conn *c)
                       sp_error_message (err));
       return;
     }
+  /* An enclaves document may lower the script's bound (its
+     script.maxScriptBytes, docs/config.md).  */
+  if (p.r.req.script.len > q->s->config->max_script_bytes)
+    {
+      sp_make_error (&err, 0, "request: script: %zu bytes, more than the config's %zu", p.r.req.script.len,
+                     q->s->config->max_script_bytes);
+      refuse_request (q->s, &p.r, SP_CAUSE_BAD_REQUEST, sp_error_message (err));
+      return;
+    }
   /* A v2 request's schema is parsed and counted here, off the slots, so
      that one over a bound is refused as any invalid request is: before
      anything is debited.  */
