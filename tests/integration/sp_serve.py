@@ -28,6 +28,8 @@ B = backend()
 
 ERROR_LINE = '{"result":"ERROR"}\n'
 ERROR_FRAME = b"SPRB\x01\x02\x00\x00\x00\x01\x00"
+# The same in wire protocol v2 (docs/protocol.md): status byte 0, no value.
+ERROR_FRAME_V2 = b"SPRB\x02\x02\x00\x00\x00\x01\x00"
 OUTCOMES = ("YES", "NO", "UNKNOWN")
 AUDIT_KEYS = ["id", "run", "received", "peer_uid", "peer_gid", "peer_pid", "started", "finished", "repo", "outcomes", "answer_schema", "script_sha256", "seed_commit",
               "seed_digest", "seed_omitted_submodules", "snapshot", "sandbox", "debited", "budget_remaining", "result", "status", "cause",
