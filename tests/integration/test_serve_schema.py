@@ -144,12 +144,12 @@ def launches(state, run, events):
     return [e for e in events if e[0] == B.run_root(state, run) or (e[0] or "").startswith(S.work_dir(state))]
 
 
-def refused_before_launch(srv, state, send, script, cause, label, why, off_slots=False):
+def refused_before_launch(srv, state, send, script, cause, label, why, off_slots=False, repos=2):
     """One call expected refused with cause before anything is debited,
     copied or launched; off_slots: refused with the frame's checks, before
     its fields are logged."""
     before = ledger(state)
-    S.wait_pool_full(srv, repos=2)  # the refills are serve's own work, not a launch
+    S.wait_pool_full(srv, repos=repos)  # the refills are serve's own work, not a launch
     ino = watch(state, srv.run)
     got = send()
     time.sleep(0.3)
@@ -277,6 +277,31 @@ try:
         tap.ok(srv.stop() == 0, "serve stops cleanly", srv.stderr()[-300:])
         left = S.leaks(state, srv.run, after_exit=True, srv=srv)
         tap.ok(not left, "nothing is left behind", left)
+
+    # ---- the firewall's enclaves document -----------------------------------------
+    # Its runtimes are the firewall's (docker, gvisor, sbx); runc is named only
+    # in a sealedProbes block (docs/config.md).
+    if B.runtime not in ("docker", "gvisor", "sbx"):
+        tap.skip("an enclaves document serves a schema probe and holds its maxScriptBytes",
+                 f"an enclaves document cannot name the {B.runtime} runtime (the firewall's are docker, gvisor, sbx)")
+    else:
+        enclaves = work.path("enclaves") + ".json"
+        with open(enclaves, "w") as f:
+            json.dump({"enclaves": [{"script": {"maxScriptBytes": 400},
+                                     "repos": [{"repo": PLAIN, "sensitivity": "internal"}],
+                                     "runtime": B.runtime, "timeout": TIMEOUT, "maxInvocations": 10}]}, f)
+        state3 = work.staged_state(enclaves, [(PLAIN, plain)])
+        with S.serving(work, enclaves, state3, extra=FLAGS) as srv:
+            got = ask(srv, PLAIN, COUNT_SCHEMA, COUNT_SCRIPT)
+            rec = rec_of(state3, COUNT_SCRIPT)
+            tap.ok(got == str(N_FILES) and rec is not None and rec["bits"] == want_bits + 3,
+                   "an enclaves document: its repository (internal) answers a schema probe, charged as any",
+                   (got, rec))
+            long_script = COUNT_SCRIPT + "#" * 400
+            refused_before_launch(srv, state3, lambda: ask(srv, PLAIN, COUNT_SCHEMA, long_script), long_script,
+                                  "bad_request", "an enclaves document: a script over its maxScriptBytes (400)",
+                                  "more than the config's 400", off_slots=True, repos=1)
+            tap.ok(srv.stop() == 0, "the enclaves document's serve stops cleanly", srv.stderr()[-300:])
 
     # ---- refusals at start -----------------------------------------------------------
     start_refused(config, state, ["--release", "immediate"], "leaks timing without bound",
