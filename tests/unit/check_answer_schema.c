@@ -1357,6 +1357,30 @@ END_TEST
     (const uint8_t *)(s), sizeof (s) - 1                                                                     \
   }
 
+/* The firewall's own vectors (its snapshot f5509576): its MCP tests call
+   with the schema {"type":"boolean"} and a script answering `true`
+   (src/enclave/mcp-server.test.ts), and its ledger test spends a
+   confidential repository's 8 bits in two calls of 4, its least charge
+   (1 status bit, ceil(log2 N) = 0 for a const, 3 timing bits), refusing
+   a third (src/enclave/information-budget.test.ts).  */
+START_TEST (firewall_vectors_agree)
+{
+  cleanup_answer_schema struct sp_answer_schema *boolean = parse_ok_q ("{'type':'boolean'}");
+  cleanup_answer_schema struct sp_answer_schema *one = parse_ok_q ("{'type':'const','value':'done'}");
+  cleanup_free char *answer = validate_ok (boolean, "true", 4);
+
+  ck_assert_str_eq (answer, "true");
+  /* The firewall charges 1 + 1 + 3 = 5 for the boolean; we charge
+     ceil(log2 3) = 2 content bits, plus the release mode's timing bits.  */
+  ck_assert_uint_eq (sp_answer_schema_firewall_bits (boolean), 1);
+  ck_assert_uint_eq (sp_answer_schema_content_bits (boolean), 2);
+  /* Its least call, a const: 0 + its status bit there, 1 here.  */
+  ck_assert_uint_eq (sp_answer_schema_firewall_bits (one), 0);
+  ck_assert_uint_eq (sp_answer_schema_content_bits (one), 1);
+  ck_assert_uint_eq (1 + sp_answer_schema_firewall_bits (one) + 3, 4);
+}
+END_TEST
+
 START_TEST (three_outcomes_are_an_enum_of_two_content_bits)
 {
   static const struct sp_bytes outcomes[SP_OUTCOME_COUNT]
@@ -1477,6 +1501,7 @@ make_suite (void)
 
   tcase_add_test (outcomes, three_outcomes_are_an_enum_of_two_content_bits);
   tcase_add_test (outcomes, invalid_outcomes_give_no_schema);
+  tcase_add_test (outcomes, firewall_vectors_agree);
   suite_add_tcase (s, outcomes);
   return s;
 }
