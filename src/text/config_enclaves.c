@@ -34,7 +34,8 @@
   "name it in a sealedProbes block)"
 #define REASON_IMAGE                                                                                         \
   "is refused: this proxy runs probes in its own pinned rootfs, never an image named in the config"
-#define REASON_SCRIPT_BYTES "must be an integer from 1 to " STR (SP_SCRIPT_MAX_BYTES)
+#define REASON_SCRIPT_BYTES "must be an integer from 1 to 65536"
+_Static_assert(SP_SCRIPT_MAX_BYTES == 65536, "REASON_SCRIPT_BYTES quotes SP_SCRIPT_MAX_BYTES");
 #define REASON_INVOKE                                                                                        \
   "must be an integer from 1 to " STR (SP_ENCLAVE_INVOCATIONS_MAX) " (the firewall's bound)"
 #define REASON_PIDS "must be an integer from 1 to " STR (SP_ENCLAVE_PIDS_LIMIT_MAX) " (the firewall's bound)"
