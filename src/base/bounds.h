@@ -34,6 +34,21 @@
 #define SP_INVOCATIONS_MAX     100000
 #define SP_INVOCATIONS_DEFAULT 32
 
+/* Sensitivity classes' default budgets, whole bits per repository for the
+   run: the firewall's ENCLAVE_SENSITIVITY_RUN_BITS (public unmetered,
+   sealed 0: never runs).  sensitivityBudgets overrides them, each from 1 to
+   SP_BIT_BUDGET_MAX.  */
+#define SP_SENSITIVITY_INTERNAL_BITS     64
+#define SP_SENSITIVITY_CONFIDENTIAL_BITS 8
+
+/* The firewall's `enclaves` document (docs/config.md, "The enclaves
+   document"): its own upper bounds, from its docs/awf-config.schema.json,
+   where this proxy has no tighter one.  */
+#define SP_ENCLAVES_MAX_ENTRIES     2     /* one script and one agent entry */
+#define SP_ENCLAVE_INVOCATIONS_MAX  10000 /* its maxInvocations maximum */
+#define SP_ENCLAVE_PIDS_LIMIT_MAX   4096  /* its pidsLimit maximum */
+#define SP_ENCLAVE_OUTPUT_MAX_BYTES 8192  /* its maxOutputBytes maximum (MAX_RESULT_BYTES) */
+
 /* Strict JSON trees (json.h).  The tree is freed recursively, so its depth
    stays modest whatever a caller asks for; a key echoed in a message shows at
    most SP_JSON_ECHO_MAX_CHARS characters.  */
@@ -231,7 +246,9 @@
 #define SP_SERVE_SCRATCH_MAX_BYTES        (16ULL << 30)
 #define SP_SERVE_SCRATCH_INODES           16384        /* entries a probe may create */
 #define SP_SERVE_WORKSPACE_OVERHEAD_BYTES (1ULL << 20) /* bundle files beside the repo */
-#define SP_AUDIT_LINE_MAX_BYTES           8192
+/* A record holds at most a schema's canonical answer (8 KiB, its escapes
+   at most doubling it) beside three outcomes and a cut reason.  */
+#define SP_AUDIT_LINE_MAX_BYTES 32768
 /* A failure is put down to a full state disk (audit status "environment")
    when its file system has less than this left.  */
 #define SP_SERVE_FULL_BELOW_BYTES  (1ULL << 20)

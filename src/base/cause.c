@@ -18,6 +18,7 @@ static const char *const cause_names[SP_CAUSE_COUNT] = {
   [SP_CAUSE_CLIENT_GONE] = "client_gone",
   [SP_CAUSE_HALTED] = "halted",
   [SP_CAUSE_NO_SEED] = "no_seed",
+  [SP_CAUSE_SEALED] = "sealed",
   [SP_CAUSE_SEED_GONE] = "seed_gone",
   [SP_CAUSE_BUDGET_SPENT] = "budget_spent",
   [SP_CAUSE_BIT_BUDGET_SPENT] = "bit_budget_spent",

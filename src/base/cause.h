@@ -24,6 +24,7 @@ enum sp_cause
   SP_CAUSE_CLIENT_GONE,     /* the client closed its connection before its answer */
   SP_CAUSE_HALTED,
   SP_CAUSE_NO_SEED,
+  SP_CAUSE_SEALED,    /* the repository is of the sensitivity class `sealed`: never runs */
   SP_CAUSE_SEED_GONE, /* the seed serve verified is no longer where it was */
   SP_CAUSE_BUDGET_SPENT,
   SP_CAUSE_BIT_BUDGET_SPENT,     /* the repository's --bit-budget */

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/bounds.h"
 #include "base/cleanup.h"
 #include "os/fileio.h"
 #include "text/config.h"
@@ -22,6 +23,59 @@ static yajl_gen_status
 gen_key (yajl_gen g, const char *s)
 {
   return yajl_gen_string (g, (const unsigned char *)s, strlen (s));
+}
+
+/* Every repository in the list of its class, NONE ("none") included, and
+   each class's budget (null: unmetered): what serve charges, the same for
+   both forms of the config.  */
+static unsigned
+render_sensitivity (const struct sp_config *c, yajl_gen g)
+{
+  unsigned st = 0;
+
+  st |= gen_key (g, "sensitivity");
+  st |= yajl_gen_map_open (g);
+  for (int s = SP_SENSITIVITY_NONE; s < SP_SENSITIVITY_COUNT; s++)
+    {
+      st |= gen_key (g, sp_sensitivity_name ((enum sp_sensitivity)s));
+      st |= yajl_gen_array_open (g);
+      for (size_t i = 0; i < c->n_private_repos; i++)
+        if ((int)c->sensitivity[i] == s)
+          st |= gen_key (g, c->private_repos[i]);
+      st |= yajl_gen_array_close (g);
+    }
+  st |= yajl_gen_map_close (g);
+  st |= gen_key (g, "sensitivityBudgets");
+  st |= yajl_gen_map_open (g);
+  for (int s = SP_SENSITIVITY_PUBLIC; s < SP_SENSITIVITY_COUNT; s++)
+    {
+      st |= gen_key (g, sp_sensitivity_name ((enum sp_sensitivity)s));
+      st |= c->class_metered[s] ? yajl_gen_integer (g, (long long)c->class_bits[s]) : yajl_gen_null (g);
+    }
+  st |= yajl_gen_map_close (g);
+  return st;
+}
+
+_Static_assert(SP_SANDBOX_CPU_QUOTA_US == SP_SANDBOX_CPU_PERIOD_US, "cpuLimit is printed as \"1\": one CPU");
+
+/* The limits this proxy fixes for every sandbox, which an enclaves
+   document may ask for only as loosely or more (config_enclaves.h).  */
+static unsigned
+render_fixed (const struct sp_config *c, yajl_gen g)
+{
+  unsigned st = 0;
+
+  st |= gen_key (g, "maxScriptBytes");
+  st |= yajl_gen_integer (g, (long long)c->max_script_bytes);
+  st |= gen_key (g, "maxOutputBytes");
+  st |= yajl_gen_integer (g, SP_ANSWER_OUTPUT_MAX_BYTES);
+  st |= gen_key (g, "pidsLimit");
+  st |= yajl_gen_integer (g, SP_SANDBOX_PIDS_MAX);
+  st |= gen_key (g, "cpuLimit");
+  st |= gen_key (g, "1");
+  st |= gen_key (g, "tmpfsLimit");
+  st |= gen_key (g, SP_SANDBOX_TMP_SIZE);
+  return st;
 }
 
 /* Every yajl_gen call's status is OR-ed together: yajl_gen_status_ok is 0.  */
@@ -73,6 +127,10 @@ render (const struct sp_config *c, yajl_gen g)
           st |= yajl_gen_array_close (g);
         }
       st |= yajl_gen_map_close (g);
+      st |= render_sensitivity (c, g);
+      st |= render_fixed (c, g);
+      st |= gen_key (g, "form");
+      st |= gen_key (g, c->form == SP_CONFIG_FORM_ENCLAVES ? "enclaves" : "sealedProbes");
     }
   st |= yajl_gen_map_close (g);
   return st == yajl_gen_status_ok ? 0 : -1;

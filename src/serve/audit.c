@@ -189,6 +189,7 @@ render_once (const struct sp_audit_record *rec, const char *reason, size_t reaso
         put_bytes (&w, "outcomes", rec->outcomes[i].data, rec->outcomes[i].len);
       w.st |= yajl_gen_array_close (g);
     }
+  put_str_or_null (&w, "answer_schema", rec->schema_sha256);
   put_str_or_null (&w, "script_sha256", rec->script_sha256);
   put_str_or_null (&w, "seed_commit", rec->seed_commit);
   put_str_or_null (&w, "seed_digest", rec->seed_digest);
@@ -205,6 +206,8 @@ render_once (const struct sp_audit_record *rec, const char *reason, size_t reaso
     w.st |= yajl_gen_null (g);
   else if (rec->answer == 0)
     key (&w, "ERROR");
+  else if (rec->schema_sha256 != NULL)
+    put_bytes (&w, "result", rec->value, rec->value_len);
   else
     put_bytes (&w, "result", rec->outcomes[rec->answer - 1].data, rec->outcomes[rec->answer - 1].len);
   put_str_or_null (&w, "status", rec->status);
@@ -247,19 +250,22 @@ render_once (const struct sp_audit_record *rec, const char *reason, size_t reaso
   if (!rec->charged)
     {
       put_null (&w, "bits");
+      put_null (&w, "content_bits");
       put_null (&w, "timing_bits");
       put_null (&w, "repo_bits");
     }
   else
     {
       put_bits (&w, "bits", rec->millibits);
+      /* A call carries at least one content bit: 0 is a record of the
+         three outcomes' form that did not say.  */
+      uint64_t content = rec->content_millibits ? rec->content_millibits : SP_RELEASE_CONTENT_MILLIBITS;
+
+      put_bits (&w, "content_bits", content);
       if (rec->timing_unbounded)
         put_str_or_null (&w, "timing_bits", "unbounded");
       else
-        put_bits (&w, "timing_bits",
-                  rec->millibits > SP_RELEASE_CONTENT_MILLIBITS
-                      ? rec->millibits - SP_RELEASE_CONTENT_MILLIBITS
-                      : 0);
+        put_bits (&w, "timing_bits", rec->millibits > content ? rec->millibits - content : 0);
       put_bits (&w, "repo_bits", rec->repo_millibits);
     }
   w.st |= yajl_gen_map_close (g);
@@ -328,7 +334,13 @@ sp_audit_render (const struct sp_audit_record *rec, char **line, size_t *len, sp
   size_t out_len, lo, hi;
   bool fits;
 
-  if (rec->answer > SP_OUTCOME_COUNT || (rec->answer > 0 && rec->outcomes == NULL))
+  if (rec->schema_sha256 != NULL)
+    {
+      if (rec->answer > 1 || (rec->answer == 1 && rec->value == NULL))
+        return sp_make_error (err, 0, "audit record: answer %u of a schema's request has no value",
+                              (unsigned)rec->answer);
+    }
+  else if (rec->answer > SP_OUTCOME_COUNT || (rec->answer > 0 && rec->outcomes == NULL))
     return sp_make_error (err, 0, "audit record: answer %u names no outcome", (unsigned)rec->answer);
   if (rec->admission && (rec->answer != 0 || rec->facts != NULL))
     return sp_make_error (err, 0, "audit record: an admission record has no answer and no run");

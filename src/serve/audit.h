@@ -57,9 +57,16 @@ struct sp_audit_record
   /* The request, only once validated (NULL before: invalid bytes are never
      logged).  */
   const char *repo;
-  const struct sp_bytes *outcomes; /* SP_OUTCOME_COUNT of them */
-  const char *script_sha256;       /* "sha256:<hex>", or NULL when no script was read */
-  const char *seed_commit;         /* NULL when no seed was used */
+  const struct sp_bytes *outcomes; /* SP_OUTCOME_COUNT of them; NULL for a schema's request */
+  /* A v2 request's answer schema: its text's digest ("sha256:<hex>") and
+     content bits, ceil(log2(N + 1)); NULL and 0 for three outcomes.  Once
+     answered, the canonical value the agent got, value[0..value_len).  */
+  const char *schema_sha256;
+  unsigned schema_content_bits;
+  const char *value;
+  size_t value_len;
+  const char *script_sha256; /* "sha256:<hex>", or NULL when no script was read */
+  const char *seed_commit;   /* NULL when no seed was used */
   const char *seed_digest;
   /* How many submodules that seed omits (empty directories), as staged.json
      records them (it holds their paths); NULL when no seed was used or its
@@ -73,7 +80,7 @@ struct sp_audit_record
   const char *sandbox;
   bool debited; /* the budget was debited for this request */
   uint32_t budget_remaining;
-  uint8_t answer; /* 0 for ERROR, else the 1-based outcome index */
+  uint8_t answer; /* 0 for ERROR, else the 1-based outcome index (1 for a schema's value) */
   /* An admission record (status SP_AUDIT_STATUS_ADMITTED): written once the
      budget is debited and before anything is launched, so that nothing runs
      unaudited.  Its "finished" and "result" are null.  */
@@ -97,6 +104,7 @@ struct sp_audit_record
      (immediate mode), and the repository's total after the charge.  */
   bool charged;
   uint64_t millibits;
+  uint64_t content_millibits; /* the content part of millibits */
   bool timing_unbounded;
   uint64_t repo_millibits;
 };

@@ -35,6 +35,7 @@
 #include "base/sha256.h"
 #include "bundle/bundle.h"
 #include "serve/probe_out.h"
+#include "text/answer_schema.h"
 #include "text/result.h"
 
 #include "serve/serve.h"
@@ -53,6 +54,14 @@ struct invocation
   const void *script;
   size_t script_len;
   const struct sp_bytes *outcomes;
+  /* The protocol version it is answered in; a v2 request's schema (the
+     request's, not owned), its content bits, and once answered the
+     canonical value (owned).  */
+  uint8_t version;
+  const struct sp_answer_schema *schema;
+  uint64_t content_millibits;
+  char *value;
+  size_t value_len;
   char sandbox[24]; /* the name of the sandbox it was given, or "" */
   struct sp_run_facts facts;
   bool ran;
@@ -63,18 +72,36 @@ struct invocation
 };
 
 void
-sp_serve_answer (int fd, uint8_t index)
+sp_serve_answer (int fd, uint8_t version, uint8_t index, const char *value, size_t value_len)
 {
-  uint8_t frame[SP_RESPONSE_FRAME_BYTES];
+  uint8_t frame[SP_RESPONSE_V2_FRAME_MAX_BYTES];
+  size_t len = SP_RESPONSE_FRAME_BYTES;
   sp_error_t err = NULL;
 
-  if (sp_response_encode (index, frame, &err) < 0)
+  if (version == 2)
+    {
+      struct sp_bytes answer = { (const uint8_t *)value, value_len };
+
+      if (sp_response_v2_encode (index == SP_RESPONSE_ERROR || value == NULL ? NULL : &answer, frame,
+                                 sizeof (frame), &len, &err)
+          < 0)
+        {
+          sp_error_release (&err);
+          if (sp_response_v2_encode (NULL, frame, sizeof (frame), &len, &err) < 0)
+            {
+              sp_error_release (&err);
+              return;
+            }
+        }
+    }
+  else if (sp_response_encode (index, frame, &err) < 0)
     {
       sp_error_release (&err);
       sp_response_encode (SP_RESPONSE_ERROR, frame, &err);
     }
-  /* The client may be gone; its answer is then lost, never retried.  */
-  (void)send (fd, frame, sizeof (frame), MSG_NOSIGNAL | MSG_DONTWAIT);
+  /* The client may be gone; its answer is then lost, never retried.  A
+     fresh connection's buffer holds the largest frame.  */
+  (void)send (fd, frame, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 /* Sets the invocation's verdict and cause, and returns -1 for a caller
@@ -186,6 +213,7 @@ struct audit_facts
 {
   const struct sp_request *req;
   const char *script_sha256;
+  const char *schema_sha256; /* a v2 request's, else NULL */
   bool debited;
   uint32_t remaining;
   const struct sp_serve_arrival *arrival; /* NULL for the canary */
@@ -234,16 +262,27 @@ audit (struct invocation *inv, const struct audit_facts *a, bool admission, uint
     .release_overflow = a->release != NULL && a->release->overflow,
     .charged = a->debited,
     .millibits = a->millibits,
+    .content_millibits = inv->content_millibits,
     .timing_unbounded = a->timing_unbounded,
     .repo_millibits = a->repo_millibits,
   };
   cleanup_free char *repo = NULL;
 
-  if (inv->outcomes != NULL)
+  if (inv->outcomes != NULL || inv->schema != NULL)
     {
       repo = strndup ((const char *)a->req->repo.data, a->req->repo.len);
       rec.repo = repo;
       rec.outcomes = inv->outcomes;
+    }
+  if (inv->schema != NULL)
+    {
+      rec.schema_sha256 = a->schema_sha256;
+      rec.schema_content_bits = sp_answer_schema_content_bits (inv->schema);
+      if (!admission && index != SP_RESPONSE_ERROR)
+        {
+          rec.value = inv->value;
+          rec.value_len = inv->value_len;
+        }
     }
   if (inv->seed != NULL)
     {
@@ -304,7 +343,7 @@ finish (struct invocation *inv, int fd, struct audit_facts *a, uint8_t index, co
     index = SP_RESPONSE_ERROR;
   sp_serve_release_wait (inv->s, &release);
   if (inv->cause != SP_CAUSE_CLIENT_GONE)
-    sp_serve_answer (fd, index);
+    sp_serve_answer (fd, inv->version, index, inv->value, inv->value_len);
   /* Counted once released, not when the record is written: STATUS= is
      open to every user, and a count that moved when the probe ended would
      tell its duration past the release ladder.  */
@@ -323,6 +362,8 @@ invocation_init (struct invocation *inv, struct sp_serve *s, unsigned worker, in
   inv->facts.exit_code = -1;
   inv->status = SP_AUDIT_STATUS_REFUSED;
   inv->cause = SP_CAUSE_OTHER;
+  inv->version = 1;
+  inv->content_millibits = SP_RELEASE_CONTENT_MILLIBITS;
   snprintf (inv->inv, sizeof (inv->inv), "%" PRIu64, n);
   snprintf (inv->id, sizeof (inv->id), "%s-%s", s->run_id, inv->inv);
 }
@@ -348,12 +389,13 @@ static int
 debit (struct invocation *inv, struct audit_facts *a, sp_error_t *err)
 {
   struct sp_serve *s = inv->s;
+  size_t repo_index = (size_t)(inv->seed - s->seeds);
   struct sp_ledger_charge charge = {
-    .repo = s->config->private_repos[inv->seed - s->seeds],
+    .repo = s->config->private_repos[repo_index],
     .millibits
-    = SP_RELEASE_CONTENT_MILLIBITS
+    = inv->content_millibits
       + sp_release_timing_millibits (s->opt->release, s->config->timeout_seconds, &a->timing_unbounded),
-    .bit_budget_millibits = s->opt->bit_budget_millibits,
+    .bit_budget_millibits = sp_serve_repo_bit_budget_millibits (s, repo_index),
   };
   int ret;
 
@@ -367,7 +409,11 @@ debit (struct invocation *inv, struct audit_facts *a, sp_error_t *err)
   if (ret == SP_LEDGER_BITS_EXHAUSTED)
     {
       verdict (inv, SP_AUDIT_STATUS_REFUSED, SP_CAUSE_BIT_BUDGET_SPENT);
-      return sp_make_error (err, 0, "the repository's bit budget is spent");
+      return sp_make_error (err, 0,
+                            "the repository's bit budget (%" PRIu64
+                            " bits) is spent: this call could carry %" PRIu64 ".%03" PRIu64 " bits",
+                            charge.bit_budget_millibits / 1000, charge.millibits / 1000,
+                            charge.millibits % 1000);
     }
   if (ret == SP_LEDGER_RUN_BITS_EXHAUSTED)
     {
@@ -393,14 +439,27 @@ debit (struct invocation *inv, struct audit_facts *a, sp_error_t *err)
    one.  This sets the invocation up, and from here on its client is
    watched: one that goes away cancels it.  */
 static void
-begin (struct invocation *inv, struct sp_serve *s, const struct sp_request *req, unsigned worker, int fd,
-       struct audit_facts *a, char script_sha256[SP_DIGEST_TEXT_SIZE])
+begin (struct invocation *inv, struct sp_serve *s, const struct sp_request *req,
+       const struct sp_answer_schema *schema, unsigned worker, int fd, struct audit_facts *a,
+       char script_sha256[SP_DIGEST_TEXT_SIZE], char schema_sha256[SP_DIGEST_TEXT_SIZE])
 {
   uint8_t digest[SP_SHA256_BYTES];
 
   sp_serve_client_watch (s, worker, fd);
   invocation_init (inv, s, worker, fd);
-  inv->outcomes = req->outcomes;
+  inv->version = req->version;
+  if (req->version == 2)
+    {
+      uint8_t schema_digest[SP_SHA256_BYTES];
+
+      inv->schema = schema;
+      inv->content_millibits = (uint64_t)sp_answer_schema_content_bits (schema) * 1000;
+      sp_sha256 (req->schema.data, req->schema.len, schema_digest);
+      sp_sha256_digest_text (schema_digest, schema_sha256);
+      a->schema_sha256 = schema_sha256;
+    }
+  else
+    inv->outcomes = req->outcomes;
   inv->script = req->script.data;
   inv->script_len = req->script.len;
   inv->seed = find_seed (s, &req->repo);
@@ -419,6 +478,13 @@ admit (struct invocation *inv, struct audit_facts *a, sp_error_t *err)
 {
   char why[sizeof (inv->s->halt_reason)];
 
+  /* A sealed repository funds no call: refused before its seed is looked
+     at, debited or copied.  */
+  if (inv->seed != NULL && sp_serve_repo_sealed (inv->s, (size_t)(inv->seed - inv->s->seeds)))
+    {
+      verdict (inv, SP_AUDIT_STATUS_REFUSED, SP_CAUSE_SEALED);
+      return sp_make_error (err, 0, "the repository is sealed: it never runs");
+    }
   if (inv->seed == NULL)
     {
       verdict (inv, SP_AUDIT_STATUS_REFUSED, SP_CAUSE_NO_SEED);
@@ -522,16 +588,27 @@ static int
 read_answer (struct invocation *inv, struct sp_serve_sandbox *sb, uint8_t *index, sp_error_t *err)
 {
   struct sp_verdict end;
-  char out[SP_RESULT_MAX_BYTES + 1];
+  char out[SP_ANSWER_OUTPUT_MAX_BYTES + 1];
   size_t out_len = 0;
   int ret;
 
   if (sp_verdict_of_end (&inv->facts, inv->s->config->timeout_seconds, &end, err) < 0)
     return verdict (inv, end.status, end.cause);
   verdict (inv, SP_AUDIT_STATUS_PROBE, SP_CAUSE_PROBE_OUTPUT);
-  if (sp_probe_out_read (sb->ws.bundle_dirfd, SP_BUNDLE_OUT, out, sizeof (out), &out_len, err) < 0)
+  /* Each form reads at most one byte past its own bound, so that a longer
+     file is refused as too long, never cut.  */
+  if (sp_probe_out_read (sb->ws.bundle_dirfd, SP_BUNDLE_OUT, out,
+                         (inv->schema != NULL ? SP_ANSWER_OUTPUT_MAX_BYTES : SP_RESULT_MAX_BYTES) + 1,
+                         &out_len, err)
+      < 0)
     return sp_error_wrap (err, "/probe/out");
-  if ((ret = sp_result_validate (out, out_len, inv->outcomes, err)) < 0)
+  if (inv->schema != NULL)
+    {
+      if (sp_answer_schema_validate_result (inv->schema, out, out_len, &inv->value, &inv->value_len, err) < 0)
+        return sp_error_wrap (err, "/probe/out");
+      ret = 1;
+    }
+  else if ((ret = sp_result_validate (out, out_len, inv->outcomes, err)) < 0)
     return sp_error_wrap (err, "/probe/out");
   *index = (uint8_t)ret;
   verdict (inv, SP_AUDIT_STATUS_ANSWERED, SP_CAUSE_NONE);
@@ -547,7 +624,8 @@ sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t st
   cleanup_close int fd = r->fd;
   cleanup_free uint8_t *frame = r->frame;
   cleanup_error sp_error_t err = NULL;
-  char script_sha256[SP_DIGEST_TEXT_SIZE];
+  char script_sha256[SP_DIGEST_TEXT_SIZE], schema_sha256[SP_DIGEST_TEXT_SIZE];
+  cleanup_answer_schema struct sp_answer_schema *schema = r->schema;
   const struct sp_request req = r->req;
   struct audit_facts a = {
     .req = &req, .arrival = &r->arrival, .release_from_ns = sp_monotonic_ns (), .started_ns = started_ns
@@ -558,7 +636,7 @@ sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64_t st
   int ret;
 
   /* 1, 2. Decoded and validated off the slots; the client watched from now.  */
-  begin (&inv, s, &req, worker, fd, &a, script_sha256);
+  begin (&inv, s, &req, schema, worker, fd, &a, script_sha256, schema_sha256);
   /* 3. The debit, then the admission record.  */
   if (admit (&inv, &a, &err) < 0)
     goto answer;
@@ -597,6 +675,7 @@ answer:
       sp_closep (&fd);
       remove_after_answer (&inv, sb);
     }
+  free (inv.value);
 }
 
 void
@@ -663,7 +742,13 @@ sp_serve_canary (struct sp_serve *s, sp_error_t *err)
       return sp_make_error (err, ENOMEM, "canary: allocate");
     }
   invocation_init (&inv, s, NO_CLIENT, -1);
-  inv.seed = &s->seeds[0];
+  /* The first repository that may run: a sealed one's seed is never
+     copied, not even for the proxy's own probe.  */
+  for (size_t i = 0; i < s->config->n_private_repos && inv.seed == NULL; i++)
+    if (!sp_serve_repo_sealed (s, i))
+      inv.seed = &s->seeds[i];
+  if (inv.seed == NULL)
+    return sp_make_error (err, 0, "canary: every repository is sealed");
   inv.outcomes = outcomes;
   inv.script = script;
   inv.script_len = (size_t)len;

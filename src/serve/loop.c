@@ -64,9 +64,12 @@ worker (void *arg)
 static void
 refuse_request (struct sp_serve *s, struct sp_serve_request *r, enum sp_cause cause, const char *reason)
 {
-  sp_serve_refuse (s, r->fd, &r->arrival, cause, reason);
+  sp_serve_refuse (s, r->fd, sp_serve_frame_version (r->frame, SP_FRAME_HEADER_BYTES), &r->arrival, cause,
+                   reason);
   free (r->frame);
   r->frame = NULL;
+  sp_answer_schema_free (r->schema);
+  r->schema = NULL;
 }
 
 /* Refuses, outside the lock, every queued request that waited too long (or
@@ -83,6 +86,15 @@ expire (struct queue *q, bool all, enum sp_cause cause, const char *reason)
   while (sp_serve_queue_take_expired (&q->fifo, now, limit, all, &p, &timeout))
     refuse_request (q->s, &p.r, cause, reason);
   return timeout;
+}
+
+/* The request's answer schema (sp_answer_schema_parse), into r->schema.  */
+static int
+parse_schema (struct sp_serve_request *r, sp_error_t *err)
+{
+  if (sp_answer_schema_parse ((const char *)r->req.schema.data, r->req.schema.len, &r->schema, err) < 0)
+    return sp_error_wrap (err, "request: answer schema");
+  return 0;
 }
 
 /* A whole frame: decoded and validated here, so that only a valid request
@@ -109,6 +121,23 @@ enqueue (struct queue *q, struct sp_serve_conn *c)
       refuse_request (q->s, &p.r,
                       ret == SP_REQUEST_REPO_UNKNOWN ? SP_CAUSE_UNKNOWN_REPOSITORY : SP_CAUSE_BAD_REQUEST,
                       sp_error_message (err));
+      return;
+    }
+  /* An enclaves document may lower the script's bound (its
+     script.maxScriptBytes, docs/config.md).  */
+  if (p.r.req.script.len > q->s->config->max_script_bytes)
+    {
+      sp_make_error (&err, 0, "request: script: %zu bytes, more than the config's %zu", p.r.req.script.len,
+                     q->s->config->max_script_bytes);
+      refuse_request (q->s, &p.r, SP_CAUSE_BAD_REQUEST, sp_error_message (err));
+      return;
+    }
+  /* A v2 request's schema is parsed and counted here, off the slots, so
+     that one over a bound is refused as any invalid request is: before
+     anything is debited.  */
+  if (p.r.req.version == 2 && parse_schema (&p.r, &err) < 0)
+    {
+      refuse_request (q->s, &p.r, SP_CAUSE_BAD_REQUEST, sp_error_message (err));
       return;
     }
   p.queued_ns = sp_monotonic_ns ();
@@ -147,7 +176,8 @@ take_frame (struct queue *q, struct sp_serve_conn *c)
   if (sp_hello_decode (c->frame, c->len, &err) < 0)
     {
       sp_error_wrap (&err, "frame");
-      sp_serve_refuse (q->s, c->fd, &c->arrival, SP_CAUSE_FRAME, sp_error_message (err));
+      sp_serve_refuse (q->s, c->fd, sp_serve_frame_version (c->frame, c->len), &c->arrival, SP_CAUSE_FRAME,
+                       sp_error_message (err));
       c->fd = -1;
       sp_serve_conn_release (c);
       return;
@@ -167,7 +197,7 @@ unread_refuse (struct queue *q, struct unread *u, size_t i, enum sp_cause cause,
 {
   struct sp_serve_conn *c = &u->conns[i];
 
-  sp_serve_refuse (q->s, c->fd, &c->arrival, cause, reason);
+  sp_serve_refuse (q->s, c->fd, sp_serve_frame_version (c->hdr, c->got), &c->arrival, cause, reason);
   c->fd = -1;
   sp_serve_conn_release (c);
   unread_drop (u, i);
@@ -191,7 +221,7 @@ accept_all (struct queue *q, struct unread *u, int listen_fd)
 
           snprintf (reason, sizeof (reason), "%d connections are still sending their requests",
                     SP_SERVE_UNREAD_MAX);
-          sp_serve_refuse (q->s, fd, &arrival, SP_CAUSE_TOO_MANY_UNREAD, reason);
+          sp_serve_refuse (q->s, fd, 1, &arrival, SP_CAUSE_TOO_MANY_UNREAD, reason);
           continue;
         }
       sp_serve_conn_init (&u->conns[u->len++], fd, &arrival);

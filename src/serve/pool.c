@@ -78,7 +78,8 @@ next_repo (const struct sp_serve *s, const struct sp_serve_pool *p, uint64_t now
     {
       unsigned have = p->ready_len[i] + p->making[i];
 
-      if (have >= p->per_repo || p->gone[i])
+      /* A sealed repository's seed is never copied.  */
+      if (have >= p->per_repo || p->gone[i] || sp_serve_repo_sealed (s, i))
         continue;
       if (p->retry_at_ns[i] > now)
         {

@@ -584,6 +584,8 @@ sp_serve_preflight (struct sp_serve *s, const struct sp_serve_options *opt, sp_e
   atomic_init (&s->next_invocation, 1);
   pthread_mutex_init (&s->lock, NULL);
 
+  if (sp_serve_check_sensitivity (s->config, opt, err) < 0)
+    return -1;
   if (sp_state_open (opt->state, 0, &s->state_fd, err) < 0)
     return sp_error_wrap (err, "--state: `%s`", opt->state);
   /* First: nothing below may race a stage, an unstage or another serve on

@@ -10,6 +10,7 @@ struct sp_release_held
 {
   uint64_t at_ns; /* CLOCK_MONOTONIC: when its ERROR may leave */
   int fd;
+  uint8_t version; /* the protocol version its ERROR is sent in */
 };
 
 /* items holds cap entries, owned by the caller.  */

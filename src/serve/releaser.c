@@ -62,18 +62,9 @@ sp_serve_release_wait (struct sp_serve *s, const struct sp_serve_release *r)
 }
 
 static void
-send_error (int fd)
+send_error (int fd, uint8_t version)
 {
-  uint8_t frame[SP_RESPONSE_FRAME_BYTES];
-  sp_error_t err = NULL;
-
-  if (sp_response_encode (SP_RESPONSE_ERROR, frame, &err) < 0)
-    {
-      sp_error_release (&err);
-      close (fd);
-      return;
-    }
-  (void)send (fd, frame, sizeof (frame), MSG_NOSIGNAL | MSG_DONTWAIT);
+  sp_serve_answer (fd, version, SP_RESPONSE_ERROR, NULL, 0);
   close (fd);
 }
 
@@ -90,7 +81,7 @@ releaser_main (void *arg)
           struct sp_release_held h = sp_release_heap_pop (&q->heap);
 
           pthread_mutex_unlock (&q->lock);
-          send_error (h.fd);
+          send_error (h.fd, h.version);
           sp_serve_report_result (q->s, SP_AUDIT_STATUS_REFUSED);
           pthread_mutex_lock (&q->lock);
           continue;
@@ -153,7 +144,7 @@ sp_serve_releaser_start (struct sp_serve *s, sp_error_t *err)
 }
 
 bool
-sp_serve_release_later (struct sp_serve *s, int fd, const struct sp_serve_release *r)
+sp_serve_release_later (struct sp_serve *s, int fd, uint8_t version, const struct sp_serve_release *r)
 {
   struct sp_serve_releaser *q = s->releaser;
   bool held = false;
@@ -163,7 +154,8 @@ sp_serve_release_later (struct sp_serve *s, int fd, const struct sp_serve_releas
   pthread_mutex_lock (&q->lock);
   if (!q->stopping && q->heap.len < q->heap.cap)
     {
-      sp_release_heap_push (&q->heap, (struct sp_release_held){ .at_ns = r->at_ns, .fd = fd });
+      sp_release_heap_push (&q->heap,
+                            (struct sp_release_held){ .at_ns = r->at_ns, .fd = fd, .version = version });
       pthread_cond_signal (&q->changed);
       held = true;
     }
@@ -205,7 +197,9 @@ sp_serve_releaser_stop (struct sp_serve *s)
     pthread_join (q->thread, NULL);
   while (q->heap.len > 0)
     {
-      send_error (sp_release_heap_pop (&q->heap).fd);
+      struct sp_release_held h = sp_release_heap_pop (&q->heap);
+
+      send_error (h.fd, h.version);
       sp_serve_report_result (s, SP_AUDIT_STATUS_REFUSED);
     }
   pthread_cond_destroy (&q->changed);

@@ -23,6 +23,7 @@
 #include "serve/probe_identity.h"
 #include "serve/workspace.h"
 #include "stage/seed_store.h"
+#include "text/answer_schema.h"
 #include "text/config.h"
 
 /* The operator's choices, from the command line.  */
@@ -304,10 +305,11 @@ struct sp_serve_release
 void sp_serve_release_plan (const struct sp_serve *s, uint64_t accepted_mono_ns, struct sp_serve_release *r);
 /* A worker: waits, holding its slot, until r's time or the proxy stops.  */
 void sp_serve_release_wait (struct sp_serve *s, const struct sp_serve_release *r);
-/* The loop: hands fd to the releaser, which sends ERROR at r's time and
-   closes it.  false (fd untouched) when it holds SP_SERVE_RELEASE_HELD_MAX
-   already or is stopping.  */
-bool sp_serve_release_later (struct sp_serve *s, int fd, const struct sp_serve_release *r);
+/* The loop: hands fd to the releaser, which sends ERROR in the protocol
+   version `version` (sp_serve_frame_version) at r's time and closes it.
+   false (fd untouched) when it holds SP_SERVE_RELEASE_HELD_MAX already or
+   is stopping.  */
+bool sp_serve_release_later (struct sp_serve *s, int fd, uint8_t version, const struct sp_serve_release *r);
 /* Whether the releaser has room for one more (only the loop adds to it).  */
 bool sp_serve_release_room (struct sp_serve *s);
 int sp_serve_releaser_start (struct sp_serve *s, sp_error_t *err);
@@ -391,6 +393,9 @@ struct sp_serve_request
   int fd;
   uint8_t *frame;        /* owned: req points into it */
   struct sp_request req; /* decoded and validated */
+  /* A v2 request's answer schema, parsed off the slots (owned); NULL for
+     v1.  */
+  struct sp_answer_schema *schema;
   struct sp_serve_arrival arrival;
 };
 
@@ -404,8 +409,8 @@ void sp_serve_invocation (struct sp_serve *s, struct sp_serve_request *r, uint64
 /* Audits as refused, and answers ERROR at its release time (through the
    releaser), a request that never got a slot (a bad frame, queue full,
    waited too long, shutting down), with its cause.  Takes fd.  */
-void sp_serve_refuse (struct sp_serve *s, int client_fd, const struct sp_serve_arrival *arrival,
-                      enum sp_cause cause, const char *reason);
+void sp_serve_refuse (struct sp_serve *s, int client_fd, uint8_t version,
+                      const struct sp_serve_arrival *arrival, enum sp_cause cause, const char *reason);
 
 /* serve's ends (stop.c).  Halts the proxy (see struct sp_serve) and says
    why on stderr, once.  */
@@ -419,9 +424,35 @@ unsigned sp_serve_stop (struct sp_serve *s);
 /* Whether sp_serve_stop was called.  */
 bool sp_serve_stopping (struct sp_serve *s);
 
-/* Answers index (SP_RESPONSE_ERROR: ERROR) on fd, once; a client that has
-   gone loses it (invocation.c).  */
-void sp_serve_answer (int fd, uint8_t index);
+/* Answers on fd, once, in the request's protocol version: v1 the outcome's
+   index (SP_RESPONSE_ERROR: ERROR); v2 the canonical value
+   value[0..value_len), or ERROR when index is SP_RESPONSE_ERROR.  A client
+   that has gone loses it (invocation.c).  */
+void sp_serve_answer (int fd, uint8_t version, uint8_t index, const char *value, size_t value_len);
+
+/* Whether private_repos[repo_index] is of the class `sealed`: it never
+   runs (no debit, no sandbox, no pool, not the canary's).  */
+static inline bool
+sp_serve_repo_sealed (const struct sp_serve *s, size_t repo_index)
+{
+  return s->config->sensitivity != NULL && s->config->sensitivity[repo_index] == SP_SENSITIVITY_SEALED;
+}
+
+/* The bits a call on private_repos[repo_index] may take the repository to,
+   x1000: the smaller of --bit-budget and its class's budget; 0 when
+   neither bounds it (sensitivity.c).  */
+uint64_t sp_serve_repo_bit_budget_millibits (const struct sp_serve *s, size_t repo_index);
+
+/* Refuses, before anything starts, a config whose classes serve cannot
+   keep with these options: a metered class under --release immediate, or
+   every repository sealed.  */
+int sp_serve_check_sensitivity (const struct sp_config *config, const struct sp_serve_options *opt,
+                                sp_error_t *err);
+
+/* The protocol version to answer a frame's sender in, from what arrived of
+   it (bytes[0..got)): 2 when its header names version 2 after the magic, 1
+   otherwise, a frame too short or malformed to say included (refuse.c).  */
+uint8_t sp_serve_frame_version (const uint8_t *bytes, size_t got);
 /* The result record of a request refused off the slots (refuse.c), with its
    cause and reason, and the release it will have.  */
 void sp_serve_record_refusal (struct sp_serve *s, const struct sp_serve_arrival *arrival,

@@ -1161,43 +1161,48 @@ render_node (struct outbuf *b, const struct node *n, const struct sp_json *v)
     }
 }
 
-int
-sp_answer_schema_validate (const struct sp_answer_schema *schema, const char *buf, size_t len,
-                           char **canonical, size_t *canonical_len, sp_error_t *err)
+/* Reads an output buf[0..len) of at most max_bytes into *doc, with the
+   checks both validators share; what names it in messages is `what`.  */
+static int
+parse_output (const char *buf, size_t len, size_t max_bytes, unsigned depth, const char *what,
+              struct sp_json **doc, sp_error_t *err)
 {
-  cleanup_json struct sp_json *doc = NULL;
-  struct outbuf b = { 0 };
   bool not_json;
 
-  *canonical = NULL;
-  *canonical_len = 0;
-  if (schema == NULL)
-    return sp_make_error (err, 0, "answer output: no schema");
-  if (len > SP_ANSWER_OUTPUT_MAX_BYTES)
-    return sp_make_error (err, 0, "answer output: %zu bytes, more than %d", len, SP_ANSWER_OUTPUT_MAX_BYTES);
+  if (len > max_bytes)
+    return sp_make_error (err, 0, "%s: %zu bytes, more than %zu", what, len, max_bytes);
   if (buf == NULL || len == 0)
-    return sp_make_error (err, 0, "answer output: empty");
+    return sp_make_error (err, 0, "%s: empty", what);
   /* The lexical rules first, on their own: their reasons name a byte offset
      and nothing of the text.  The tree parser's own messages may quote a key,
      which is the script's and is not repeated.  */
-  if (sp_json_text_check (buf, len, OUTPUT_JSON_DEPTH, err) < 0)
-    return sp_error_wrap (err, "answer output");
-  if (sp_json_parse_checked (buf, len, OUTPUT_JSON_DEPTH, &doc, &not_json, err) < 0)
+  if (sp_json_text_check (buf, len, depth, err) < 0)
+    return sp_error_wrap (err, "%s", what);
+  if (sp_json_parse_checked (buf, len, depth, doc, &not_json, err) < 0)
     {
       int status = (*err)->status;
 
       sp_error_release (err);
       if (not_json)
         return sp_make_error (
-            err, 0,
-            "answer output: not one JSON value (a grammar error, trailing data or a truncated value)");
+            err, 0, "%s: not one JSON value (a grammar error, trailing data or a truncated value)", what);
       if (status == ENOMEM)
-        return sp_make_error (err, ENOMEM, "answer output: out of memory");
-      return sp_make_error (err, 0, "answer output: an object with a duplicate key");
+        return sp_make_error (err, ENOMEM, "%s: out of memory", what);
+      return sp_make_error (err, 0, "%s: an object with a duplicate key", what);
     }
-  if (match_node (schema->root, doc, "$", err) < 0)
+  return 0;
+}
+
+/* Matches v against the schema's root and renders its canonical form.  */
+static int
+match_and_render (const struct sp_answer_schema *schema, const struct sp_json *v, const char *path,
+                  char **canonical, size_t *canonical_len, sp_error_t *err)
+{
+  struct outbuf b = { 0 };
+
+  if (match_node (schema->root, v, path, err) < 0)
     return -1;
-  render_node (&b, schema->root, doc);
+  render_node (&b, schema->root, v);
   if (b.oom || b.data == NULL)
     {
       free (b.data);
@@ -1206,4 +1211,42 @@ sp_answer_schema_validate (const struct sp_answer_schema *schema, const char *bu
   *canonical = b.data;
   *canonical_len = b.len;
   return 0;
+}
+
+int
+sp_answer_schema_validate (const struct sp_answer_schema *schema, const char *buf, size_t len,
+                           char **canonical, size_t *canonical_len, sp_error_t *err)
+{
+  cleanup_json struct sp_json *doc = NULL;
+
+  *canonical = NULL;
+  *canonical_len = 0;
+  if (schema == NULL)
+    return sp_make_error (err, 0, "answer output: no schema");
+  if (parse_output (buf, len, SP_ANSWER_OUTPUT_MAX_BYTES, OUTPUT_JSON_DEPTH, "answer output", &doc, err) < 0)
+    return -1;
+  return match_and_render (schema, doc, "$", canonical, canonical_len, err);
+}
+
+int
+sp_answer_schema_validate_result (const struct sp_answer_schema *schema, const char *buf, size_t len,
+                                  char **canonical, size_t *canonical_len, sp_error_t *err)
+{
+  cleanup_json struct sp_json *doc = NULL;
+  const struct sp_json *value;
+
+  *canonical = NULL;
+  *canonical_len = 0;
+  if (schema == NULL)
+    return sp_make_error (err, 0, "answer output: no schema");
+  /* One level more than a bare value: the envelope.  */
+  if (parse_output (buf, len, SP_ANSWER_OUTPUT_MAX_BYTES, OUTPUT_JSON_DEPTH + 1, "answer output", &doc, err)
+      < 0)
+    return -1;
+  if (doc->type != SP_JSON_OBJECT)
+    return sp_make_error (err, 0, "answer output: not an object {\"result\": ...}");
+  if (doc->u.object.len != 1 || (value = sp_json_object_get (doc, "result")) == NULL)
+    return sp_make_error (err, 0, "answer output: %zu keys where exactly one, \"result\", is expected",
+                          doc->u.object.len);
+  return match_and_render (schema, value, "$.result", canonical, canonical_len, err);
 }

@@ -5,8 +5,8 @@
    writes the proxy's own canonical form of an accepted output.  Pure: no
    I/O, no globals.  The algebra, every bound and the canonical form are in
    docs/answer-schemas.md; they follow the agent firewall's protocol v2,
-   stricter where that page says so.  Not wired into the protocol, the
-   client, the ledger or serve yet.  */
+   stricter where that page says so.  serve uses it for requests that carry a schema
+   (wire protocol v2, docs/protocol.md).  */
 #ifndef SP_TEXT_ANSWER_SCHEMA_H
 #define SP_TEXT_ANSWER_SCHEMA_H
 
@@ -69,5 +69,14 @@ unsigned sp_answer_schema_firewall_bits (const struct sp_answer_schema *schema);
    anything the output holds, keys included.  */
 int sp_answer_schema_validate (const struct sp_answer_schema *schema, const char *buf, size_t len,
                                char **canonical, size_t *canonical_len, sp_error_t *err);
+
+/* The same for a whole /probe/out in schema mode (docs/result-contract.md):
+   buf[0..len), at most SP_ANSWER_OUTPUT_MAX_BYTES, must be a JSON object
+   with exactly one member, "result" (the key compared after unescaping),
+   whose value the schema accepts.  *canonical is the value's canonical
+   serialisation alone, without the envelope; paths in *err start at
+   `$.result`.  */
+int sp_answer_schema_validate_result (const struct sp_answer_schema *schema, const char *buf, size_t len,
+                                      char **canonical, size_t *canonical_len, sp_error_t *err);
 
 #endif

@@ -13,6 +13,8 @@
 #include "base/repo_name.h"
 #include "base/utf8.h"
 #include "os/fileio.h"
+#include "text/config_enclaves.h"
+#include "text/config_entry.h"
 #include "text/json.h"
 #include "text/yaml_tree.h"
 
@@ -24,26 +26,18 @@
 #define NEAR_MISS_CHARS (BLOCK_CHARS + 2)
 
 /* The reasons, quoted by docs/config.md and the tests.  */
-#define STR_(x)        #x
-#define STR(x)         STR_ (x)
-#define REASON_ENABLED "must be true or false"
-#define REASON_REPOS   "must be an array of \"owner/repo\" strings"
-#define REASON_RUNTIME "must be one of \"docker\", \"gvisor\", \"sbx\", \"runc\""
-#define REASON_TIMEOUT                                                                                       \
-  "must be an integer from " STR (SP_TIMEOUT_MIN_SECONDS) " to " STR (SP_TIMEOUT_MAX_SECONDS)
-#define TIMEOUT_MAX_TEXT STR (SP_TIMEOUT_MAX_SECONDS)
-#define REASON_TIMEOUT_MAX                                                                                   \
-  "must be at most " TIMEOUT_MAX_TEXT " seconds: this proxy's bound, tighter than the firewall's, "          \
-  "because a probe holds a sandbox slot for its whole timeout"
-#define REASON_MEMORY                                                                                        \
-  "must be a string of digits then \"m\", \"M\", \"g\" or \"G\", from \"64m\" to \"8g\" (no leading zeros)"
-#define REASON_MEMORY_MIN                                                                                    \
-  "must be at least \"64m\": this proxy's bound, tighter than the firewall's, leaving python3 room "         \
-  "on every backend (gVisor charges its own kernel to the same limit)"
-#define REASON_MEMORY_MAX "must be at most \"8g\": this proxy's bound on one sandbox"
-#define REASON_INTERP     "must be \"python3\""
-#define REASON_INVOKE     "must be an integer from " STR (SP_INVOCATIONS_MIN) " to " STR (SP_INVOCATIONS_MAX)
-#define REASON_MAXREPOS   "must hold at most " STR (SP_CONFIG_MAX_REPOS) " repositories"
+#define STR_(x)         #x
+#define STR(x)          STR_ (x)
+#define REASON_ENABLED  "must be true or false"
+#define REASON_REPOS    "must be an array of \"owner/repo\" strings"
+#define REASON_RUNTIME  "must be one of \"docker\", \"gvisor\", \"sbx\", \"runc\""
+#define REASON_ENTRIES  "must be an array of \"owner/repo\" strings or {\"repo\", \"sensitivity\"} objects"
+#define REASON_BUDGET   "must be an integer from 1 to " STR (SP_BIT_BUDGET_MAX) " (whole bits)"
+#define REASON_BUDGETS  "must be an object of \"public\", \"internal\" and \"confidential\" bit budgets"
+#define REASON_SEALED   "cannot be overridden: a sealed repository never runs, so its budget is 0 bits"
+#define REASON_INTERP   "must be \"python3\""
+#define REASON_INVOKE   "must be an integer from " STR (SP_INVOCATIONS_MIN) " to " STR (SP_INVOCATIONS_MAX)
+#define REASON_MAXREPOS "must hold at most " STR (SP_CONFIG_MAX_REPOS) " repositories"
 #define REASON_SUBMODULES                                                                                    \
   "must be an object of \"omit\" and \"reject\" lists of \"owner/repo\" strings (omit: the default)"
 #define REASON_NOT_LISTED "is not in " BLOCK ".privateRepos"
@@ -94,6 +88,7 @@ sp_config_free (struct sp_config *config)
     free (config->private_repos[i]);
   free (config->private_repos);
   free (config->submodules);
+  free (config->sensitivity);
   free (config->memory_limit);
   free (config);
 }
@@ -101,15 +96,56 @@ sp_config_free (struct sp_config *config)
 bool
 sp_config_allows_repo (const struct sp_config *config, const uint8_t *repo, size_t len)
 {
-  if (config == NULL || !config->enabled || repo == NULL)
-    return false;
-  for (size_t i = 0; i < config->n_private_repos; i++)
+  return sp_config_repo_index (config, repo, len) >= 0;
+}
+
+static const char *const sensitivity_names[] = {
+  [SP_SENSITIVITY_NONE] = "none",         [SP_SENSITIVITY_PUBLIC] = "public",
+  [SP_SENSITIVITY_INTERNAL] = "internal", [SP_SENSITIVITY_CONFIDENTIAL] = "confidential",
+  [SP_SENSITIVITY_SEALED] = "sealed",
+};
+
+const char *
+sp_sensitivity_name (enum sp_sensitivity s)
+{
+  if ((size_t)s < sizeof (sensitivity_names) / sizeof (sensitivity_names[0]))
+    return sensitivity_names[s];
+  return "unknown";
+}
+
+ssize_t
+sp_config_repo_index (const struct sp_config *c, const uint8_t *repo, size_t len)
+{
+  if (c == NULL || !c->enabled || repo == NULL)
+    return -1;
+  for (size_t i = 0; i < c->n_private_repos; i++)
     {
-      const char *r = config->private_repos[i];
+      const char *r = c->private_repos[i];
       if (strlen (r) == len && memcmp (r, repo, len) == 0)
-        return true;
+        return (ssize_t)i;
     }
-  return false;
+  return -1;
+}
+
+bool
+sp_config_repo_class_bits (const struct sp_config *c, size_t i, uint64_t *bits)
+{
+  enum sp_sensitivity s;
+
+  if (c == NULL || i >= c->n_private_repos || c->sensitivity == NULL)
+    return false;
+  s = c->sensitivity[i];
+  if (s == SP_SENSITIVITY_NONE || (size_t)s >= SP_SENSITIVITY_COUNT)
+    return false;
+  if (s == SP_SENSITIVITY_SEALED)
+    {
+      *bits = 0; /* never overridden: a sealed repository never runs */
+      return true;
+    }
+  if (!c->class_metered[s])
+    return false;
+  *bits = c->class_bits[s];
+  return true;
 }
 
 static int
@@ -162,107 +198,33 @@ sp_size_text_parse (const char *s, size_t len, uint64_t min_bytes, uint64_t max_
   return SP_SIZE_OK;
 }
 
-static int
-parse_memory (const struct sp_json *v, uint64_t *bytes)
-{
-  if (v->type != SP_JSON_STRING)
-    return SP_SIZE_MALFORMED;
-  return sp_size_text_parse (v->u.string.data, v->u.string.len, SP_MEMORY_MIN_BYTES, SP_MEMORY_MAX_BYTES,
-                             bytes);
-}
-
-/* True when v is a plain decimal integer above max: an integer this proxy
-   refuses for its bound, not for its spelling.  Digits past int64 count.  */
-static bool
-integer_above (const struct sp_json *v, int64_t max)
-{
-  const char *p;
-  int64_t n;
-
-  if (v->type != SP_JSON_NUMBER || v->u.number == NULL)
-    return false;
-  if (sp_json_integer (v, max + 1, INT64_MAX, &n) == 0)
-    return true;
-  p = v->u.number;
-  if (*p < '1' || *p > '9')
-    return false;
-  for (; *p; p++)
-    if (*p < '0' || *p > '9')
-      return false;
-  return strlen (v->u.number) > 18; /* beyond int64, so above any max */
-}
-
-static int
-compare_repo_ptrs (const void *a, const void *b)
-{
-  const char *const *ra = *(const char *const *const *)a;
-  const char *const *rb = *(const char *const *const *)b;
-  int r = strcmp (*ra, *rb);
-
-  if (r != 0)
-    return r;
-  return (ra > rb) - (ra < rb); /* same array: document order */
-}
-
-/* Sorting pointers into the list keeps this O(n log n) and still lets the
-   message name both indexes: `privateRepos[1]: duplicate of privateRepos[0]`
-   (path is the list's, below the block).  */
-static int
-check_repo_duplicates (char **repos, size_t n, const char *path, sp_error_t *err)
-{
-  cleanup_free char ***sorted = NULL;
-  char **later = NULL, **earlier = NULL;
-
-  if (n < 2)
-    return 0;
-  sorted = calloc (n, sizeof (*sorted));
-  if (sorted == NULL)
-    return sp_make_error (err, ENOMEM, BLOCK ".%s", path);
-  for (size_t i = 0; i < n; i++)
-    sorted[i] = &repos[i];
-  qsort (sorted, n, sizeof (*sorted), compare_repo_ptrs);
-  for (size_t i = 0; i + 1 < n; i++)
-    if (strcmp (*sorted[i], *sorted[i + 1]) == 0 && (later == NULL || sorted[i + 1] < later))
-      {
-        /* Only the first pair of a run can lower `later`, so sorted[i] is
-           the first occurrence.  */
-        later = sorted[i + 1];
-        earlier = sorted[i];
-      }
-  if (later == NULL)
-    return 0;
-  return sp_make_error (err, 0, BLOCK ".%s[%zu]: duplicate of " BLOCK ".%s[%zu]", path,
-                        (size_t)(later - repos), path, (size_t)(earlier - repos));
-}
-
+/* privateRepos: "owner/repo" strings (no class, as before classes existed)
+   or {"repo", "sensitivity"} objects, mixed freely; a name twice is refused
+   whichever form each is written in.  */
 static int
 parse_repos (const struct sp_json *v, struct sp_config *c, sp_error_t *err)
 {
   size_t n;
 
   if (v->type != SP_JSON_ARRAY)
-    return key_error (err, "privateRepos", REASON_REPOS);
+    return key_error (err, "privateRepos", REASON_ENTRIES);
   n = v->u.array.len;
   if (n > SP_CONFIG_MAX_REPOS)
     return key_error (err, "privateRepos", REASON_MAXREPOS);
-  c->private_repos = calloc (n ? n : 1, sizeof (char *));
-  c->submodules = calloc (n ? n : 1, sizeof (*c->submodules)); /* all SP_SUBMODULES_OMIT */
-  if (c->private_repos == NULL || c->submodules == NULL)
+  if (sp_config_alloc_repos (c, n) < 0)
     return sp_make_error (err, ENOMEM, BLOCK ".privateRepos");
   for (size_t i = 0; i < n; i++)
     {
-      const struct sp_json *item = v->u.array.items[i];
+      char path[sizeof (BLOCK ".privateRepos[]") + 24];
 
-      if (item->type != SP_JSON_STRING)
-        return sp_make_error (err, 0, BLOCK ".privateRepos[%zu]: must be a string \"owner/repo\"", i);
-      if (sp_repo_name_check (item->u.string.data, item->u.string.len, err) < 0)
-        return sp_error_wrap (err, BLOCK ".privateRepos[%zu]", i);
-      c->private_repos[i] = strdup (item->u.string.data);
-      if (c->private_repos[i] == NULL)
-        return sp_make_error (err, ENOMEM, BLOCK ".privateRepos[%zu]", i);
+      snprintf (path, sizeof (path), BLOCK ".privateRepos[%zu]", i);
+      if (sp_config_repo_entry (v->u.array.items[i], path, true, &c->private_repos[i], &c->sensitivity[i],
+                                err)
+          < 0)
+        return -1;
       c->n_private_repos = i + 1;
     }
-  return check_repo_duplicates (c->private_repos, n, "privateRepos", err);
+  return sp_config_repo_duplicates (c->private_repos, n, BLOCK ".privateRepos", err);
 }
 
 /* A submodules list's path, "submodules.reject", for messages.  */
@@ -302,7 +264,12 @@ check_submodule_list (const char *policy, const struct sp_json *v, sp_error_t *e
         return sp_error_wrap (err, BLOCK ".%s[%zu]", path, i);
       names[i] = item->u.string.data;
     }
-  return check_repo_duplicates (names, n, path, err);
+  {
+    char full[sizeof (BLOCK) + LIST_PATH_MAX];
+
+    snprintf (full, sizeof (full), BLOCK ".%s", path);
+    return sp_config_repo_duplicates (names, n, full, err);
+  }
 }
 
 /* `submodules`: {"omit": [...], "reject": [...]}, either list optional.
@@ -371,6 +338,41 @@ apply_submodules (const struct sp_json *v, struct sp_config *c, sp_error_t *err)
   return 0;
 }
 
+/* sensitivityBudgets: {"public"|"internal"|"confidential": bits}.  public
+   is unmetered by default and metered once given a number; sealed is
+   refused, since its 0 is what makes it never run.  */
+static int
+parse_budgets (const struct sp_json *v, struct sp_config *c, sp_error_t *err)
+{
+  if (v->type != SP_JSON_OBJECT)
+    return key_error (err, "sensitivityBudgets", REASON_BUDGETS);
+  for (size_t i = 0; i < v->u.object.len; i++)
+    {
+      const char *key = v->u.object.members[i].key;
+      const struct sp_json *bits = v->u.object.members[i].value;
+      int s = SP_SENSITIVITY_PUBLIC;
+      int64_t n;
+
+      while (s < SP_SENSITIVITY_COUNT && strcmp (key, sensitivity_names[s]) != 0)
+        s++;
+      if (s == SP_SENSITIVITY_SEALED)
+        return key_error (err, "sensitivityBudgets.sealed", REASON_SEALED);
+      if (s == SP_SENSITIVITY_COUNT)
+        {
+          cleanup_free char *quoted = sp_json_quote (key, strlen (key)); /* a key, never a value */
+          if (quoted == NULL)
+            return sp_make_error (err, ENOMEM, BLOCK ".sensitivityBudgets");
+          return sp_make_error (err, 0, BLOCK ".sensitivityBudgets: unknown key %s (" REASON_BUDGETS ")",
+                                quoted);
+        }
+      if (sp_json_integer (bits, 1, SP_BIT_BUDGET_MAX, &n) < 0)
+        return sp_make_error (err, 0, BLOCK ".sensitivityBudgets.%s: " REASON_BUDGET, key);
+      c->class_metered[s] = true;
+      c->class_bits[s] = (uint64_t)n;
+    }
+  return 0;
+}
+
 /* What parse_member saw that is checked once the whole block is read.  */
 struct block_seen
 {
@@ -414,35 +416,11 @@ parse_member (const char *key, const struct sp_json *v, struct sp_config *c, str
       return key_error (err, key, REASON_RUNTIME);
     }
   if (strcmp (key, "timeout") == 0)
-    {
-      if (sp_json_integer (v, SP_TIMEOUT_MIN_SECONDS, SP_TIMEOUT_MAX_SECONDS, &n) < 0)
-        return key_error (err, key,
-                          integer_above (v, SP_TIMEOUT_MAX_SECONDS) ? REASON_TIMEOUT_MAX : REASON_TIMEOUT);
-      c->timeout_seconds = (uint32_t)n;
-      return 0;
-    }
+    return sp_config_timeout (v, BLOCK ".timeout", &c->timeout_seconds, err);
   if (strcmp (key, "memoryLimit") == 0)
-    {
-      char *copy;
-
-      switch (parse_memory (v, &c->memory_limit_bytes))
-        {
-        case SP_SIZE_OK:
-          break;
-        case SP_SIZE_BELOW_MIN:
-          return key_error (err, key, REASON_MEMORY_MIN);
-        case SP_SIZE_ABOVE_MAX:
-          return key_error (err, key, REASON_MEMORY_MAX);
-        default:
-          return key_error (err, key, REASON_MEMORY);
-        }
-      copy = strdup (v->u.string.data);
-      if (copy == NULL)
-        return sp_make_error (err, ENOMEM, BLOCK ".memoryLimit");
-      free (c->memory_limit);
-      c->memory_limit = copy;
-      return 0;
-    }
+    return sp_config_memory (v, BLOCK ".memoryLimit", &c->memory_limit_bytes, &c->memory_limit, err);
+  if (strcmp (key, "sensitivityBudgets") == 0)
+    return parse_budgets (v, c, err);
   if (strcmp (key, "interpreter") == 0)
     {
       if (!is_string (v, "python3"))
@@ -568,8 +546,10 @@ drop_repos (struct sp_config *c)
     free (c->private_repos[i]);
   free (c->private_repos);
   free (c->submodules);
+  free (c->sensitivity);
   c->private_repos = NULL;
   c->submodules = NULL;
+  c->sensitivity = NULL;
   c->n_private_repos = 0;
 }
 
@@ -637,39 +617,41 @@ sp_config_parse (const char *buf, size_t len, struct sp_config **out, sp_error_t
   return sp_config_parse_syntax (buf, len, SP_CONFIG_SYNTAX_JSON, out, err);
 }
 
-int
-sp_config_parse_syntax (const char *buf, size_t len, enum sp_config_syntax syntax, struct sp_config **out,
-                        sp_error_t *err)
+/* The defaults, the firewall's where it has one (docs/config.md).  */
+static struct sp_config *
+new_config (void)
 {
-  cleanup_json struct sp_json *doc = NULL;
-  cleanup_config struct sp_config *c = NULL;
-  const struct sp_json *block;
-  struct block_seen seen = { 0 };
+  cleanup_config struct sp_config *c = calloc (1, sizeof (*c));
 
-  *out = NULL;
-  if (parse_document (buf, len, syntax, &doc, err) < 0)
-    return -1;
-  if (doc->type != SP_JSON_OBJECT)
-    return sp_make_error (err, 0, SP_JSON_ROOT_PATH ": must be an object");
-
-  c = calloc (1, sizeof (*c));
   if (c == NULL)
-    return sp_make_error (err, ENOMEM, "allocate the config");
+    return NULL;
+  c->form = SP_CONFIG_FORM_BLOCK;
   c->runtime = SP_RUNTIME_DOCKER;
   c->timeout_seconds = SP_TIMEOUT_DEFAULT_SECONDS;
   c->memory_limit_bytes = SP_MEMORY_DEFAULT_BYTES;
   c->memory_limit = strdup (SP_MEMORY_DEFAULT_TEXT);
   c->interpreter = SP_INTERPRETER_PYTHON3;
   c->max_invocations = SP_INVOCATIONS_DEFAULT;
+  c->max_script_bytes = SP_SCRIPT_MAX_BYTES;
+  /* The firewall's ENCLAVE_SENSITIVITY_RUN_BITS: public unmetered.  */
+  c->class_metered[SP_SENSITIVITY_INTERNAL] = true;
+  c->class_bits[SP_SENSITIVITY_INTERNAL] = SP_SENSITIVITY_INTERNAL_BITS;
+  c->class_metered[SP_SENSITIVITY_CONFIDENTIAL] = true;
+  c->class_bits[SP_SENSITIVITY_CONFIDENTIAL] = SP_SENSITIVITY_CONFIDENTIAL_BITS;
+  c->class_metered[SP_SENSITIVITY_SEALED] = true;
+  c->class_bits[SP_SENSITIVITY_SEALED] = 0;
   if (c->memory_limit == NULL)
-    return sp_make_error (err, ENOMEM, "allocate the config");
+    return NULL;
+  return get_and_reset (&c);
+}
 
-  /* Other top-level keys are the host application's business, all but a
-     misspelt block, which is refused before the block is read.  */
-  block = sp_json_object_get (doc, BLOCK);
-  c->has_block = block != NULL;
-  if (check_near_misses (doc, c->has_block, err) < 0)
-    return -1;
+/* The block, when the document has one.  Every key is checked even when the
+   block is disabled, so that the loader and the schema agree.  */
+static int
+read_block (const struct sp_json *block, struct sp_config *c, sp_error_t *err)
+{
+  struct block_seen seen = { 0 };
+
   if (block != NULL)
     {
       if (block->type != SP_JSON_OBJECT)
@@ -679,7 +661,6 @@ sp_config_parse_syntax (const char *buf, size_t len, enum sp_config_syntax synta
             < 0)
           return -1;
     }
-
   if (c->enabled && !seen.repos)
     return sp_make_error (err, 0, BLOCK ".privateRepos: required when enabled is true");
   if (c->enabled && c->n_private_repos == 0)
@@ -688,6 +669,46 @@ sp_config_parse_syntax (const char *buf, size_t len, enum sp_config_syntax synta
     return -1;
   if (!c->enabled)
     drop_repos (c); /* nothing is enabled, so nothing is allowed */
+  return 0;
+}
+
+int
+sp_config_parse_syntax (const char *buf, size_t len, enum sp_config_syntax syntax, struct sp_config **out,
+                        sp_error_t *err)
+{
+  cleanup_json struct sp_json *doc = NULL;
+  cleanup_config struct sp_config *c = NULL;
+  const struct sp_json *block, *enclaves;
+
+  *out = NULL;
+  if (parse_document (buf, len, syntax, &doc, err) < 0)
+    return -1;
+  if (doc->type != SP_JSON_OBJECT)
+    return sp_make_error (err, 0, SP_JSON_ROOT_PATH ": must be an object");
+  c = new_config ();
+  if (c == NULL)
+    return sp_make_error (err, ENOMEM, "allocate the config");
+
+  /* Other top-level keys are the host application's business, all but a
+     misspelt block, which is refused before the block is read.  */
+  block = sp_json_object_get (doc, BLOCK);
+  enclaves = sp_json_object_get (doc, SP_CONFIG_ENCLAVES_KEY);
+  c->has_block = block != NULL;
+  if (check_near_misses (doc, c->has_block, err) < 0)
+    return -1;
+  /* The firewall refuses a document with sealedProbes; which of the two
+     would count here is as ambiguous.  */
+  if (block != NULL && enclaves != NULL)
+    return sp_make_error (err, 0,
+                          SP_JSON_ROOT_PATH ": holds both \"" BLOCK "\" and \"" SP_CONFIG_ENCLAVES_KEY
+                                            "\": write one (which would count is ambiguous)");
+  if (enclaves != NULL)
+    {
+      if (sp_config_read_enclaves (enclaves, c, err) < 0)
+        return -1;
+    }
+  else if (read_block (block, c, err) < 0)
+    return -1;
 
   *out = get_and_reset (&c);
   return 0;

@@ -1,5 +1,6 @@
 /* The `sealedProbes` block of the agent firewall's config document, written
-   in JSON or in YAML.
+   in JSON or in YAML, or the firewall's current `enclaves` list read onto
+   the same settings (config_enclaves.h).
    docs/config.md is the reference; docs/config.schema.json says the same in
    JSON Schema, and tests/schema/ keeps the two in agreement.  */
 #ifndef SP_TEXT_CONFIG_H
@@ -8,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/error.h"
 
@@ -32,6 +34,27 @@ enum sp_submodule_policy
   SP_SUBMODULES_REJECT, /* the repository is refused, naming the gitlink */
 };
 
+/* A repository's sensitivity class (docs/config.md, "Sensitivity
+   classes"): the firewall's four, and NONE for a plain string entry, which
+   behaves as before classes existed (no class budget).  */
+enum sp_sensitivity
+{
+  SP_SENSITIVITY_NONE,
+  SP_SENSITIVITY_PUBLIC,
+  SP_SENSITIVITY_INTERNAL,
+  SP_SENSITIVITY_CONFIDENTIAL,
+  SP_SENSITIVITY_SEALED,
+};
+#define SP_SENSITIVITY_COUNT (SP_SENSITIVITY_SEALED + 1)
+
+/* Which document the settings came from.  Both give the same struct, and
+   `config` prints both the same way.  */
+enum sp_config_form
+{
+  SP_CONFIG_FORM_BLOCK,    /* a `sealedProbes` block, or none (has_block) */
+  SP_CONFIG_FORM_ENCLAVES, /* the firewall's `enclaves` list, one script entry */
+};
+
 /* The effective settings, defaults applied.  When enabled is false nothing is
    enabled: private_repos is empty and sp_config_allows_repo is always false
    (the other fields still hold what was written, or the defaults).  has_block
@@ -47,12 +70,23 @@ struct sp_config
   /* One per private_repos[i]: SP_SUBMODULES_OMIT unless the block's
      `submodules` names the repository.  */
   enum sp_submodule_policy *submodules;
+  /* One per private_repos[i]: SP_SENSITIVITY_NONE for a plain string.  */
+  enum sp_sensitivity *sensitivity;
+  /* Per class, indexed by enum sp_sensitivity: whether the class is
+     metered and its budget in whole bits (sealed: metered, 0; public:
+     unmetered unless sensitivityBudgets gives it a number; NONE: never).  */
+  bool class_metered[SP_SENSITIVITY_COUNT];
+  uint64_t class_bits[SP_SENSITIVITY_COUNT];
+  enum sp_config_form form;
   enum sp_runtime runtime;
   uint32_t timeout_seconds;
   uint64_t memory_limit_bytes;
   char *memory_limit; /* as written, e.g. "512m" */
   enum sp_interpreter interpreter;
   uint32_t max_invocations;
+  /* The largest script this config accepts, bytes: SP_SCRIPT_MAX_BYTES
+     unless an enclaves document's script.maxScriptBytes lowers it.  */
+  size_t max_script_bytes;
 };
 
 /* The syntax a document is read in.  SNIFF is the agent firewall's rule for
@@ -141,5 +175,17 @@ const char *sp_submodule_policy_name (enum sp_submodule_policy policy);
 /* True when the config is enabled and repo[0..len) is byte for byte one of
    its privateRepos.  No normalization: the request must already be exact.  */
 bool sp_config_allows_repo (const struct sp_config *config, const uint8_t *repo, size_t len);
+
+/* "none", "public", "internal", "confidential" or "sealed".  */
+const char *sp_sensitivity_name (enum sp_sensitivity s);
+
+/* Index of repo[0..len) in private_repos, or -1 (same matching as
+   sp_config_allows_repo: enabled, byte for byte).  */
+ssize_t sp_config_repo_index (const struct sp_config *c, const uint8_t *repo, size_t len);
+
+/* The class budget of private_repos[i] in whole bits: true with *bits set
+   when its class meters it (sealed: *bits = 0), false when unmetered (no
+   class, or public without an override).  */
+bool sp_config_repo_class_bits (const struct sp_config *c, size_t i, uint64_t *bits);
 
 #endif

@@ -1,4 +1,5 @@
-/* libFuzzer harness for sp_answer_schema_validate.  Each input is a
+/* libFuzzer harness for sp_answer_schema_validate and
+   sp_answer_schema_validate_result (/probe/out's envelope).  Each input is a
    schema's text, a NUL byte, and a script's output (which may hold further
    NULs); an input without a NUL is its own output against a fixed schema.
    Invariants:
@@ -6,7 +7,11 @@
    - an accepted output is at most SP_ANSWER_OUTPUT_MAX_BYTES, and its
      canonical text is NUL-terminated, no longer than the output, free of
      raw bytes below 0x20, and validates again to exactly itself (the
-     canonical form is a fixed point).  */
+     canonical form is a fixed point);
+   - the same output wrapped as {"result":...} (when it fits) is accepted by
+     sp_answer_schema_validate_result with the same canonical value, and
+     whatever that function accepts of the raw input has a canonical value
+     that sp_answer_schema_validate accepts as itself.  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +85,35 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       FUZZ_REQUIRE (sp_answer_schema_validate (schema, canonical, clen, &again, &alen, &err) == 0);
       FUZZ_REQUIRE (alen == clen && memcmp (again, canonical, clen) == 0);
       free (again);
+      again = NULL;
+      if (out_len + 11 <= SP_ANSWER_OUTPUT_MAX_BYTES)
+        {
+          char *wrapped = malloc (out_len + 11);
+
+          FUZZ_REQUIRE (wrapped != NULL);
+          memcpy (wrapped, "{\"result\":", 10);
+          memcpy (wrapped + 10, output, out_len);
+          wrapped[out_len + 10] = '}';
+          FUZZ_REQUIRE (sp_answer_schema_validate_result (schema, wrapped, out_len + 11, &again, &alen, &err)
+                        == 0);
+          FUZZ_REQUIRE (alen == clen && memcmp (again, canonical, clen) == 0);
+          free (again);
+          free (wrapped);
+        }
       free (canonical);
+    }
+  canonical = NULL;
+  if (sp_answer_schema_validate_result (schema, output, out_len, &canonical, &clen, &err) == 0)
+    {
+      FUZZ_REQUIRE (sp_answer_schema_validate (schema, canonical, clen, &again, &alen, &err) == 0);
+      FUZZ_REQUIRE (alen == clen && memcmp (again, canonical, clen) == 0);
+      free (again);
+      free (canonical);
+    }
+  else
+    {
+      FUZZ_REQUIRE (canonical == NULL && fuzz_message_ok (sp_error_message (err)));
+      sp_error_release (&err);
     }
   free (output);
   sp_answer_schema_free (schema);

@@ -1,5 +1,6 @@
 /* libFuzzer harness for the config loader (sp_config_parse, and with it the
-   JSON pre-pass, the yajl tree and the repository-name rules).  Beyond "no
+   JSON pre-pass, the yajl tree, the repository-name rules, and both forms:
+   the block and the firewall's enclaves list).  Beyond "no
    crash, no leak", it checks what a success promises, a submodule policy
    for every repository among it.  */
 #include <stdint.h>
@@ -40,6 +41,13 @@ check_success (const struct sp_config *c)
   FUZZ_REQUIRE (strtoull (c->memory_limit, NULL, 10) * unit == c->memory_limit_bytes);
   FUZZ_REQUIRE (strcmp (sp_runtime_name (c->runtime), "unknown") != 0);
   FUZZ_REQUIRE (c->interpreter == SP_INTERPRETER_PYTHON3);
+  FUZZ_REQUIRE (c->max_script_bytes >= 1 && c->max_script_bytes <= SP_SCRIPT_MAX_BYTES);
+  FUZZ_REQUIRE (c->form == SP_CONFIG_FORM_BLOCK || (c->form == SP_CONFIG_FORM_ENCLAVES && c->enabled));
+  /* sealed is metered at 0 whatever the document says; the others within
+     the budget bound when metered.  */
+  FUZZ_REQUIRE (c->class_metered[SP_SENSITIVITY_SEALED] && c->class_bits[SP_SENSITIVITY_SEALED] == 0);
+  for (int s = SP_SENSITIVITY_PUBLIC; s < SP_SENSITIVITY_SEALED; s++)
+    FUZZ_REQUIRE (!c->class_metered[s] || (c->class_bits[s] >= 1 && c->class_bits[s] <= SP_BIT_BUDGET_MAX));
 
   if (!c->enabled)
     {
@@ -53,7 +61,16 @@ check_success (const struct sp_config *c)
       const char *r = c->private_repos[i];
       sp_error_t err = NULL;
 
+      uint64_t bits = 1;
+
       FUZZ_REQUIRE (c->submodules[i] == SP_SUBMODULES_OMIT || c->submodules[i] == SP_SUBMODULES_REJECT);
+      FUZZ_REQUIRE (c->sensitivity[i] >= SP_SENSITIVITY_NONE && c->sensitivity[i] <= SP_SENSITIVITY_SEALED);
+      FUZZ_REQUIRE (c->form == SP_CONFIG_FORM_BLOCK || c->sensitivity[i] != SP_SENSITIVITY_NONE);
+      if (c->sensitivity[i] == SP_SENSITIVITY_NONE)
+        FUZZ_REQUIRE (!sp_config_repo_class_bits (c, i, &bits));
+      if (c->sensitivity[i] == SP_SENSITIVITY_SEALED)
+        FUZZ_REQUIRE (sp_config_repo_class_bits (c, i, &bits) && bits == 0);
+      FUZZ_REQUIRE (sp_config_repo_index (c, (const uint8_t *)r, strlen (r)) == (ssize_t)i);
       FUZZ_REQUIRE (sp_repo_name_check (r, strlen (r), &err) == 0);
       FUZZ_REQUIRE (sp_config_allows_repo (c, (const uint8_t *)r, strlen (r)));
       for (size_t j = 0; j < i; j++)

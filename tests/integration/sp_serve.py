@@ -28,19 +28,21 @@ B = backend()
 
 ERROR_LINE = '{"result":"ERROR"}\n'
 ERROR_FRAME = b"SPRB\x01\x02\x00\x00\x00\x01\x00"
+# The same in wire protocol v2 (docs/protocol.md): status byte 0, no value.
+ERROR_FRAME_V2 = b"SPRB\x02\x02\x00\x00\x00\x01\x00"
 OUTCOMES = ("YES", "NO", "UNKNOWN")
-AUDIT_KEYS = ["id", "run", "received", "peer_uid", "peer_gid", "peer_pid", "started", "finished", "repo", "outcomes", "script_sha256", "seed_commit",
+AUDIT_KEYS = ["id", "run", "received", "peer_uid", "peer_gid", "peer_pid", "started", "finished", "repo", "outcomes", "answer_schema", "script_sha256", "seed_commit",
               "seed_digest", "seed_omitted_submodules", "snapshot", "sandbox", "debited", "budget_remaining", "result", "status", "cause",
               "reason", "launched",
               "exit", "signal", "oom", "timed_out", "wall_ms", "cpu_ms", "peak_memory_bytes",
-              "release", "release_ms", "release_overflow", "bits", "timing_bits", "repo_bits"]
+              "release", "release_ms", "release_overflow", "bits", "content_bits", "timing_bits", "repo_bits"]
 RELEASE_MODES = {"bucketed", "fixed", "immediate"}
 AUDIT_STATUSES = {"admitted", "answered", "refused", "probe", "timed_out", "runtime", "environment", "internal",
                   "cancelled"}
 # The causes serve records (docs/audit.md, "cause"), as values set where
 # they happen.
 AUDIT_CAUSES = {"none", "frame", "unknown_repository", "bad_request", "queue_full", "queue_wait", "too_many_unread",
-                "shutdown", "stopped", "client_gone", "halted", "no_seed", "seed_gone", "budget_spent",
+                "shutdown", "stopped", "client_gone", "halted", "no_seed", "sealed", "seed_gone", "budget_spent",
                 "bit_budget_spent", "run_bit_budget_spent", "ledger_write", "audit_write", "environment", "workspace", "bundle", "snapshot",
                 "runtime", "timeout", "probe_signal", "probe_exit", "probe_output", "cleanup", "release_overflow"}
 RUN_ID = re.compile(r"^[0-9a-f]{12}$")
@@ -358,13 +360,17 @@ class Serve:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # ---- talking to it ----
-    def client(self, script, repo, outcomes=OUTCOMES, timeout=120, cwd=None, env_extra=None):
-        """Runs the real client; returns the CompletedProcess (bytes)."""
+    def client(self, script, repo, outcomes=OUTCOMES, timeout=120, cwd=None, env_extra=None, schema=None):
+        """Runs the real client, with outcomes or, when schema is given, that
+        answer schema's text inline; returns the CompletedProcess (bytes)."""
         env = {"SEALED_PROBE_SOCKET": self.socket, "SEALED_PROBE_TIMEOUT": str(timeout)}
         env.update(env_extra or {})
         argv = [CLIENT, "--repo", repo]
-        for o in outcomes:
-            argv += ["--outcome", o]
+        if schema is not None:
+            argv += ["--answer-schema-json", schema]
+        else:
+            for o in outcomes:
+                argv += ["--outcome", o]
         data = script.encode() if isinstance(script, str) else script
         return subprocess.run(argv, input=data, capture_output=True, env=env, timeout=timeout + 30,
                               cwd=cwd or self.dir)
@@ -407,9 +413,9 @@ def request_frame(repo, outcomes, script):
     return frame(body)
 
 
-def send_raw(path, data, shutdown=True, timeout=60):
-    """Connects, writes data, half-closes, reads at most 64 bytes until EOF.
-    Returns the bytes read (b"" on a reset)."""
+def send_raw(path, data, shutdown=True, timeout=60, limit=64):
+    """Connects, writes data, half-closes, reads at most limit bytes until
+    EOF.  Returns the bytes read (b"" on a reset)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
     got = b""
@@ -419,8 +425,8 @@ def send_raw(path, data, shutdown=True, timeout=60):
             s.sendall(data)
             if shutdown:
                 s.shutdown(socket.SHUT_WR)
-        while len(got) < 64:
-            chunk = s.recv(64 - len(got))
+        while len(got) < limit:
+            chunk = s.recv(limit - len(got))
             if not chunk:
                 break
             got += chunk
@@ -516,9 +522,10 @@ def audit_key_problems(rec):
     if rec["debited"]:
         timing = rec["timing_bits"]
         if not isinstance(rec["bits"], (int, float)) or not isinstance(rec["repo_bits"], (int, float)) \
+                or not isinstance(rec["content_bits"], (int, float)) or rec["content_bits"] < 1 \
                 or (timing != "unbounded" if rec["release"] == "immediate" else not isinstance(timing, (int, float))):
             problems.append(f"debited with bits {rec['bits']!r} timing {timing!r} repo {rec['repo_bits']!r}")
-    elif (rec["bits"], rec["timing_bits"], rec["repo_bits"]) != (None, None, None):
+    elif (rec["bits"], rec["content_bits"], rec["timing_bits"], rec["repo_bits"]) != (None, None, None, None):
         problems.append(f"not debited but bits {rec['bits']!r}")
     return problems
 

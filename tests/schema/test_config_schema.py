@@ -134,30 +134,61 @@ def strict_load(raw, allow_duplicates=False, check_depth=True):
     return doc
 
 
+CLASSES = ("none", "public", "internal", "confidential", "sealed")
+DEFAULT_BUDGETS = {"public": None, "internal": 64, "confidential": 8, "sealed": 0}  # the firewall's
+# The limits this proxy fixes for every sandbox (src/base/bounds.h), printed
+# for both forms; an enclaves document may ask for them only as loosely or more.
+FIXED = {"maxOutputBytes": 8192, "pidsLimit": 64, "cpuLimit": "1", "tmpfsLimit": "16m"}
+
+
+def repo_entries(doc):
+    """(name, class) of each repository the document lists, in order."""
+    if "enclaves" in doc:
+        return [(r["repo"], r["sensitivity"]) for r in doc["enclaves"][0]["repos"]]
+    return [(r, "none") if isinstance(r, str) else (r["repo"], r["sensitivity"])
+            for r in doc["sealedProbes"]["privateRepos"]]
+
+
 def effective(doc, schema):
-    """The settings the loader should print: the block with defaults applied.
-    A document without the block says so, apart from a disabled block."""
-    if "sealedProbes" not in doc:
+    """The settings the loader should print: the block, or the enclaves
+    document's script entry, with defaults applied, the same fields for
+    both.  A document without either says so, apart from a disabled block."""
+    if "enclaves" in doc:
+        entry = doc["enclaves"][0]
+        props = schema["properties"]["enclaves"]["items"]["properties"]
+        block = {k: v for k, v in entry.items() if k in ("runtime", "timeout", "memoryLimit", "maxInvocations")}
+        script_bytes = entry["script"].get("maxScriptBytes", 65536)
+        form = "enclaves"
+    elif "sealedProbes" not in doc:
         return {"enabled": False, "block": "absent"}
-    block = doc["sealedProbes"]
-    if not block.get("enabled", False):
-        return {"enabled": False}
-    props = schema["properties"]["sealedProbes"]["properties"]
-    get = lambda k: block.get(k, props[k].get("default"))
+    else:
+        block = doc["sealedProbes"]
+        if not block.get("enabled", False):
+            return {"enabled": False}
+        props = schema["properties"]["sealedProbes"]["properties"]
+        script_bytes = 65536
+        form = "sealedProbes"
+    get = lambda k: block.get(k, props[k].get("default") if k in props else "python3")
     memory = get("memoryLimit")
     unit = {"m": 1 << 20, "g": 1 << 30}[memory[-1].lower()]  # 2G means 2g
-    return {
+    entries = repo_entries(doc)
+    repos = [name for name, _ in entries]
+    budgets = dict(DEFAULT_BUDGETS, **block.get("sensitivityBudgets", {}))
+    return dict({
         "enabled": True,
-        "privateRepos": block["privateRepos"],
+        "privateRepos": repos,
         "runtime": get("runtime"),
         "timeout": get("timeout"),
         "memoryLimit": memory,
         "memoryLimitBytes": int(memory[:-1]) * unit,
         "interpreter": get("interpreter"),
         "maxInvocations": get("maxInvocations"),
-        "submodules": {policy: [r for r in block["privateRepos"] if policy_of(block, r) == policy]
+        "submodules": {policy: [r for r in repos if policy_of(block, r) == policy]
                        for policy in ("omit", "reject")},
-    }
+        "sensitivity": {c: [name for name, cls in entries if cls == c] for c in CLASSES},
+        "sensitivityBudgets": budgets,
+        "maxScriptBytes": script_bytes,
+    }, **FIXED, form=form)
 
 
 def policy_of(block, repo):
@@ -169,13 +200,21 @@ def policy_of(block, repo):
 def beyond_schema(doc):
     """The rules between two keys' values, which JSON Schema cannot state and
     the loader enforces after the block is read (docs/config.md): every name
-    in a submodules list is one of privateRepos, and in one list only.
-    Returns why the document is refused, or None.  Called on a document the
-    schema accepts, so the types are the schema's."""
-    block = doc.get("sealedProbes") if isinstance(doc, dict) else None
+    in a submodules list is one of privateRepos, and in one list only; and
+    no repository is listed twice, whatever the form or class of each entry
+    (uniqueItems compares whole items).  Returns why the document is
+    refused, or None.  Called on a document the schema accepts, so the types
+    are the schema's."""
+    if not isinstance(doc, dict):
+        return None
+    if "enclaves" in doc or isinstance(doc.get("sealedProbes"), dict) and "privateRepos" in doc["sealedProbes"]:
+        names = [name for name, _ in repo_entries(doc)]
+        if len(set(names)) != len(names):
+            return "a repository is listed twice"
+    block = doc.get("sealedProbes")
     if not isinstance(block, dict) or "submodules" not in block:
         return None
-    repos = block.get("privateRepos", [])
+    repos = [name for name, _ in repo_entries(doc)] if "privateRepos" in block else []
     seen = {}
     for policy, names in block["submodules"].items():
         for i, name in enumerate(names):
@@ -187,12 +226,36 @@ def beyond_schema(doc):
     return None
 
 
+def at_least(n):
+    """A regex for decimal integers without a leading zero that are at least
+    n (n >= 1): more digits than n, or as many and greater at the first
+    digit that differs, or n itself."""
+    s = str(n)
+    alts = [f"[1-9][0-9]{{{len(s)},}}"]
+    for i, ch in enumerate(s):
+        lo = int(ch) + 1
+        if lo > 9:
+            continue
+        rest = len(s) - i - 1
+        alts.append(s[:i] + (f"[{lo}-9]" if lo < 9 else "9")
+                    + (f"[0-9]{{{rest}}}" if rest > 1 else "[0-9]" * rest))
+    return "(?:" + "|".join(alts + [s]) + ")"
+
+
+def tmpfs_pattern():
+    """The enclaves document's tmpfsLimit: a Docker size (the firewall's
+    /^[1-9][0-9]*[bkmgBKMG]$/) of at least 16m, this proxy's fixed /tmp."""
+    return ("^(?:" + at_least(16 << 20) + "[bB]|" + at_least(16 << 10) + "[kK]|" + at_least(16)
+            + "[mM]|[1-9][0-9]*[gG])" + END)
+
+
 # The misspelt block (docs/config.md, "Rules for the whole document"): a
 # top-level key other than sealedProbes that equals it ignoring ASCII case,
 # or is one edit from it ignoring ASCII case.  An edit inserts, deletes or
 # substitutes one character (a code point) or swaps two adjacent ones.
 BLOCK = "sealedProbes"
 MISSPELT = b'is refused as a misspelling: did you mean "sealedProbes"?'
+END = r"(?![\s\S])"  # end of input, in Python and ECMA-262
 ANY = r"[\s\S]"  # one character, a line break included, in Python and ECMA-262
 
 
@@ -304,12 +367,16 @@ def run_proxy(proxy, args, stdin_bytes=None):
 
 
 def repo_values(raw):
-    """privateRepos strings, and the names in submodules lists, worth looking
-    for in output (long enough not to coincide with the fixed message text)."""
+    """privateRepos names (strings or objects' repo), an enclaves entry's
+    repos, and the names in submodules lists, worth looking for in output
+    (long enough not to coincide with the fixed message text)."""
     try:
         doc = json.loads(raw.decode("utf-8", "replace"), parse_constant=lambda c: None)
         block = doc.get("sealedProbes", {})
         repos = list(block.get("privateRepos", []))
+        for entry in doc.get("enclaves", []) if isinstance(doc.get("enclaves"), list) else []:
+            repos += entry.get("repos", []) if isinstance(entry, dict) and isinstance(entry.get("repos"), list) else []
+        repos = [r.get("repo") if isinstance(r, dict) else r for r in repos]
         lists = block.get("submodules", {})
         for names in lists.values() if isinstance(lists, dict) else []:
             repos += names if isinstance(names, list) else []
@@ -553,7 +620,49 @@ def generated_vectors():
         out.append((f"timeout-{t}", enabled(timeout=t), 1 <= t <= 300))
     for v in [0, 1, 99999, 100000, 100001]:
         out.append((f"invocations-{v}", enabled(maxInvocations=v), 1 <= v <= 100000))
+    out += enclaves_vectors()
     return [(f"generated/{n}", (json.dumps(d) + "\n").encode(), ok) for n, d, ok in out]
+
+
+def enclaves_vectors():
+    """Boundary sweeps of the enclaves document's keys and of the budgets
+    key: each value on both sides of the firewall's bound and of ours."""
+    def entry(**kw):
+        e = {"script": kw.pop("script", {}), "repos": [{"repo": "octo/hello", "sensitivity": "internal"}]}
+        return {"enclaves": [dict(e, **kw)]}
+
+    out = []
+    for t in [0, 1, 300, 301, 540, 541]:
+        out.append((f"enclaves-timeout-{t}", entry(timeout=t), 1 <= t <= 300))
+    for v in [0, 1, 63, 64, 128, 4096, 4097]:
+        out.append((f"enclaves-pids-{v}", entry(pidsLimit=v), 64 <= v <= 4096))
+    for v in [0, 1, 4096, 8191, 8192, 8193]:
+        out.append((f"enclaves-output-{v}", entry(maxOutputBytes=v), v == 8192))
+    for v in [0, 1, 10000, 10001]:
+        out.append((f"enclaves-invocations-{v}", entry(maxInvocations=v), 1 <= v <= 10000))
+    for v in [0, 1, 65536, 65537]:
+        out.append((f"enclaves-script-bytes-{v}", entry(script={"maxScriptBytes": v}), 1 <= v <= 65536))
+    for text, ok in {"1": True, "01": True, "1.5": True, "2": True, "99.999": True, "0.5": False, "0.999": False,
+                     "0": False, "00": False, "1.": False, ".5": False, "100": False, "1.0000": False, "1e0": False,
+                     " 1": False, "1,5": False}.items():
+        out.append((f"enclaves-cpu-{text!r}", entry(cpuLimit=text), ok))
+    for m in [1, 15, 16, 17, 64, 1000]:
+        for u in "mM":
+            out.append((f"enclaves-tmpfs-{m}{u}", entry(tmpfsLimit=f"{m}{u}"), m >= 16))
+    for text, ok in {"16384k": True, "16383k": False, "16777216b": True, "16777215B": False, "1g": True,
+                     "99999999999999999999999b": True, "016m": False, "16": False, "16mb": False, "16t": False,
+                     "1.5g": False}.items():
+        out.append((f"enclaves-tmpfs-{text}", entry(tmpfsLimit=text), ok))
+    for rt, ok in {"docker": True, "gvisor": True, "sbx": True, "runc": False, "kata": False}.items():
+        out.append((f"enclaves-runtime-{rt}", entry(runtime=rt), ok))
+    for cls in ("public", "internal", "confidential", "sealed", "secret", "none"):
+        doc = {"sealedProbes": {"enabled": True, "privateRepos": [{"repo": "octo/hello", "sensitivity": cls}]}}
+        out.append((f"class-{cls}", doc, cls not in ("secret", "none")))
+    for cls in ("public", "internal", "confidential", "sealed", "other"):
+        for v in [0, 1, 1000000, 1000001]:
+            doc = {"sealedProbes": {"enabled": True, "privateRepos": ["octo/hello"], "sensitivityBudgets": {cls: v}}}
+            out.append((f"budget-{cls}-{v}", doc, cls in ("public", "internal", "confidential") and 1 <= v <= 1000000))
+    return out
 
 
 def check_cli(tap, proxy, vectors):
@@ -775,6 +884,9 @@ def main():
     check_cli(tap, proxy, vectors)
     check_yaml_canaries(tap)
     check_near_misses(tap, proxy, validator, schema)
+    tmpfs = schema["properties"]["enclaves"]["items"]["properties"]["tmpfsLimit"]["pattern"]
+    tap.check(tmpfs == tmpfs_pattern(), "schema: tmpfsLimit's pattern is the one tmpfs_pattern generates",
+              f"generated {tmpfs_pattern()}")
     check_verbs_need_the_block(tap, proxy, vectors)
     check_examples(tap, proxy, examples)
     return tap.done()

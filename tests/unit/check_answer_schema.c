@@ -4,6 +4,7 @@
    match and must be refused, one schema refusal per bound and per malformed
    node, and the three-outcome schema.  Schemas in this file are written
    with ' for " (dq () swaps them back), so that they stay readable.  */
+#define _GNU_SOURCE
 #include "sp_check.h"
 
 #include <inttypes.h>
@@ -664,6 +665,24 @@ validate_ok (const struct sp_answer_schema *s, const char *text, size_t len)
   return canonical;
 }
 
+/* Wraps value in /probe/out's envelope, with noise around it, and checks
+   that sp_answer_schema_validate_result gives want.  */
+static void
+result_ok (const struct sp_answer_schema *s, const char *value, const char *want)
+{
+  cleanup_free char *text = NULL;
+  cleanup_free char *canonical = NULL;
+  size_t clen = 0;
+  sp_error_t err = NULL;
+  int n = asprintf (&text, " {\n\"\\u0072esult\" :\t%s }\r\n", value);
+
+  ck_assert_int_gt (n, 0);
+  ck_assert_msg (sp_answer_schema_validate_result (s, text, (size_t)n, &canonical, &clen, &err) == 0,
+                 "envelope refused: %s\n%s", sp_error_message (err), text);
+  ck_assert_str_eq (canonical, want);
+  ck_assert_uint_eq (clen, strlen (want));
+}
+
 START_TEST (every_value_of_random_small_schemas_validates_canonically)
 {
   unsigned schemas = 0;
@@ -704,6 +723,9 @@ START_TEST (every_value_of_random_small_schemas_validates_canonically)
           /* The canonical form is a fixed point.  */
           again = validate_ok (s, canon[k], strlen (canon[k]));
           ck_assert_str_eq (again, canon[k]);
+          /* /probe/out's envelope around the same value gives the same
+             canonical value.  */
+          result_ok (s, noisy.s, canon[k]);
           free (expect.s);
           free (noisy.s);
         }
@@ -737,6 +759,71 @@ END_TEST
   "value':'x'}}}}}"
 
 #define NEAR_GOOD "{'count':7,'flag':true,'kind':'a','pair':[null,2],'u':{'tag':'n','value':3}}"
+
+/* ---- /probe/out's envelope in schema mode -------------------------------- */
+
+static void
+result_refused (const char *quoted, const char *fragment)
+{
+  cleanup_answer_schema struct sp_answer_schema *s = parse_ok_q (NEAR_SCHEMA);
+  cleanup_free char *text = dq (quoted);
+  char *canonical = (char *)1;
+  size_t clen = 99;
+  sp_error_t err = NULL;
+  const char *msg;
+
+  ck_assert_int_eq (sp_answer_schema_validate_result (s, text, strlen (text), &canonical, &clen, &err), -1);
+  ck_assert_ptr_null (canonical);
+  ck_assert_uint_eq (clen, 0);
+  msg = sp_error_message (err);
+  ck_assert_msg (strstr (msg, fragment) != NULL, "message \"%s\" lacks \"%s\"", msg, fragment);
+  ck_assert_msg (strstr (msg, "SECRET") == NULL, "message echoes the output: %s", msg);
+  sp_error_release (&err);
+}
+
+START_TEST (envelope_holds_the_value_and_gives_it_alone_canonically)
+{
+  cleanup_answer_schema struct sp_answer_schema *s = parse_ok_q (NEAR_SCHEMA);
+  cleanup_free char *good = dq (NEAR_GOOD);
+
+  result_ok (s, good, good);
+}
+END_TEST
+
+START_TEST (envelope_near_misses_are_refused)
+{
+  result_refused ("{'count':7,'flag':true,'kind':'a','pair':[null,2],'u':{'tag':'n','value':3}}",
+                  "keys where");
+  result_refused ("{'result':" NEAR_GOOD ",'SECRET':1}", "2 keys where");
+  result_refused ("{'SECRET':" NEAR_GOOD "}", "exactly one");
+  result_refused ("{'result':" NEAR_GOOD ",'result':" NEAR_GOOD "}", "duplicate key");
+  result_refused ("[" NEAR_GOOD "]", "not an object");
+  result_refused ("'SECRET'", "not an object");
+  result_refused ("{'result':" NEAR_GOOD "} {}", "not one JSON value");
+  result_refused ("{'result':{'count':7.0,'flag':true,'kind':'a','pair':[null,2],'u':{'tag':'n','value':3}}}",
+                  "$.result.count");
+  result_refused ("{'result':{'count':7,'flag':true,'kind':'a','pair':[null,2],'u':{'tag':'n','value':3},"
+                  "'SECRET':0}}",
+                  "$.result");
+  result_refused ("", "empty");
+}
+END_TEST
+
+START_TEST (envelope_of_8193_bytes_is_refused_before_it_is_read)
+{
+  cleanup_answer_schema struct sp_answer_schema *s = parse_ok_q (NEAR_SCHEMA);
+  char *canonical = NULL;
+  size_t clen = 0;
+  sp_error_t err = NULL;
+
+  /* A NULL buffer of 8193 bytes: the bound is checked first.  */
+  ck_assert_int_eq (
+      sp_answer_schema_validate_result (s, NULL, SP_ANSWER_OUTPUT_MAX_BYTES + 1, &canonical, &clen, &err),
+      -1);
+  ck_assert_ptr_nonnull (strstr (sp_error_message (err), "more than 8192"));
+  sp_error_release (&err);
+}
+END_TEST
 
 static void
 output_refused (const char *quoted, size_t len, const char *fragment)
@@ -1270,6 +1357,30 @@ END_TEST
     (const uint8_t *)(s), sizeof (s) - 1                                                                     \
   }
 
+/* The firewall's own vectors (its snapshot f5509576): its MCP tests call
+   with the schema {"type":"boolean"} and a script answering `true`
+   (src/enclave/mcp-server.test.ts), and its ledger test spends a
+   confidential repository's 8 bits in two calls of 4, its least charge
+   (1 status bit, ceil(log2 N) = 0 for a const, 3 timing bits), refusing
+   a third (src/enclave/information-budget.test.ts).  */
+START_TEST (firewall_vectors_agree)
+{
+  cleanup_answer_schema struct sp_answer_schema *boolean = parse_ok_q ("{'type':'boolean'}");
+  cleanup_answer_schema struct sp_answer_schema *one = parse_ok_q ("{'type':'const','value':'done'}");
+  cleanup_free char *answer = validate_ok (boolean, "true", 4);
+
+  ck_assert_str_eq (answer, "true");
+  /* The firewall charges 1 + 1 + 3 = 5 for the boolean; we charge
+     ceil(log2 3) = 2 content bits, plus the release mode's timing bits.  */
+  ck_assert_uint_eq (sp_answer_schema_firewall_bits (boolean), 1);
+  ck_assert_uint_eq (sp_answer_schema_content_bits (boolean), 2);
+  /* Its least call, a const: 0 + its status bit there, 1 here.  */
+  ck_assert_uint_eq (sp_answer_schema_firewall_bits (one), 0);
+  ck_assert_uint_eq (sp_answer_schema_content_bits (one), 1);
+  ck_assert_uint_eq (1 + sp_answer_schema_firewall_bits (one) + 3, 4);
+}
+END_TEST
+
 START_TEST (three_outcomes_are_an_enum_of_two_content_bits)
 {
   static const struct sp_bytes outcomes[SP_OUTCOME_COUNT]
@@ -1364,6 +1475,9 @@ make_suite (void)
   tcase_add_test (near, output_length_is_checked_before_the_buffer_is_read);
   tcase_add_test (near, output_with_embedded_nul_is_refused);
   tcase_add_test (near, canonical_form_of_each_scalar_kind);
+  tcase_add_test (near, envelope_holds_the_value_and_gives_it_alone_canonically);
+  tcase_add_test (near, envelope_near_misses_are_refused);
+  tcase_add_test (near, envelope_of_8193_bytes_is_refused_before_it_is_read);
   suite_add_tcase (s, near);
 
 #define ROW_ADD(name, ...) tcase_add_test (refuse, name);
@@ -1387,6 +1501,7 @@ make_suite (void)
 
   tcase_add_test (outcomes, three_outcomes_are_an_enum_of_two_content_bits);
   tcase_add_test (outcomes, invalid_outcomes_give_no_schema);
+  tcase_add_test (outcomes, firewall_vectors_agree);
   suite_add_tcase (s, outcomes);
   return s;
 }

@@ -134,7 +134,7 @@ START_TEST (fixed_record_renders_exact_line_in_key_order)
       "\"received\":\"2026-11-30T07:01:02.345Z\",\"peer_uid\":1000,\"peer_gid\":996,\"peer_pid\":4242,"
       "\"started\":\"2026-11-30T07:01:02.346Z\","
       "\"finished\":\"2026-11-30T07:01:03.845Z\",\"repo\":\"acme/payments\","
-      "\"outcomes\":[\"YES\",\"NO\",\"UNKNOWN\"],"
+      "\"outcomes\":[\"YES\",\"NO\",\"UNKNOWN\"],\"answer_schema\":null,"
       "\"script_sha256\":\"sha256:00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\","
       "\"seed_commit\":\"0123456789abcdef0123456789abcdef01234567\","
       "\"seed_digest\":\"sha256:ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100\","
@@ -144,7 +144,7 @@ START_TEST (fixed_record_renders_exact_line_in_key_order)
       "\"status\":\"answered\",\"cause\":\"none\",\"reason\":null,\"launched\":true,\"exit\":0,\"signal\":0,"
       "\"oom\":false,\"timed_out\":false,\"wall_ms\":1234,\"cpu_ms\":987,"
       "\"peak_memory_bytes\":41943040,\"release\":null,\"release_ms\":null,\"release_overflow\":false,"
-      "\"bits\":null,\"timing_bits\":null,\"repo_bits\":null}\n");
+      "\"bits\":null,\"content_bits\":null,\"timing_bits\":null,\"repo_bits\":null}\n");
 }
 END_TEST
 
@@ -170,14 +170,16 @@ START_TEST (record_without_request_or_launch_renders_nulls)
                     "{\"id\":\"r1-1\",\"run\":\"r1\",\"received\":\"2026-11-30T07:01:02.345Z\","
                     "\"peer_uid\":1000,\"peer_gid\":996,\"peer_pid\":4243,\"started\":null,\"finished\":"
                     "\"2026-11-30T07:01:02.345Z\",\"repo\":null,"
-                    "\"outcomes\":null,\"script_sha256\":null,\"seed_commit\":null,\"seed_digest\":null,"
+                    "\"outcomes\":null,\"answer_schema\":null,\"script_sha256\":null,\"seed_commit\":null,"
+                    "\"seed_digest\":null,"
                     "\"seed_omitted_submodules\":null,\"snapshot\":null,\"sandbox\":null,\"debited\":false,"
                     "\"budget_remaining\":0,\"result\":\"ERROR\","
                     "\"status\":\"refused\",\"cause\":\"frame\",\"reason\":\"request: unknown tag "
                     "0x07\",\"launched\":false,"
                     "\"exit\":null,\"signal\":null,\"oom\":null,\"timed_out\":null,\"wall_ms\":null,"
                     "\"cpu_ms\":null,\"peak_memory_bytes\":null,\"release\":\"bucketed\",\"release_ms\":1000,"
-                    "\"release_overflow\":false,\"bits\":null,\"timing_bits\":null,\"repo_bits\":null}\n");
+                    "\"release_overflow\":false,\"bits\":null,\"content_bits\":null,\"timing_bits\":null,"
+                    "\"repo_bits\":null}\n");
 }
 END_TEST
 
@@ -194,7 +196,8 @@ START_TEST (charged_record_renders_its_bits)
   line = render_ok (&rec, NULL);
   ck_assert_ptr_nonnull (strstr (line,
                                  ",\"release\":\"bucketed\",\"release_ms\":2000,\"release_overflow\":false,"
-                                 "\"bits\":4.808,\"timing_bits\":2.808,\"repo_bits\":14.424}\n"));
+                                 "\"bits\":4.808,\"content_bits\":2.000,\"timing_bits\":2.808,"
+                                 "\"repo_bits\":14.424}\n"));
   free (line);
   rec.release = "immediate";
   rec.release_ms = -1;
@@ -203,7 +206,49 @@ START_TEST (charged_record_renders_its_bits)
   line = render_ok (&rec, NULL);
   ck_assert_ptr_nonnull (strstr (line,
                                  ",\"release\":\"immediate\",\"release_ms\":null,\"release_overflow\":false,"
-                                 "\"bits\":2.000,\"timing_bits\":\"unbounded\",\"repo_bits\":14.424}\n"));
+                                 "\"bits\":2.000,\"content_bits\":2.000,\"timing_bits\":\"unbounded\","
+                                 "\"repo_bits\":14.424}\n"));
+}
+END_TEST
+
+/* A request with an answer schema (wire protocol v2): no outcomes, the
+   schema's digest, the canonical value as the result, and its content bits
+   apart from the timing bits.  */
+START_TEST (schema_record_renders_its_digest_value_and_content_bits)
+{
+  struct sp_audit_record rec = good_record ();
+  cleanup_free char *line = NULL;
+  static const char value[] = "{\"found\":true,\"count\":7}";
+
+  rec.outcomes = NULL;
+  rec.schema_sha256 = "sha256:aa112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+  rec.schema_content_bits = 5;
+  rec.answer = 1;
+  rec.value = value;
+  rec.value_len = sizeof (value) - 1;
+  rec.release = "bucketed";
+  rec.release_ms = 2000;
+  rec.charged = true;
+  rec.millibits = 8000;
+  rec.content_millibits = 5000;
+  rec.repo_millibits = 8000;
+  line = render_ok (&rec, NULL);
+  ck_assert_ptr_nonnull (strstr (line, "\"outcomes\":null,\"answer_schema\":\"sha256:aa1122"));
+  ck_assert_ptr_nonnull (
+      strstr (line, "\"result\":\"{\\\"found\\\":true,\\\"count\\\":7}\",\"status\":\"answered\""));
+  ck_assert_ptr_nonnull (
+      strstr (line, "\"bits\":8.000,\"content_bits\":5.000,\"timing_bits\":3.000,\"repo_bits\":8.000}\n"));
+  free (line);
+  line = NULL;
+  /* An answer without its value is refused, never rendered as another.  */
+  {
+    sp_error_t err = NULL;
+    size_t len;
+
+    rec.value = NULL;
+    ck_assert_int_eq (sp_audit_render (&rec, &line, &len, &err), -1);
+    sp_error_release (&err);
+  }
 }
 END_TEST
 
@@ -847,6 +892,7 @@ audit_suite (void)
   tcase_add_test (render, fixed_record_renders_exact_line_in_key_order);
   tcase_add_test (render, record_without_request_or_launch_renders_nulls);
   tcase_add_test (render, charged_record_renders_its_bits);
+  tcase_add_test (render, schema_record_renders_its_digest_value_and_content_bits);
   tcase_add_test (render, killed_probe_has_null_exit_and_its_signal);
   tcase_add_test (render, every_control_char_quote_and_backslash_in_reason_is_escaped);
   tcase_add_test (render, invalid_utf8_in_any_string_is_refused);

@@ -204,7 +204,8 @@ expect_reject_exact (const char *doc, size_t len, const char *message)
   X (enabled_after_empty_repos_is_rejected, BLOCK ("\"privateRepos\":[],\"enabled\":true"),                  \
      "sealedProbes.privateRepos: must not be empty")                                                         \
   X (repos_string_is_rejected, BLOCK ("\"enabled\":true,\"privateRepos\":\"octo/hello\""),                   \
-     "sealedProbes.privateRepos: must be an array of \"owner/repo\" strings")                                \
+     "sealedProbes.privateRepos: must be an array of \"owner/repo\" strings or {\"repo\", \"sensitivity\"} " \
+     "objects")                                                                                              \
   X (repos_null_is_rejected, BLOCK ("\"privateRepos\":null"), "sealedProbes.privateRepos: must be an array") \
   X (repos_object_is_rejected, BLOCK ("\"privateRepos\":{}"), "sealedProbes.privateRepos: must be an array") \
   X (repo_number_is_rejected, REPOS ("1"), "sealedProbes.privateRepos[0]: must be a string")                 \
@@ -353,6 +354,108 @@ expect_reject_exact (const char *doc, size_t len, const char *message)
   X (first_misspelt_block_in_document_order_is_named, "{\"host\":1,\"sealedprobe\":{},\"SealedProbes\":{}}", \
      MISSPELT ("\"sealedprobe\""))
 
+/* Sensitivity classes and the firewall's enclaves document (issue 31):
+   name, document, a statement about the parsed config `c`.  */
+#define CLASSED(cls) "{\"repo\":\"octo/hello\",\"sensitivity\":\"" cls "\"}"
+#define ENCLAVE(members)                                                                                     \
+  "{\"enclaves\":[{\"script\":{},\"repos\":[{\"repo\":\"octo/hello\",\"sensitivity\":\"internal\"}]" members \
+  "}]}"
+#define ENCLAVE_ENTRY "{\"script\":{},\"repos\":[" CLASSED ("internal") "]}"
+#define CLASS_ACCEPT_ROWS(X)                                                                                 \
+  X (string_entry_has_no_class_and_no_class_budget, ENABLED (""), {                                          \
+    uint64_t bits = 99;                                                                                      \
+    ck_assert (c->sensitivity[0] == SP_SENSITIVITY_NONE && !sp_config_repo_class_bits (c, 0, &bits)          \
+               && bits == 99);                                                                               \
+  })                                                                                                         \
+  X (internal_defaults_to_64_bits, REPOS (CLASSED ("internal")), {                                           \
+    uint64_t bits = 0;                                                                                       \
+    ck_assert (sp_config_repo_class_bits (c, 0, &bits) && bits == 64);                                       \
+  })                                                                                                         \
+  X (confidential_defaults_to_8_bits, REPOS (CLASSED ("confidential")), {                                    \
+    uint64_t bits = 0;                                                                                       \
+    ck_assert (sp_config_repo_class_bits (c, 0, &bits) && bits == 8);                                        \
+  })                                                                                                         \
+  X (sealed_is_metered_at_0_bits, REPOS (CLASSED ("sealed")), {                                              \
+    uint64_t bits = 9;                                                                                       \
+    ck_assert (sp_config_repo_class_bits (c, 0, &bits) && bits == 0);                                        \
+  })                                                                                                         \
+  X (public_is_unmetered_by_default, REPOS (CLASSED ("public")), {                                           \
+    uint64_t bits = 9;                                                                                       \
+    ck_assert (!sp_config_repo_class_bits (c, 0, &bits));                                                    \
+  })                                                                                                         \
+  X (public_with_a_budget_is_metered,                                                                        \
+     BLOCK ("\"enabled\":true,\"privateRepos\":[" CLASSED (                                                  \
+         "public") "],\"sensitivityBudgets\":{\"public\":5}"),                                               \
+     {                                                                                                       \
+       uint64_t bits = 0;                                                                                    \
+       ck_assert (sp_config_repo_class_bits (c, 0, &bits) && bits == 5);                                     \
+     })                                                                                                      \
+  X (internal_budget_is_overridden,                                                                          \
+     BLOCK ("\"enabled\":true,\"privateRepos\":[" CLASSED (                                                  \
+         "internal") "],\"sensitivityBudgets\":{\"internal\":1000000}"),                                     \
+     {                                                                                                       \
+       uint64_t bits = 0;                                                                                    \
+       ck_assert (sp_config_repo_class_bits (c, 0, &bits) && bits == 1000000);                               \
+     })                                                                                                      \
+  X (mixed_forms_keep_each_entrys_class, REPOS ("\"a/a\"," CLASSED ("sealed")),                              \
+     ck_assert (c->sensitivity[0] == SP_SENSITIVITY_NONE && c->sensitivity[1] == SP_SENSITIVITY_SEALED))     \
+  X (repo_index_finds_each_repository, REPOS ("\"a/a\"," CLASSED ("sealed")),                                \
+     ck_assert (sp_config_repo_index (c, (const uint8_t *)"octo/hello", 10) == 1                             \
+                && sp_config_repo_index (c, (const uint8_t *)"a/a", 3) == 0                                  \
+                && sp_config_repo_index (c, (const uint8_t *)"octo/hell", 9) == -1))                         \
+  X (block_form_is_recorded_with_the_largest_script, ENABLED (""),                                           \
+     ck_assert (c->form == SP_CONFIG_FORM_BLOCK && c->max_script_bytes == SP_SCRIPT_MAX_BYTES))              \
+  X (enclaves_document_is_read_onto_the_settings,                                                            \
+     ENCLAVE (",\"timeout\":45,\"runtime\":\"gvisor\",\"memoryLimit\":\"1g\",\"maxInvocations\":3"),         \
+     ck_assert (c->form == SP_CONFIG_FORM_ENCLAVES && c->enabled && c->has_block && c->timeout_seconds == 45 \
+                && c->runtime == SP_RUNTIME_GVISOR && c->memory_limit_bytes == (1ULL << 30)                  \
+                && c->max_invocations == 3 && c->sensitivity[0] == SP_SENSITIVITY_INTERNAL))                 \
+  X (enclaves_script_bytes_lower_the_largest_script,                                                         \
+     "{\"enclaves\":[{\"script\":{\"maxScriptBytes\":100},\"repos\":[" CLASSED ("public") "]}]}",            \
+     ck_assert (c->max_script_bytes == 100))                                                                 \
+  X (enclaves_fixed_limits_looser_than_ours_are_accepted,                                                    \
+     ENCLAVE (",\"pidsLimit\":64,\"cpuLimit\":\"1\",\"tmpfsLimit\":\"16m\",\"maxOutputBytes\":8192"),        \
+     ck_assert (c->enabled))                                                                                 \
+  X (enclaves_fixed_limits_in_other_spellings_are_accepted,                                                  \
+     ENCLAVE (",\"cpuLimit\":\"01.000\",\"tmpfsLimit\":\"16384K\""), ck_assert (c->enabled))
+
+#define CLASS_REJECT_ROWS(X)                                                                                 \
+  X (object_entry_needs_a_sensitivity, REPOS ("{\"repo\":\"octo/hello\"}"),                                  \
+     "sealedProbes.privateRepos[0].sensitivity: required")                                                   \
+  X (object_entry_class_must_be_known, REPOS ("{\"repo\":\"octo/hello\",\"sensitivity\":\"CANARY\"}"),       \
+     "sealedProbes.privateRepos[0].sensitivity: must be one of")                                             \
+  X (object_entry_repo_name_is_checked,                                                                      \
+     REPOS ("{\"repo\":\"https://CANARY@x/y\",\"sensitivity\":\"sealed\"}"),                                 \
+     "sealedProbes.privateRepos[0].repo: must be")                                                           \
+  X (string_and_object_naming_one_repo_are_duplicates, REPOS ("\"octo/hello\"," CLASSED ("internal")),       \
+     "sealedProbes.privateRepos[1]: duplicate of sealedProbes.privateRepos[0]")                              \
+  X (sealed_budget_cannot_be_overridden, ENABLED (",\"sensitivityBudgets\":{\"sealed\":1}"),                 \
+     "sealedProbes.sensitivityBudgets.sealed: cannot be overridden")                                         \
+  X (zero_budget_is_refused, ENABLED (",\"sensitivityBudgets\":{\"internal\":0}"),                           \
+     "sealedProbes.sensitivityBudgets.internal: must be an integer from 1 to 1000000")                       \
+  X (budget_above_the_bound_is_refused, ENABLED (",\"sensitivityBudgets\":{\"confidential\":1000001}"),      \
+     "sealedProbes.sensitivityBudgets.confidential: must be an integer from 1 to 1000000")                   \
+  X (both_forms_are_refused, "{\"sealedProbes\":{},\"enclaves\":[]}", "(document): holds both")              \
+  X (enclaves_agent_entry_is_refused, "{\"enclaves\":[{\"agent\":{\"model\":\"CANARY\"},\"repos\":[]}]}",    \
+     "enclaves[0].agent: is refused: an agent entry runs a model")                                           \
+  X (enclaves_second_script_entry_is_refused, "{\"enclaves\":[" ENCLAVE_ENTRY "," ENCLAVE_ENTRY "]}",        \
+     "enclaves[1]: is a second \"script\" entry")                                                            \
+  X (enclaves_pids_below_ours_is_refused, ENCLAVE (",\"pidsLimit\":63"),                                     \
+     "enclaves[0].pidsLimit: 63 is stricter than 64 processes")                                              \
+  X (enclaves_cpu_below_one_is_refused, ENCLAVE (",\"cpuLimit\":\"0.999\""),                                 \
+     "enclaves[0].cpuLimit: asks less than \"1\"")                                                           \
+  X (enclaves_tmpfs_below_ours_is_refused, ENCLAVE (",\"tmpfsLimit\":\"16383k\""),                           \
+     "enclaves[0].tmpfsLimit: asks less than \"16m\"")                                                       \
+  X (enclaves_output_below_ours_is_refused, ENCLAVE (",\"maxOutputBytes\":8191"),                            \
+     "enclaves[0].maxOutputBytes: 8191 is stricter than 8192 bytes")                                         \
+  X (enclaves_runc_is_not_a_firewall_runtime, ENCLAVE (",\"runtime\":\"runc\""),                             \
+     "enclaves[0].runtime: must be one of \"docker\", \"gvisor\", \"sbx\"")                                  \
+  X (enclaves_timeout_above_ours_is_refused, ENCLAVE (",\"timeout\":540"),                                   \
+     "enclaves[0].timeout: must be at most 300 seconds")                                                     \
+  X (enclaves_string_repo_is_refused, "{\"enclaves\":[{\"script\":{},\"repos\":[\"octo/hello\"]}]}",         \
+     "enclaves[0].repos[0]: must be an object")                                                              \
+  X (enclaves_unknown_key_is_named, ENCLAVE (",\"tools\":[]"), "enclaves[0]: unknown key \"tools\"")
+
 #define DEFINE_ACCEPT(name, doc, check)                                                                      \
   START_TEST (name)                                                                                          \
   {                                                                                                          \
@@ -377,6 +480,19 @@ expect_reject_exact (const char *doc, size_t len, const char *message)
 ACCEPT_ROWS (DEFINE_ACCEPT)
 REJECT_ROWS (DEFINE_REJECT)
 NEAR_MISS_ROWS (DEFINE_REJECT_EXACT)
+CLASS_ACCEPT_ROWS (DEFINE_ACCEPT)
+CLASS_REJECT_ROWS (DEFINE_REJECT)
+
+START_TEST (sensitivity_names_are_the_firewalls)
+{
+  ck_assert_str_eq (sp_sensitivity_name (SP_SENSITIVITY_NONE), "none");
+  ck_assert_str_eq (sp_sensitivity_name (SP_SENSITIVITY_PUBLIC), "public");
+  ck_assert_str_eq (sp_sensitivity_name (SP_SENSITIVITY_INTERNAL), "internal");
+  ck_assert_str_eq (sp_sensitivity_name (SP_SENSITIVITY_CONFIDENTIAL), "confidential");
+  ck_assert_str_eq (sp_sensitivity_name (SP_SENSITIVITY_SEALED), "sealed");
+  ck_assert_str_eq (sp_sensitivity_name ((enum sp_sensitivity)99), "unknown");
+}
+END_TEST
 
 /* The rule itself, at its edges: equal ignoring ASCII case, or one edit
    (insert, delete, substitute a code point, or swap two adjacent ones)
@@ -648,6 +764,9 @@ make_suite (void)
   ACCEPT_ROWS (ADD_ROW)
   REJECT_ROWS (ADD_ROW)
   NEAR_MISS_ROWS (ADD_ROW)
+  CLASS_ACCEPT_ROWS (ADD_ROW)
+  CLASS_REJECT_ROWS (ADD_ROW)
+  tcase_add_test (tc, sensitivity_names_are_the_firewalls);
   tcase_add_test (tc, near_miss_rule_edges);
   tcase_add_test (tc, repos_at_the_maximum_are_accepted);
   tcase_add_test (tc, repos_above_the_maximum_are_rejected);

@@ -596,7 +596,7 @@ START_TEST (overlong_line_is_refused)
   append_text (big);
   write_ledger ("{\"version\":2,\"limit\":10,\"used\":0,\"repositories\":{}}\n");
   msg = read_fails ();
-  ck_assert_msg (strstr (msg, "longer than 8192 bytes") != NULL, "%s", msg);
+  ck_assert_msg (strstr (msg, "longer than 32768 bytes") != NULL, "%s", msg);
 }
 END_TEST
 

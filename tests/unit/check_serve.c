@@ -124,33 +124,47 @@ END_TEST
 
 /* ---- the releaser ------------------------------------------------------ */
 
-/* What a held answer's client reads: exactly one ERROR frame, then the end
-   of the stream.  */
-static void
-expect_error_then_eof (int fd, int flags)
+/* The protocol version hold_all gives the i-th held answer: both, in
+   turn.  */
+static uint8_t
+version_of (int i)
 {
-  uint8_t want[SP_RESPONSE_FRAME_BYTES], got[SP_RESPONSE_FRAME_BYTES + 1];
+  return i % 2 ? SP_FRAME_VERSION_V2 : SP_FRAME_VERSION_V1;
+}
+
+/* What a held answer's client reads: exactly one ERROR frame of its
+   request's version, then the end of the stream.  */
+static void
+expect_error_then_eof (int fd, int flags, uint8_t version)
+{
+  uint8_t want[SP_RESPONSE_V2_FRAME_MAX_BYTES], got[SP_RESPONSE_V2_FRAME_MAX_BYTES + 1];
+  size_t want_len = SP_RESPONSE_FRAME_BYTES;
   sp_error_t err = NULL;
   ssize_t n;
 
-  ck_assert_int_eq (sp_response_encode (SP_RESPONSE_ERROR, want, &err), 0);
-  n = recv (fd, got, sizeof (got), MSG_WAITALL | flags);
-  ck_assert_msg (n == (ssize_t)sizeof (want), "read %zd bytes, not one ERROR frame (%s)", n,
+  if (version == SP_FRAME_VERSION_V2)
+    ck_assert_int_eq (sp_response_v2_encode (NULL, want, sizeof (want), &want_len, &err), 0);
+  else
+    ck_assert_int_eq (sp_response_encode (SP_RESPONSE_ERROR, want, &err), 0);
+  n = recv (fd, got, want_len + 1, MSG_WAITALL | flags);
+  ck_assert_msg (n == (ssize_t)want_len, "read %zd bytes, not one v%u ERROR frame (%s)", n, version,
                  n < 0 ? strerror (errno) : "then more");
-  ck_assert_mem_eq (got, want, sizeof (want));
+  ck_assert_mem_eq (got, want, want_len);
   ck_assert_int_eq (recv (fd, got, 1, flags), 0);
 }
 
-/* Hands n answers to the releaser, the i-th due at at[i]: pairs[i][1]
-   goes to it, pairs[i][0] is the client's end.  */
+/* Hands n answers to the releaser, the i-th due at at[i] and of protocol
+   version version_of (i): pairs[i][1] goes to it, pairs[i][0] is the
+   client's end.  */
 static void
 hold_all (struct sp_serve *s, int n, int pairs[][2], const uint64_t at[])
 {
   for (int i = 0; i < n; i++)
     {
       ck_assert_int_eq (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pairs[i]), 0);
-      ck_assert (sp_serve_release_later (
-          s, pairs[i][1], &(struct sp_serve_release){ .mode = SP_RELEASE_BUCKETED, .at_ns = at[i] }));
+      ck_assert (
+          sp_serve_release_later (s, pairs[i][1], version_of (i),
+                                  &(struct sp_serve_release){ .mode = SP_RELEASE_BUCKETED, .at_ns = at[i] }));
     }
 }
 
@@ -186,7 +200,7 @@ START_TEST (releaser_sends_each_held_error_no_earlier_than_its_time)
           {
             ck_assert_msg (now >= at[i], "answer %d left %llu ms before its release time", i,
                            (unsigned long long)((at[i] - now) / MS));
-            expect_error_then_eof (pfd[i].fd, 0);
+            expect_error_then_eof (pfd[i].fd, 0, version_of (i));
             close (pfd[i].fd);
             pfd[i].fd = -1;
             left--;
@@ -194,6 +208,23 @@ START_TEST (releaser_sends_each_held_error_no_earlier_than_its_time)
     }
   sp_serve_releaser_stop (&s);
   serve_release (&s);
+}
+END_TEST
+
+/* A refusal is answered in the version the frame's header names, and in
+   v1 whenever the header cannot say (too short, another magic).  */
+START_TEST (refusals_answer_in_the_version_the_header_names)
+{
+  static const uint8_t v2[] = "SPRB\x02\x01\x00\x00\x00\x1e";
+  static const uint8_t v1[] = "SPRB\x01\x01\x00\x00\x00\x1e";
+  static const uint8_t other[] = "SPRC\x02\x01\x00\x00\x00\x1e";
+
+  ck_assert_uint_eq (sp_serve_frame_version (v2, 10), 2);
+  ck_assert_uint_eq (sp_serve_frame_version (v2, 5), 2);
+  ck_assert_uint_eq (sp_serve_frame_version (v2, 4), 1);
+  ck_assert_uint_eq (sp_serve_frame_version (v1, 10), 1);
+  ck_assert_uint_eq (sp_serve_frame_version (other, 10), 1);
+  ck_assert_uint_eq (sp_serve_frame_version (NULL, 0), 1);
 }
 END_TEST
 
@@ -218,11 +249,11 @@ START_TEST (releaser_stop_lets_every_held_error_go_at_once)
   /* Already there, without waiting: MSG_DONTWAIT fails on anything held.  */
   for (int i = 0; i < N; i++)
     {
-      expect_error_then_eof (pairs[i][0], MSG_DONTWAIT);
+      expect_error_then_eof (pairs[i][0], MSG_DONTWAIT, version_of (i));
       close (pairs[i][0]);
     }
   ck_assert (!sp_serve_release_room (&s));
-  ck_assert (!sp_serve_release_later (&s, 0, &(struct sp_serve_release){ .at_ns = in_an_hour }));
+  ck_assert (!sp_serve_release_later (&s, 0, 1, &(struct sp_serve_release){ .at_ns = in_an_hour }));
   serve_release (&s);
 }
 END_TEST
@@ -582,6 +613,7 @@ make_suite (void)
   tcase_add_test (tc, heap_gives_back_every_entry_in_release_order);
   tcase_add_test (tc, releaser_sends_each_held_error_no_earlier_than_its_time);
   tcase_add_test (tc, releaser_stop_lets_every_held_error_go_at_once);
+  tcase_add_test (tc, refusals_answer_in_the_version_the_header_names);
   tcase_add_test (tc, a_slot_is_taken_once_until_it_is_freed);
   tcase_add_test (tc, stop_kills_each_running_container_once_and_nothing_starts_after);
   tcase_add_test (tc, a_halt_is_said_once_and_keeps_its_first_reason);
