@@ -159,8 +159,9 @@ render_schemas (FILE *f, const struct sp_config *c)
            "### What comes back\n\n"
            "One line, `{\"result\":<value>}`, the value in the proxy's canonical form: no spaces, an "
            "object's keys in the schema's order, for example `{\"result\":{\"found\":true,\"count\":3}}` or "
-           "`{\"result\":42}`; or `{\"result\":\"ERROR\"}`. Keep the string `ERROR` out of your schema's "
-           "literals: an answer `\"ERROR\"` would read exactly as a failure. Every call spends one of "
+           "`{\"result\":42}`; or `{\"result\":\"ERROR\"}`. A schema with the literal string `ERROR` "
+           "anywhere is refused, since an answer `\"ERROR\"` would read exactly as a failure. Every call "
+           "spends one of "
            "the %u calls, as above.\n\n",
            SP_ANSWER_OUTPUT_MAX_BYTES, (unsigned)c->max_invocations);
 }

@@ -241,6 +241,13 @@ check_literal_string (const struct sp_json *v, const char *path, sp_error_t *err
   if (len > SP_ANSWER_SCHEMA_MAX_LITERAL_BYTES)
     return sp_make_error (err, 0, "answer schema: %s: a literal string is %zu bytes, more than %d", path, len,
                           SP_ANSWER_SCHEMA_MAX_LITERAL_BYTES);
+  /* As no outcome may be: an answer "ERROR" would print as every failure
+     does, two answers as one.  */
+  if (len == 5 && memcmp (s, "ERROR", 5) == 0)
+    return sp_make_error (err, 0,
+                          "answer schema: %s: the literal string \"ERROR\" is reserved (every failure reads "
+                          "so)",
+                          path);
   while (off < len)
     {
       uint32_t cp;

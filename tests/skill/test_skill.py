@@ -345,7 +345,7 @@ def answer_schemas_call_cost_and_output_are_stated():
     for needle in ["sealed-probe --repo OWNER/NAME --answer-schema schema.json < probe.py",
                    "--answer-schema-json '{", "ceil(log2(N + 1))", "timing bits", "Three outcomes cost 2",
                    '`{"result": <value>}` to `/probe/out`', '`{"result":{"found":true,"count":3}}`',
-                   "4096 bytes of JSON", "At most 8192 bytes", "| `union` |", "Keep the string `ERROR` out"]:
+                   "4096 bytes of JSON", "At most 8192 bytes", "| `union` |", "literal string `ERROR` anywhere is refused"]:
         assert needle in text, needle
 
 

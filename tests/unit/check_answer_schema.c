@@ -1038,6 +1038,10 @@ END_TEST
 #define REFUSE_TABLE(X) \
   /* Not a node.  */ \
   X (root_string_is_refused,                "'boolean'", "$: a schema node is a JSON object") \
+  /* "ERROR" is every failure's answer, anywhere a literal stands.  */ \
+  X (const_error_is_refused,                "{'type':'const','value':'ERROR'}", "$.value: the literal string \"ERROR\" is reserved") \
+  X (enum_error_is_refused,                 "{'type':'enum','values':['OK','ERROR']}", "$.values[1]: the literal string \"ERROR\" is reserved") \
+  X (nested_error_is_refused,               "{'type':'object','fields':{'a':{'type':'const','value':'ERROR'}}}", "$.fields.a.value: the literal string") \
   X (root_array_is_refused,                 "[{'type':'boolean'}]", "$: a schema node is a JSON object") \
   X (missing_type_is_refused,               "{'value':1}", "$: \"type\" is one of const, boolean") \
   X (unknown_type_is_refused,               "{'type':'string'}", "$: \"type\" is one of") \
