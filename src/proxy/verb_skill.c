@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,17 @@
 #define USAGE "usage: sealed-probe-proxy skill --config PATH|- [--out FILE]"
 
 #define fail(...) (sp_verb_report ("skill", __VA_ARGS__), SP_EXIT_FAIL)
+
+/* The first repository that may run (not sealed), or n_private_repos.  */
+static size_t
+first_runnable (const struct sp_config *c)
+{
+  size_t i = 0;
+
+  while (i < c->n_private_repos && c->sensitivity[i] == SP_SENSITIVITY_SEALED)
+    i++;
+  return i;
+}
 
 /* The worked example.  tests/skill/test_skill.py extracts it from the
    generated file and runs it, so it must stay a complete, working script.  */
@@ -188,7 +200,18 @@ render (FILE *f, const struct sp_config *c)
 
   fputs ("## Repositories you can probe\n\n", f);
   for (size_t i = 0; i < c->n_private_repos; i++)
-    fprintf (f, "- `%s`\n", c->private_repos[i]);
+    {
+      uint64_t bits;
+
+      /* A sealed repository never runs: naming it would only waste calls.  */
+      if (c->sensitivity[i] == SP_SENSITIVITY_SEALED)
+        continue;
+      if (sp_config_repo_class_bits (c, i, &bits))
+        fprintf (f, "- `%s` (`%s`: its calls may carry %" PRIu64 " bits in all, then each gives `ERROR`)\n",
+                 c->private_repos[i], sp_sensitivity_name (c->sensitivity[i]), bits);
+      else
+        fprintf (f, "- `%s`\n", c->private_repos[i]);
+    }
   fputs ("\nAny other repository name gives `ERROR`. Names are exact: lowercase `owner/name`, "
          "with no URL and no `.git`.\n\n",
          f);
@@ -247,7 +270,7 @@ render (FILE *f, const struct sp_config *c)
   fprintf (f, "## A complete example\n\n```python\n%s```\n\nCall it with:\n\n", example_script);
   fprintf (f,
            "```sh\nsealed-probe --repo %s --outcome YES --outcome NO --outcome UNKNOWN < probe.py\n```\n\n",
-           c->private_repos[0]);
+           c->private_repos[first_runnable (c)]);
 
   render_schemas (f, c);
 
@@ -313,6 +336,9 @@ sp_verb_skill (int argc, char **argv)
 
   if (sp_verb_load_enabled_config ("skill", config_path, &config) < 0)
     return SP_EXIT_FAIL;
+  if (first_runnable (config) == config->n_private_repos)
+    return fail ("every repository is `sealed`: there is nothing to probe, and serve refuses such a config "
+                 "too");
 
   f = open_memstream (&text, &len);
   if (f == NULL)

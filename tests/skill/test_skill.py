@@ -140,6 +140,28 @@ def every_configured_repository_is_listed():
 
 
 @test
+def sensitivity_classes_shape_the_list_and_a_sealed_repository_is_never_named():
+    doc = json.loads(json.dumps(CONFIG))
+    doc["sealedProbes"]["privateRepos"] = [{"repo": "acme/vault", "sensitivity": "sealed"}, "acme/plain",
+                                           {"repo": "acme/conf", "sensitivity": "confidential"},
+                                           {"repo": "acme/open", "sensitivity": "public"}]
+    with Scratch() as s:
+        p = run(["--config", s.write_config(doc)])
+    text = p.stdout.decode("utf-8")
+    assert p.returncode == 0, p.stderr
+    assert "acme/vault" not in text and "`sealed`" not in text, text
+    assert "- `acme/plain`\n" in text and "- `acme/open`\n" in text, text
+    assert "- `acme/conf` (`confidential`: its calls may carry 8 bits in all" in text, text
+    # The worked example names a repository that may run.
+    assert "sealed-probe --repo acme/plain --outcome YES" in text, text
+    doc["sealedProbes"]["privateRepos"] = [{"repo": "acme/vault", "sensitivity": "sealed"}]
+    with Scratch() as s:
+        p = run(["--config", s.write_config(doc)])
+    assert p.returncode == 1 and p.stdout == b"" and b"every repository is `sealed`" in p.stderr \
+        and b"acme/vault" not in p.stderr, (p.returncode, p.stdout, p.stderr)
+
+
+@test
 def front_matter_names_the_skill_with_a_one_line_description():
     lines = skill_text().split("\n")
     assert lines[0] == "---", lines[0]
