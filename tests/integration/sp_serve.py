@@ -903,6 +903,21 @@ IN_NONBLOCK = 0o4000
 IN_CLOEXEC = 0o2000000
 
 
+def launch_watch(state, run):
+    """An inotify watch on what a launch creates: the run's runtime root,
+    the workspaces and the run's workspace directory."""
+    ino = Inotify()
+    for d in dict.fromkeys((B.run_root(state, run), work_dir(state), os.path.join(work_dir(state), run))):
+        if os.path.isdir(d):
+            ino.watch(d)
+    return ino
+
+
+def launch_events(state, run, events):
+    """Those of a launch_watch's events that a copy or a launch made."""
+    return [e for e in events if e[0] == B.run_root(state, run) or (e[0] or "").startswith(work_dir(state))]
+
+
 class Inotify:
     """IN_CREATE events on a few directories."""
 

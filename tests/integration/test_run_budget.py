@@ -82,26 +82,12 @@ def ledger_text(state):
         return f.read()
 
 
-def watch(state, run):
-    """An inotify watch on what a launch creates: the run's runtime root,
-    the workspaces and the run's workspace directory."""
-    ino = S.Inotify()
-    for d in dict.fromkeys((B.run_root(state, run), S.work_dir(state), os.path.join(S.work_dir(state), run))):
-        if os.path.isdir(d):
-            ino.watch(d)
-    return ino
-
-
-def launches(state, run, events):
-    return [e for e in events if e[0] == B.run_root(state, run) or (e[0] or "").startswith(S.work_dir(state))]
-
-
 def refused_with_nothing_launched(srv, state, repo, tag, label):
     """One call on repo, expected refused by the run's budget before
     anything is copied or launched."""
     before = ledger_text(state)
     S.wait_pool_full(srv, repos=2)  # the refills are serve's own work, not a launch
-    ino = watch(state, srv.run)
+    ino = S.launch_watch(state, srv.run)
     text = script(tag)
     got = request(srv.socket, repo, text)
     time.sleep(0.3)
@@ -158,13 +144,13 @@ try:
         got = []
         for i, repo in enumerate((ALPHA, BETA, ALPHA)):
             S.wait_pool_full(srv, repos=2)
-            ino = watch(state, srv.run)
+            ino = S.launch_watch(state, srv.run)
             got.append(request(srv.socket, repo, script(f"spend-{i}")))
             time.sleep(0.3)
             created = ino.events()
             ino.close()
             if i == 0:
-                tap.ok(launches(state, srv.run, created),
+                tap.ok(S.launch_events(state, srv.run, created),
                        "control: the inotify watch sees an answered call's workspace or container created", created)
         ledger = json.loads(ledger_text(state))
         per_repo = {n: r["millibits"] for n, r in ledger["repositories"].items()}

@@ -132,28 +132,16 @@ def repo_millibits(state, repo):
     return (json.loads(ledger(state)).get("repositories", {}).get(repo) or {}).get("millibits", 0)
 
 
-def watch(state, run):
-    ino = S.Inotify()
-    for d in dict.fromkeys((B.run_root(state, run), S.work_dir(state), os.path.join(S.work_dir(state), run))):
-        if os.path.isdir(d):
-            ino.watch(d)
-    return ino
-
-
-def launches(state, run, events):
-    return [e for e in events if e[0] == B.run_root(state, run) or (e[0] or "").startswith(S.work_dir(state))]
-
-
 def refused_before_launch(srv, state, send, script, cause, label, why, off_slots=False, repos=2):
     """One call expected refused with cause before anything is debited,
     copied or launched; off_slots: refused with the frame's checks, before
     its fields are logged."""
     before = ledger(state)
     S.wait_pool_full(srv, repos=repos)  # the refills are serve's own work, not a launch
-    ino = watch(state, srv.run)
+    ino = S.launch_watch(state, srv.run)
     got = send()
     time.sleep(0.3)
-    created = launches(state, srv.run, ino.events())
+    created = S.launch_events(state, srv.run, ino.events())
     ino.close()
     rec = newest_refusal(state) if off_slots else rec_of(state, script)
     tap.ok(got == "ERROR" and rec is not None and rec["status"] == "refused" and rec["cause"] == cause
@@ -190,7 +178,14 @@ try:
 
     with S.serving(work, config, state, extra=FLAGS) as srv:
         # ---- a schema probe, raw v2 -------------------------------------------------
+        S.wait_pool_full(srv, repos=2)
+        ino = S.launch_watch(state, srv.run)
         got = ask(srv, PLAIN, COUNT_SCHEMA, COUNT_SCRIPT)
+        time.sleep(0.3)
+        created = S.launch_events(state, srv.run, ino.events())
+        ino.close()
+        tap.ok(created, "control: the inotify watch sees an answered call's workspace or container created",
+               created)
         rec = rec_of(state, COUNT_SCRIPT)
         want_bits = math.ceil(math.log2(1001 + 1))
         tap.ok(got == str(N_FILES), f"a v2 request counting .py files answers {N_FILES}, canonically "
