@@ -75,7 +75,7 @@ struct sp_audit_record
   const size_t *seed_omitted_submodules;
   const char *snapshot; /* "overlay" or "copy", NULL when none was made */
   /* The sandbox the probe was given: its workspace's name and its container
-     id's last part, "7" when made for this request, "p3" when made ahead
+     id's last part, "7" when made for this request, "p000003" when made ahead
      (docs/operations.md); NULL when none was.  */
   const char *sandbox;
   bool debited; /* the budget was debited for this request */

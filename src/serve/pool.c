@@ -41,6 +41,13 @@
 #define POOL_RETRY_FIRST_MS 250
 #define POOL_RETRY_MAX_MS   (30 * 1000)
 
+/* A pool sandbox's name is "p" and POOL_NAME_DIGITS digits: all of one
+   length, so that no name is a prefix of another.  runsc finds a container
+   by a prefix of its id, and refused the delete of `sp-<run>-p1` while
+   `sp-<run>-p11` lived ("ambiguous"), failing a probe that had answered.  */
+#define POOL_NAME_DIGITS 6
+#define POOL_NAMES_MAX   1000000ULL
+
 struct sp_serve_pool
 {
   pthread_t thread;
@@ -72,7 +79,9 @@ next_repo (const struct sp_serve *s, const struct sp_serve_pool *p, uint64_t now
   unsigned best_have = 0;
 
   *wait_ns = 0;
-  if (p->held >= s->pool_slots || s->stopping)
+  /* Past the last name of one width the pool makes no more: requests are
+     served cold, never under a name another one's is a prefix of.  */
+  if (p->held >= s->pool_slots || s->stopping || p->next_name >= POOL_NAMES_MAX)
     return SIZE_MAX;
   for (size_t i = 0; i < s->config->n_private_repos; i++)
     {
@@ -174,7 +183,7 @@ make_one (struct sp_serve *s, struct sp_serve_pool *p, size_t i)
 
   p->making[i]++;
   p->held++;
-  snprintf (name, sizeof (name), "p%" PRIu64, p->next_name++);
+  snprintf (name, sizeof (name), "p%0*" PRIu64, POOL_NAME_DIGITS, p->next_name++);
   pthread_mutex_unlock (&s->lock);
 
   slot = sp_serve_slot_claim (s);
