@@ -48,10 +48,10 @@
 #define CGROUP_DRAIN_MS     2000
 #define CGROUP_DRAIN_NAP_MS 10
 #define CGROUP_PROCS_MAX    (256 * 1024)
-/* A container's `delete`: how often it is tried, and how far apart
-   (delete_tried).  */
-#define DELETE_TRIES  3
-#define DELETE_NAP_MS 1000
+/* An earlier run's container: how often its removal is tried, and how far
+   apart (delete_orphan).  */
+#define ORPHAN_DELETE_TRIES  3
+#define ORPHAN_DELETE_NAP_MS 1000
 /* A reaped container's cgroup: how long it may still be busy.  */
 #define REMOVE_BUSY_MS 200
 /* "sp-" <run> "-" <invocation>.  */
@@ -191,31 +191,6 @@ delete_id (const struct oci_cli *r, const char *root, const char *id, sp_error_t
   char *words[] = DELETE_WORDS (id);
 
   return container_verb (r, root, words, id, err);
-}
-
-/* `delete --force`, tried DELETE_TRIES times DELETE_NAP_MS apart.  runsc
-   waits 5 s for its killed sandbox's pid to go and gives up (exit 128)
-   where that pid is slow to go: an earlier run's container, whose processes
-   stay zombies until the host's init reaps them, or this run's on a loaded
-   host (CI saw one fail so right after its probe answered); a later try
-   finds it gone.  Any failure of the last try is the error.  */
-static int
-delete_tried (const struct oci_cli *r, const char *root, const char *id, sp_error_t *err)
-{
-  for (int tries = 1;; tries++)
-    {
-      cleanup_error sp_error_t e = NULL;
-      struct timespec nap = { DELETE_NAP_MS / 1000, (DELETE_NAP_MS % 1000) * 1000000L };
-
-      if (delete_id (r, root, id, &e) == 0)
-        return 0;
-      if (tries >= DELETE_TRIES)
-        {
-          *err = get_and_reset (&e);
-          return -1;
-        }
-      nanosleep (&nap, NULL);
-    }
 }
 
 void
@@ -616,7 +591,7 @@ sandbox_remove (struct oci_cli *r, struct sp_runtime_sandbox *sb, sp_error_t *er
   unlink (sb->pid_file);
   if (r->flavor->remove_reaped_directly && remove_reaped (r, sb) == 0)
     return state_gone (r, sb->container_id, err);
-  if (delete_tried (r, r->root, sb->container_id, err) < 0)
+  if (delete_id (r, r->root, sb->container_id, err) < 0)
     return -1;
   return state_gone (r, sb->container_id, err);
 }
@@ -1159,6 +1134,31 @@ entry_container_id (const char *entry)
 
 /* Deletes the containers under one --root (<state>/<runtime>/<run>), then
    the root itself, adding what went to removed.  */
+/* `delete --force` of an earlier run's container, tried ORPHAN_DELETE_TRIES
+   times ORPHAN_DELETE_NAP_MS apart.  Its processes were another process's
+   children: once killed they stay zombies until the host's init reaps them,
+   and runsc, which waits 5 s for its killed sandbox's pid to go, gives up
+   (exit 128) where init is slow to reap; a later try finds it gone.  Any
+   failure of the last try is the error.  */
+static int
+delete_orphan (const struct oci_cli *r, const char *root, const char *id, sp_error_t *err)
+{
+  for (int tries = 1;; tries++)
+    {
+      cleanup_error sp_error_t e = NULL;
+      struct timespec nap = { ORPHAN_DELETE_NAP_MS / 1000, (ORPHAN_DELETE_NAP_MS % 1000) * 1000000L };
+
+      if (delete_id (r, root, id, &e) == 0)
+        return 0;
+      if (tries >= ORPHAN_DELETE_TRIES)
+        {
+          *err = get_and_reset (&e);
+          return -1;
+        }
+      nanosleep (&nap, NULL);
+    }
+}
+
 static int
 clean_run_root (struct oci_cli *r, int state_root_fd, const char *run, struct sp_orphans_removed *removed,
                 sp_error_t *err)
@@ -1191,7 +1191,7 @@ clean_run_root (struct oci_cli *r, int state_root_fd, const char *run, struct sp
         }
       if (seen)
         continue;
-      if (delete_tried (r, root, id, &e) < 0)
+      if (delete_orphan (r, root, id, &e) < 0)
         keep_first (&first, &e);
       else
         deleted++;
