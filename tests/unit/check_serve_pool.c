@@ -333,8 +333,8 @@ END_TEST
 static unsigned long
 age (const struct sp_serve_sandbox *sb)
 {
-  /* Names count up as the pool makes them (p0, p1, ...): the oldest has
-     the lowest.  */
+  /* Names count up as the pool makes them (p000000, p000001, ...): the
+     oldest has the lowest.  */
   return strtoul (sb->name + 1, NULL, 10);
 }
 
@@ -393,6 +393,56 @@ repo_1_has_2 (void *arg)
   (void)arg;
   return waiting (1) == 2;
 }
+
+/* runsc finds a container by a prefix of its id: a pool name that is a
+   prefix of another (p1 of p11) made the delete of a sandbox that waited
+   while a dozen others came and went fail as ambiguous.  Every name is
+   "p" and six digits, so none is.  */
+START_TEST (pool_names_are_of_one_length_so_none_is_a_prefix_of_another)
+{
+  enum
+  {
+    ROUNDS = 14
+  };
+  struct fixture fx;
+  struct want w = { .repos = 2, .each = 1 };
+  char *names[ROUNDS + 1];
+  size_t n = 0;
+  struct sp_serve_sandbox *waited;
+
+  fake_reset ();
+  fixture_start (&fx, 2, 1, 2);
+  ck_assert (within_5s (each_has, &w));
+  /* Repository 1's sandbox waits while repository 0's come and go.  */
+  for (int i = 0; i < ROUNDS; i++)
+    {
+      struct sp_serve_sandbox *sb = sp_serve_pool_take (&fx.s, 0);
+
+      ck_assert_ptr_nonnull (sb);
+      names[n++] = strdup (sb->name);
+      ck_assert_int_eq (sp_serve_sandbox_destroy (&fx.s, sb, NULL), 0);
+      sp_serve_pool_refill (&fx.s);
+      ck_assert (within_5s (each_has, &w));
+    }
+  waited = sp_serve_pool_take (&fx.s, 1);
+  ck_assert_ptr_nonnull (waited);
+  names[n++] = strdup (waited->name);
+  ck_assert_int_eq (sp_serve_sandbox_destroy (&fx.s, waited, NULL), 0);
+  for (size_t i = 0; i < n; i++)
+    {
+      ck_assert_msg (strlen (names[i]) == 7 && names[i][0] == 'p' && strspn (names[i] + 1, "0123456789") == 6,
+                     "pool name %s", names[i]);
+      for (size_t j = 0; j < n; j++)
+        ck_assert_msg (i == j || strncmp (names[i], names[j], strlen (names[i])) != 0, "%s is a prefix of %s",
+                       names[i], names[j]);
+    }
+  /* More than ten were made while the first waited: the case that failed.  */
+  ck_assert_uint_gt (n, 11);
+  for (size_t i = 0; i < n; i++)
+    free (names[i]);
+  fixture_stop (&fx);
+}
+END_TEST
 
 START_TEST (a_failing_repository_backs_off_while_the_others_fill)
 {
@@ -536,6 +586,7 @@ make_suite (void)
   tcase_add_test (tc, it_fills_each_repository_to_its_pool_and_no_further);
   tcase_add_test (tc, its_slots_bound_the_total_across_repositories);
   tcase_add_test (tc, a_take_hands_out_the_oldest_once_and_a_refill_replaces_it);
+  tcase_add_test (tc, pool_names_are_of_one_length_so_none_is_a_prefix_of_another);
   tcase_add_test (tc, a_failing_repository_backs_off_while_the_others_fill);
   tcase_add_test (tc, a_repository_whose_seed_is_gone_is_given_up_for_good);
   tcase_add_test (tc, a_stop_removes_every_waiting_sandbox_and_makes_none_after);
