@@ -38,6 +38,7 @@ static const char *const keys[] = {
   "finished",
   "repo",
   "outcomes",
+  "answer_schema",
   "script_sha256",
   "seed_commit",
   "seed_digest",
@@ -62,6 +63,7 @@ static const char *const keys[] = {
   "release_ms",
   "release_overflow",
   "bits",
+  "content_bits",
   "timing_bits",
   "repo_bits",
 };
@@ -290,13 +292,17 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       v = sp_json_object_get (root, "release_ms");
       FUZZ_REQUIRE (v->type == (rec.release == NULL || rec.release_ms < 0 ? SP_JSON_NULL : SP_JSON_NUMBER));
       FUZZ_REQUIRE (sp_json_object_get (root, "release_overflow")->type == SP_JSON_BOOL);
+      /* This harness renders three-outcome records only.  */
+      FUZZ_REQUIRE (sp_json_object_get (root, "answer_schema")->type == SP_JSON_NULL);
       v = sp_json_object_get (root, "timing_bits");
       if (!rec.charged)
         FUZZ_REQUIRE (v->type == SP_JSON_NULL && sp_json_object_get (root, "bits")->type == SP_JSON_NULL
+                      && sp_json_object_get (root, "content_bits")->type == SP_JSON_NULL
                       && sp_json_object_get (root, "repo_bits")->type == SP_JSON_NULL);
       else
         FUZZ_REQUIRE (
             sp_json_object_get (root, "bits")->type == SP_JSON_NUMBER
+            && sp_json_object_get (root, "content_bits")->type == SP_JSON_NUMBER
             && sp_json_object_get (root, "repo_bits")->type == SP_JSON_NUMBER
             && (rec.timing_unbounded ? json_string_is (v, "unbounded", 9) : v->type == SP_JSON_NUMBER));
       sp_json_free (root);
