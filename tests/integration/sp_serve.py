@@ -468,6 +468,19 @@ def audit_lines(state, run=None, admissions=False):
     return out
 
 
+def record_of_script(state, script):
+    """The newest result record of the request that sent script, or None."""
+    tag = sha256_tag(script)
+    found = [r for r in audit_lines(state) if r["script_sha256"] == tag]
+    return found[-1] if found else None
+
+
+def admissions_of_script(state, script):
+    """The admission records of the requests that sent script."""
+    tag = sha256_tag(script)
+    return [r for r in audit_lines(state, admissions=True) if r["status"] == "admitted" and r["script_sha256"] == tag]
+
+
 def audit_key_problems(rec):
     """What is wrong with one record's shape, by the documented key list and
     types; [] when it is well-formed."""

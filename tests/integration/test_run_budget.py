@@ -65,18 +65,6 @@ def request(sock_path, repo, text):
     return repr(got)
 
 
-def rec_of(state, text):
-    tag = S.sha256_tag(text)
-    found = [r for r in S.audit_lines(state) if r["script_sha256"] == tag]
-    return found[-1] if found else None
-
-
-def admitted(state, text):
-    tag = S.sha256_tag(text)
-    return [r for r in S.audit_lines(state, admissions=True)
-            if r["status"] == "admitted" and r["script_sha256"] == tag]
-
-
 def ledger_text(state):
     with open(os.path.join(state, "budget.json")) as f:
         return f.read()
@@ -93,11 +81,11 @@ def refused_with_nothing_launched(srv, state, repo, tag, label):
     time.sleep(0.3)
     created = ino.events()
     ino.close()
-    rec = rec_of(state, text)
+    rec = S.record_of_script(state, text)
     tap.ok(got == "ERROR" and rec is not None and rec["status"] == "refused"
            and rec["cause"] == "run_bit_budget_spent" and "run's bit budget" in (rec["reason"] or "")
            and rec["debited"] is False and rec["launched"] is False and rec["bits"] is None
-           and not admitted(state, text),
+           and not S.admissions_of_script(state, text),
            f"{label}: a call on {repo} is ERROR, audited refused with cause run_bit_budget_spent, not debited, "
            "not launched, with no admission record", (got, rec))
     tap.ok(not created, f"{label}: nothing was copied or launched for it (no workspace, no container)", created)

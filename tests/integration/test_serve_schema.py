@@ -104,23 +104,11 @@ def line_value(out):
     return "ERROR" if out == S.ERROR_LINE else out
 
 
-def rec_of(state, script):
-    tag = S.sha256_tag(script)
-    found = [r for r in S.audit_lines(state) if r["script_sha256"] == tag]
-    return found[-1] if found else None
-
-
 def newest_refusal(state):
     """The newest record: a request refused off the slots is logged before
     its fields are (docs/audit.md), so its script cannot name it."""
     recs = S.audit_lines(state)
     return recs[-1] if recs else None
-
-
-def admitted(state, script):
-    tag = S.sha256_tag(script)
-    return [r for r in S.audit_lines(state, admissions=True)
-            if r["status"] == "admitted" and r["script_sha256"] == tag]
 
 
 def ledger(state):
@@ -143,10 +131,10 @@ def refused_before_launch(srv, state, send, script, cause, label, why, off_slots
     time.sleep(0.3)
     created = S.launch_events(state, srv.run, ino.events())
     ino.close()
-    rec = newest_refusal(state) if off_slots else rec_of(state, script)
+    rec = newest_refusal(state) if off_slots else S.record_of_script(state, script)
     tap.ok(got == "ERROR" and rec is not None and rec["status"] == "refused" and rec["cause"] == cause
            and why in (rec["reason"] or "") and rec["debited"] is False and rec["launched"] is False
-           and rec["bits"] is None and rec["content_bits"] is None and not admitted(state, script)
+           and rec["bits"] is None and rec["content_bits"] is None and not S.admissions_of_script(state, script)
            and (not off_slots or (rec["answer_schema"] is None and rec["script_sha256"] is None))
            and not S.audit_key_problems(rec),
            f"{label}: ERROR, audited refused with cause {cause}, not debited, not launched, no admission record",
@@ -186,7 +174,7 @@ try:
         ino.close()
         tap.ok(created, "control: the inotify watch sees an answered call's workspace or container created",
                created)
-        rec = rec_of(state, COUNT_SCRIPT)
+        rec = S.record_of_script(state, COUNT_SCRIPT)
         want_bits = math.ceil(math.log2(1001 + 1))
         tap.ok(got == str(N_FILES), f"a v2 request counting .py files answers {N_FILES}, canonically "
                "(the script wrote spaces, an escaped key and a newline)", got)
@@ -209,7 +197,7 @@ try:
         # ---- an object's value, written noisily, comes back canonical ---------------
         noisy = writes('{"result": {"count": 7, "found" : true}}')
         got = ask(srv, PLAIN, OBJECT_SCHEMA, noisy)
-        rec = rec_of(state, noisy)
+        rec = S.record_of_script(state, noisy)
         tap.ok(got == '{"found":true,"count":7}' and rec is not None and rec["content_bits"] == 5
                and rec["result"] == got,
                "an object schema (N = 20) answers the canonical value, fields in the schema's order, for 5 "
@@ -222,7 +210,7 @@ try:
             script = writes(text)
             before = repo_millibits(state, PLAIN)
             got = ask(srv, PLAIN, COUNT_SCHEMA, script)
-            rec = rec_of(state, script)
+            rec = S.record_of_script(state, script)
             tap.ok(got == "ERROR" and rec is not None and rec["status"] == "probe"
                    and rec["cause"] == "probe_output" and rec["debited"] is True
                    and repo_millibits(state, PLAIN) == before + want_bits * 1000 + TIMING_MB
@@ -241,7 +229,7 @@ try:
         # ---- the three-outcome form is unchanged -------------------------------------
         v1 = "# v1\nimport json\nwith open('/probe/out', 'w') as f:\n    json.dump({'result': 'YES'}, f)\n"
         out = srv.probe(v1, PLAIN)
-        rec = rec_of(state, v1)
+        rec = S.record_of_script(state, v1)
         tap.ok(out == S.answer("YES") and rec is not None and rec["answer_schema"] is None
                and rec["outcomes"] == list(S.OUTCOMES) and rec["result"] == "YES" and rec["content_bits"] == 2,
                "a v1 request on the same serve answers as before, for 2 content bits", (out, rec))
@@ -249,7 +237,7 @@ try:
         # ---- confidential: 8 bits ----------------------------------------------------
         script = writes('{"result": {"found": false, "count": 0}}')
         got = ask(srv, CONF, OBJECT_SCHEMA, script)
-        rec = rec_of(state, script)
+        rec = S.record_of_script(state, script)
         tap.ok(got == '{"found":false,"count":0}' and rec is not None and rec["bits"] == 8
                and repo_millibits(state, CONF) == 8000,
                f"{CONF} (confidential, 8 bits): a 5-bit schema call plus 3 timing bits fits exactly", (got, rec))
@@ -288,7 +276,7 @@ try:
         state3 = work.staged_state(enclaves, [(PLAIN, plain)])
         with S.serving(work, enclaves, state3, extra=FLAGS) as srv:
             got = ask(srv, PLAIN, COUNT_SCHEMA, COUNT_SCRIPT)
-            rec = rec_of(state3, COUNT_SCRIPT)
+            rec = S.record_of_script(state3, COUNT_SCRIPT)
             tap.ok(got == str(N_FILES) and rec is not None and rec["bits"] == want_bits + 3,
                    "an enclaves document: its repository (internal) answers a schema probe, charged as any",
                    (got, rec))
